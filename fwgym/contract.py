@@ -1,0 +1,205 @@
+"""The capacity contract of FWBench (DESIGN §3; FWBench protocol §1.4, §1.7, §5.1).
+
+A plan is 8 capacities ``b00..b07``, one per 3-hour block of the 24-hour target window. Capacities
+are physical (MW or departures/hour) and must equal ``scale * G[g]`` for a level of the normalised
+grid ``G = {0.40, 0.45, ..., 2.00}`` (33 levels); adjacent blocks may differ by at most ``RAMP = 0.30``
+in normalised units (6 grid steps).
+
+Hourly loss with ``z_h = y_h / scale`` and ``a_h`` the capacity of the block containing hour ``h``::
+
+    loss(a, z) = (1/24) * sum_h [ ALPHA * (a_h - z_h)_+ + w_h * (z_h - a_h)_+ ],   ALPHA = 0.3
+
+with the weekday-rotated shortage weights ``w_h`` of :func:`shortage_weights`. The cost tables and
+the optimal plan are computed by :mod:`fwgym.optimizer` (the only implementation of the formula).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+#: Normalised capacity grid, 33 levels 0.40..2.00 step 0.05 (float64, shape (33,)).
+GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
+GRID.flags.writeable = False
+N_LEVELS = 33
+ALPHA = 0.3  #: surplus (reservation) price per normalised unit-hour
+RAMP = 0.30  #: max |a_b - a_{b-1}| in normalised units
+RAMP_TOL = 1e-9
+MAX_RAMP_STEPS = 6  #: RAMP expressed in grid steps (0.30 / 0.05)
+BLOCK_HOURS = 3
+N_BLOCKS = 8
+TARGET_HOURS = 24
+DECISION_IDS: tuple[str, ...] = tuple(f"b{i:02d}" for i in range(N_BLOCKS))
+PRIORITY_PATTERN: tuple[float, ...] = (1.0, 1.0, 2.0, 1.5)
+VALUE_ABS_TOL = 1e-6
+VALUE_REL_TOL = 1e-9
+#: Added to the worst feasible hourly cost for an invalid plan (protocol §5.1).
+INVALID_PENALTY = 1.0
+
+
+def shortage_weights(target_weekday: int) -> np.ndarray:
+    """Hourly shortage weights ``w_h`` of a target day (protocol §1.4).
+
+    The pattern ``[1, 1, 2, 1.5]`` is rotated right by ``target_weekday mod 4`` (Monday = 0) and
+    each element is repeated 6 times, indexed from the target start.
+
+    Args:
+        target_weekday: weekday of the target date, Monday = 0 ... Sunday = 6.
+
+    Returns:
+        float64 array of shape (24,). Monday: ``[1]*12 + [2]*6 + [1.5]*6``;
+        Tuesday: ``[1.5]*6 + [1]*12 + [2]*6``.
+
+    Raises:
+        ValueError: ``target_weekday`` not an integer in 0..6.
+    """
+    if isinstance(target_weekday, bool) or int(target_weekday) != target_weekday or not 0 <= target_weekday <= 6:
+        raise ValueError(f"target_weekday must be an integer 0..6 (Monday = 0), got {target_weekday!r}")
+    shift = int(target_weekday) % 4
+    pattern = PRIORITY_PATTERN[-shift:] + PRIORITY_PATTERN[:-shift] if shift else PRIORITY_PATTERN
+    return np.repeat(np.asarray(pattern, dtype=np.float64), 6)
+
+
+class PlanError(ValueError):
+    """A submitted plan is invalid. ``code`` is a stable machine-readable reason."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan.
+
+    Attributes:
+        indices: int64 grid indices, shape (8,).
+        levels: normalised levels ``GRID[indices]``, shape (8,).
+        values: physical capacities ``scale * levels``, shape (8,).
+    """
+
+    indices: np.ndarray
+    levels: np.ndarray
+    values: np.ndarray
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """Canonical decision records ``[{"decision_id": "b00", "value": ...}, ...]``."""
+        return [{"decision_id": d, "value": float(v)} for d, v in zip(DECISION_IDS, self.values)]
+
+
+def plan_from_indices(indices: Sequence[int] | np.ndarray, scale: float) -> Plan:
+    """Build a :class:`Plan` from grid indices (no ramp check; optimizer output is feasible)."""
+    idx = np.asarray(indices, dtype=np.int64)
+    levels = GRID[idx]
+    return Plan(indices=idx, levels=levels, values=levels * float(scale))
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _records_to_values(decisions: Any) -> list[Any]:
+    """Map the accepted decision containers to 8 raw values in b00..b07 order."""
+    if isinstance(decisions, Mapping):
+        keys = list(decisions.keys())
+        unknown = sorted(set(map(str, keys)) - set(DECISION_IDS))
+        if unknown:
+            raise PlanError("unknown_decision_id", f"unknown decision ids {unknown}; expected exactly {list(DECISION_IDS)}")
+        missing = [d for d in DECISION_IDS if d not in decisions]
+        if missing:
+            raise PlanError("missing_decision", f"missing decisions {missing}; expected exactly {list(DECISION_IDS)}")
+        return [decisions[d] for d in DECISION_IDS]
+    if not isinstance(decisions, (list, tuple)):
+        raise PlanError(
+            "bad_format",
+            "decisions must be a list of {\"decision_id\": \"b00\", \"value\": <number>} records "
+            f"or an object keyed b00..b07; got {type(decisions).__name__}",
+        )
+    found: dict[str, Any] = {}
+    for i, rec in enumerate(decisions):
+        if not isinstance(rec, Mapping):
+            raise PlanError("bad_format", f"decision #{i} is a {type(rec).__name__}, expected an object with decision_id and value")
+        if "decision_id" not in rec or "value" not in rec:
+            raise PlanError("bad_format", f"decision #{i} must have keys 'decision_id' and 'value'")
+        did = rec["decision_id"]
+        if not isinstance(did, str) or did not in DECISION_IDS:
+            raise PlanError("unknown_decision_id", f"decision #{i} has unknown decision_id {did!r}; expected one of {list(DECISION_IDS)}")
+        if did in found:
+            raise PlanError("duplicate_decision", f"decision_id {did} appears more than once")
+        found[did] = rec["value"]
+    missing = [d for d in DECISION_IDS if d not in found]
+    if missing:
+        raise PlanError("missing_decision", f"missing decisions {missing}; exactly 8 decisions b00..b07 are required")
+    return [found[d] for d in DECISION_IDS]
+
+
+def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
+    idx = np.empty(N_BLOCKS, dtype=np.int64)
+    for b, v in enumerate(values):
+        did = DECISION_IDS[b]
+        if not _is_number(v):
+            raise PlanError("not_a_number", f"{did}: value {v!r} is not a JSON number")
+        v = float(v)
+        if not math.isfinite(v):
+            raise PlanError("non_finite", f"{did}: value {v} is not finite")
+        g = int(np.argmin(np.abs(GRID * scale - v)))
+        target = float(GRID[g] * scale)
+        if not math.isclose(v, target, rel_tol=VALUE_REL_TOL, abs_tol=VALUE_ABS_TOL):
+            lo = float(GRID[0] * scale)
+            hi = float(GRID[-1] * scale)
+            raise PlanError(
+                "off_grid",
+                f"{did}: value {v!r} is not on the capacity grid (nearest grid value {target!r}; "
+                f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {lo:.6g}..{hi:.6g} {unit_label} in steps of {0.05 * scale:.6g})",
+            )
+        idx[b] = g
+    return idx
+
+
+def _check_ramp(idx: np.ndarray) -> None:
+    for b in range(1, N_BLOCKS):
+        step = abs(float(GRID[idx[b]] - GRID[idx[b - 1]]))
+        if step > RAMP + RAMP_TOL:
+            raise PlanError(
+                "ramp_violation",
+                f"ramp violated between {DECISION_IDS[b - 1]} and {DECISION_IDS[b]}: normalised change "
+                f"{step:.2f} > {RAMP:.2f} (at most 6 grid steps between adjacent blocks)",
+            )
+
+
+def validate_decisions(decisions: Any, scale: float, unit: str = "") -> Plan:
+    """Validate physical decisions against the grid and the ramp (protocol §1.7, §5.1).
+
+    Args:
+        decisions: a list of ``{"decision_id": "b00".."b07", "value": number}`` records (extra keys
+            such as ``forecast_id`` are ignored) or an object keyed exactly ``b00..b07``.
+        scale: contract scale (mean of the visible history), > 0.
+        unit: unit label used in error messages.
+
+    Returns:
+        The validated :class:`Plan`.
+
+    Raises:
+        PlanError: with ``code`` one of ``bad_format``, ``unknown_decision_id``, ``duplicate_decision``,
+            ``missing_decision``, ``not_a_number``, ``non_finite``, ``off_grid``, ``ramp_violation``.
+    """
+    values = _records_to_values(decisions)
+    idx = _snap_exact(values, float(scale), unit)
+    _check_ramp(idx)
+    return plan_from_indices(idx, scale)
+
+
+def validate_levels(levels: Any, scale: float) -> Plan:
+    """Validate 8 *normalised* levels (each must be a grid value of ``GRID``) and the ramp.
+
+    Same rules and error codes as :func:`validate_decisions`, with the grid unscaled.
+    """
+    if not isinstance(levels, (list, tuple, np.ndarray)) or len(levels) != N_BLOCKS:
+        raise PlanError("bad_format", f"levels must be a list of 8 normalised grid levels (0.40..2.00), got {levels!r:.200}")
+    vals = [float(x) if isinstance(x, np.floating) else x for x in list(levels)]
+    idx = _snap_exact(vals, 1.0, "(normalised)")
+    _check_ramp(idx)
+    return plan_from_indices(idx, scale)

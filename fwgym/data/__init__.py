@@ -1,0 +1,154 @@
+"""Real data shipped inside fwgym, verified by sha256 on every load.
+
+Two long-format Parquet files live next to this module (see ``ATTRIBUTION.md`` for sources,
+licences and the required attribution text):
+
+* ``eia930_demand.parquet`` -- U.S. EIA Form EIA-930 hourly demand, 54 balancing authorities,
+  2020-2024, MW, UTC hour start.
+* ``tfl_cycle_hire.parquet`` -- TfL cycle-hire hourly departures, 100 stations, 2015, counts,
+  UTC hour start, zeros kept.
+
+Missing hours are absent rows. :func:`load_series` turns a file into dense per-series hourly
+arrays with NaN at missing hours (see :class:`fwgym.series.Series`).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from fwgym.series import Series
+
+DATA_DIR = Path(__file__).resolve().parent
+
+#: domain -> (file name, sha256, unit, human description)
+DATA_FILES: dict[str, tuple[str, str, str]] = {
+    "electricity": (
+        "eia930_demand.parquet",
+        "3449ef1329c72b9cdcf1b8a51e1afa5f23e152847a81a2ac635c632fd6597bb8",
+        "MW",
+    ),
+    "cycle_hire": (
+        "tfl_cycle_hire.parquet",
+        "4b4a812463bea9750e45acc27efb6d5eb7f05ee434e664715a45b2e29a4203e6",
+        "departures/hour",
+    ),
+}
+
+DOMAINS: tuple[str, ...] = tuple(DATA_FILES)
+
+_CACHE: dict[tuple[str, str], dict[str, Series]] = {}
+_LOCK = threading.Lock()
+
+
+class DataIntegrityError(RuntimeError):
+    """A shipped data file is missing, altered, truncated or malformed. The message names the file."""
+
+
+def sha256_file(path: Path) -> str:
+    """Return the hex sha256 digest of the file at ``path`` (read in 1 MiB chunks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_file(path: Path, expected_sha256: str) -> None:
+    """Raise :class:`DataIntegrityError` unless ``path`` exists and has digest ``expected_sha256``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataIntegrityError(
+            f"data file {path} is missing; reinstall fwgym (the package ships it) or restore the file"
+        )
+    actual = sha256_file(path)
+    if actual != expected_sha256:
+        raise DataIntegrityError(
+            f"data file {path} failed its sha256 check (expected {expected_sha256}, got {actual}): "
+            "the file is truncated or altered; reinstall fwgym or restore the original file"
+        )
+
+
+def _domain_entry(domain: str) -> tuple[str, str, str]:
+    if domain not in DATA_FILES:
+        raise ValueError(f"unknown domain {domain!r}; expected one of {list(DATA_FILES)}")
+    return DATA_FILES[domain]
+
+
+def _ba_names() -> dict[str, str]:
+    with open(DATA_DIR / "balancing_authorities.csv", newline="", encoding="utf-8") as fh:
+        return {row["series_id"]: row["name"] for row in csv.DictReader(fh)}
+
+
+def load_series(domain: str, data_dir: str | Path | None = None) -> dict[str, Series]:
+    """Load, verify and densify every series of ``domain``.
+
+    Args:
+        domain: ``"electricity"`` or ``"cycle_hire"``.
+        data_dir: directory holding the Parquet file; defaults to the copy shipped in the package.
+            The sha256 check applies to any directory.
+
+    Returns:
+        ``{series_id: Series}`` in sorted id order. Results are cached per (domain, directory), so
+        many environments in one process share the same arrays (they are read-only).
+
+    Raises:
+        ValueError: unknown domain.
+        DataIntegrityError: the file is missing, fails its sha256 check, cannot be parsed, or holds
+            duplicate timestamps, non-hourly timestamps, or non-finite / negative values.
+    """
+    file_name, digest, unit = _domain_entry(domain)
+    directory = Path(data_dir) if data_dir is not None else DATA_DIR
+    key = (domain, str(directory.resolve()))
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        path = directory / file_name
+        verify_file(path, digest)
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            enc = table.column("series_id").combine_chunks().dictionary_encode()
+            codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            labels = [str(x) for x in enc.dictionary.to_pylist()]
+            stamps = table.column("timestamp").cast(pa.timestamp("us", tz="UTC")).to_numpy()
+            values = np.asarray(table.column("value").to_numpy(), dtype=np.float64)
+            names_col = table.column("station_name") if "station_name" in table.column_names else None
+        except Exception as exc:  # pyarrow raises several exception types for bad files
+            raise DataIntegrityError(f"data file {path} could not be read as Parquet: {exc}") from exc
+        if len(codes) == 0:
+            raise DataIntegrityError(f"data file {path} holds no rows")
+        micro = stamps.astype("datetime64[us]").astype(np.int64)
+        if np.any(micro % 3_600_000_000 != 0):
+            raise DataIntegrityError(f"data file {path} has timestamps that are not on the hour")
+        hours = micro // 3_600_000_000
+        if not np.all(np.isfinite(values)) or np.any(values < 0):
+            raise DataIntegrityError(f"data file {path} holds NaN, infinite or negative values")
+        bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [len(codes)]])
+        if len(starts) != len(labels):
+            raise DataIntegrityError(f"data file {path} is not sorted by series_id (a series appears in several runs)")
+        ba_names = _ba_names() if domain == "electricity" else {}
+        out: dict[str, Series] = {}
+        for s, e in zip(starts, ends):
+            sid = labels[codes[s]]
+            h = hours[s:e]
+            if np.any(np.diff(h) <= 0):
+                raise DataIntegrityError(
+                    f"data file {path}: series {sid} has duplicate or unsorted timestamps"
+                )
+            dense = np.full(int(h[-1] - h[0] + 1), np.nan)
+            dense[h - h[0]] = values[s:e]
+            dense.flags.writeable = False
+            name = str(names_col[int(s)].as_py()) if names_col is not None else ba_names.get(sid, sid)
+            out[sid] = Series(series_id=sid, domain=domain, name=name, unit=unit,
+                              start_hour=int(h[0]), values=dense)
+        out = dict(sorted(out.items()))
+        _CACHE[key] = out
+        return out

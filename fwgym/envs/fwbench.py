@@ -1,0 +1,279 @@
+"""The FWBench decision environment (DESIGN §7): one case per episode, JSON tool-call actions.
+
+Observation (``gymnasium.spaces.Dict``):
+
+* ``history``: Box(336,) float32, visible history in raw units (MW or departures/hour);
+* ``context``: Text, the case context (:func:`fwgym.context.render_context`);
+* ``last_result``: Text, compact JSON of the last tool result (``""`` after reset);
+* ``budget_left``: Box(1,) float32, credits left;
+* ``calls_left``: Discrete(max_calls + 1), tool calls left.
+
+Action: a JSON tool call ``{"tool": NAME, "args": {...}}`` as a string (the ``Text`` action space)
+or an already parsed dict. Malformed actions return an error result and count as a call.
+
+Reward: ``reward="terminal"`` (default) pays ``-S`` at termination; ``reward="dense"`` pays
+``-0.5 * credits / budget`` when credits are charged and ``-0.5 * R`` at termination, summing to ``-S``.
+
+Termination: a ``submit`` (valid plan, or an invalid one when ``invalid_submission="terminate"``)
+or call ``max_calls + 1`` (status ``call_limit_exceeded``, invalid) when ``call_limit="terminate"``.
+"""
+from __future__ import annotations
+
+import string
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case
+from fwgym.context import render_context
+from fwgym.contract import PlanError
+from fwgym.data import DOMAINS
+from fwgym.optimizer import cost_table, invalid_loss, perfect_demand_plan, plan_loss
+from fwgym.scoring import BUDGET, case_score, case_weights, load_sigma
+from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, ToolError, parse_action, result_json
+
+#: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
+CHARSET = string.printable
+MAX_TEXT = 1 << 17
+TERMINATE, ERROR = "terminate", "error"
+
+
+class FWBenchEnv(gym.Env):
+    """Budgeted forecast-purchasing and capacity-decision environment on real data.
+
+    Args:
+        domain: ``"electricity"``, ``"cycle_hire"`` or a sequence of both (``FWBench-v0``).
+        split: ``"train"``, ``"dev"`` or ``"test"``.
+        lead: ``None`` (both), ``"day_ahead"`` or ``"week_ahead"``.
+        budget: credits per episode (default 113,726).
+        max_calls: tool-call limit (default 12).
+        reward: ``"terminal"`` or ``"dense"``.
+        tools: allowed tool names (default: every registered tool).
+        invalid_submission: ``"terminate"`` (protocol: an invalid plan is scored invalid) or
+            ``"error"`` (an error result, counted as a call; the agent may resubmit).
+        call_limit: ``"terminate"`` (protocol) or ``"error"`` (calls beyond the limit are refused
+            free of charge; only ``submit`` is then accepted).
+        case_ids: restrict the episode pool to these ids.
+        sigma: per-domain sigma override (default: the frozen calibration).
+
+    Raises:
+        ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        domain: str | Sequence[str] = "electricity",
+        split: str = "test",
+        lead: str | None = None,
+        budget: int = BUDGET,
+        max_calls: int = MAX_CALLS,
+        reward: str = "terminal",
+        tools: Sequence[str] | None = None,
+        invalid_submission: str = TERMINATE,
+        call_limit: str = TERMINATE,
+        case_ids: Sequence[str] | None = None,
+        sigma: dict[str, float] | None = None,
+        render_mode: str | None = None,
+    ):
+        domains = (domain,) if isinstance(domain, str) else tuple(domain)
+        bad = [d for d in domains if d not in DOMAINS]
+        if bad or not domains:
+            raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(DOMAINS)}")
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
+        if lead is not None and lead not in LEADS:
+            raise ValueError(f"unknown lead {lead!r}; expected None or one of {list(LEADS)}")
+        if reward not in ("terminal", "dense"):
+            raise ValueError(f"reward must be 'terminal' or 'dense', got {reward!r}")
+        for name, v in (("invalid_submission", invalid_submission), ("call_limit", call_limit)):
+            if v not in (TERMINATE, ERROR):
+                raise ValueError(f"{name} must be {TERMINATE!r} or {ERROR!r}, got {v!r}")
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+            raise ValueError(f"budget must be a non-negative integer, got {budget!r}")
+        if isinstance(max_calls, bool) or not isinstance(max_calls, (int, np.integer)) or max_calls < 0:
+            raise ValueError(f"max_calls must be a non-negative integer, got {max_calls!r}")
+        tools = tuple(DEFAULT_TOOLS if tools is None else tools)
+        unknown = [t for t in tools if t not in REGISTRY]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
+        if "submit" not in tools:
+            tools += ("submit",)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+
+        self.domains, self.split, self.lead = domains, split, lead
+        self.budget, self.max_calls = int(budget), int(max_calls)
+        self.reward_mode, self.tools = reward, tools
+        self.invalid_submission, self.call_limit = invalid_submission, call_limit
+        self.render_mode = render_mode
+        self.sigma = dict(sigma) if sigma is not None else load_sigma()
+
+        pool: list[Case] = [c for d in domains for c in build_cases(d, split) if lead is None or c.lead == lead]
+        if case_ids is not None:
+            wanted = set(case_ids)
+            pool = [c for c in pool if c.case_id in wanted]
+            missing = wanted - {c.case_id for c in pool}
+            if missing:
+                raise ValueError(f"case ids not in this env's pool: {sorted(missing)[:5]}")
+        if not pool:
+            raise ValueError("the case pool is empty")
+        self.cases: tuple[Case, ...] = tuple(pool)
+        self._case_index = {c.case_id: i for i, c in enumerate(pool)}
+        self._weights = case_weights([
+            {"case_id": c.case_id, "domain": c.domain, "cohort": c.cohort, "series_id": c.series_id, "lead": c.lead}
+            for c in pool
+        ])
+        self._cum_weights = np.cumsum(self._weights)
+
+        self.observation_space = spaces.Dict({
+            "history": spaces.Box(low=0.0, high=np.finfo(np.float32).max, shape=(HISTORY_HOURS,), dtype=np.float32),
+            "context": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
+            "last_result": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
+            "budget_left": spaces.Box(low=0.0, high=float(self.budget), shape=(1,), dtype=np.float32),
+            "calls_left": spaces.Discrete(self.max_calls + 1),
+        })
+        self.action_space = spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
+        self.episode: Episode | None = None
+        self._outcome: dict | None = None
+
+    # -- gymnasium API -------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode on a case drawn with the aggregation weights (seeded), or on
+        ``options["case_id"]``.
+
+        Raises:
+            ValueError: unknown ``case_id`` or unknown option keys.
+        """
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"case_id"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; supported: ['case_id']")
+        if "case_id" in options:
+            cid = options["case_id"]
+            if cid in self._case_index:
+                case = self.cases[self._case_index[cid]]
+            else:
+                case = get_case(cid)  # raises a clear ValueError for unknown ids
+                if case.domain not in self.domains:
+                    raise ValueError(f"case {cid!r} is not of this env's domain(s) {list(self.domains)}")
+        else:
+            u = self.np_random.random()
+            case = self.cases[min(int(np.searchsorted(self._cum_weights, u, side="right")), len(self.cases) - 1)]
+        self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools)
+        self._outcome = None
+        self._context = None
+        self._history_obs = np.asarray(case.history, dtype=np.float32)
+        return self._observation(""), self._info()
+
+    def step(self, action: Any):
+        ep = self.episode
+        if ep is None or self._outcome is not None:
+            raise RuntimeError("call reset() before step() (the episode has ended)")
+        call = parse_action(action)
+        name = call.tool if isinstance(call, ToolCall) else "invalid"
+        counts = not (isinstance(call, ToolCall) and call.tool == "submit")
+        if counts and ep.calls >= ep.max_calls:
+            if self.call_limit == TERMINATE:
+                ep.calls += 1
+                ep.tool_counts[name] += 1
+                return self._terminate("call_limit_exceeded", f"call {ep.calls} exceeds the limit of {ep.max_calls} tool calls")
+            res = {"tool": name, "ok": False, "error": {"code": "call_limit", "message": f"the limit of {ep.max_calls} tool calls is reached; only submit is accepted"}}
+            return self._observation(result_json(res)), 0.0, False, False, self._info()
+        spent_before = ep.spent
+        if isinstance(call, ToolError):
+            ep.calls += 1
+            ep.tool_counts["invalid"] += 1
+            res = {"tool": "invalid", "ok": False, "error": {"code": call.code, "message": call.message}}
+        else:
+            res = ep.execute(call)
+            if counts:
+                ep.calls += 1
+            elif not res["ok"]:
+                # a refused submit: a malformed submit is an error result that counts as a call;
+                # an invalid plan ends the episode unless invalid_submission == "error"
+                code = res["error"]["code"]
+                if code == "invalid_plan" and self.invalid_submission == TERMINATE:
+                    return self._terminate("invalid_submission", res["error"]["message"])
+                ep.calls += 1
+        reward = -0.5 * (ep.spent - spent_before) / self.budget if self.reward_mode == "dense" and self.budget else 0.0
+        if ep.submission is not None:
+            obs, r, term, trunc, info = self._terminate("submitted", "")
+            return obs, r + reward, term, trunc, info
+        return self._observation(result_json(res)), reward, False, False, self._info()
+
+    def render(self):
+        if self.render_mode == "ansi" and self.episode is not None:
+            ep = self.episode
+            return f"{ep.case.case_id}: calls {ep.calls}/{ep.max_calls}, credits {ep.spent}/{ep.budget}"
+        return None
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @property
+    def context(self) -> str:
+        """The current case's context text (rendered once per episode)."""
+        if self._context is None:
+            self._context = render_context(self.episode.case, self.budget, self.max_calls, self.tools)
+        return self._context
+
+    def _observation(self, last_result: str) -> dict:
+        ep = self.episode
+        if len(last_result) > MAX_TEXT:
+            last_result = last_result[: MAX_TEXT - 40] + "...[truncated]"
+        return {
+            "history": self._history_obs.copy(),
+            "context": self.context,
+            "last_result": last_result,
+            "budget_left": np.array([ep.budget_left], dtype=np.float32),
+            "calls_left": np.int64(ep.calls_left),
+        }
+
+    def _info(self) -> dict:
+        ep = self.episode
+        return {"case_id": ep.case.case_id, "calls": ep.calls, "credits": ep.spent, "budget_left": ep.budget_left}
+
+    def _terminate(self, status: str, reason: str):
+        ep = self.episode
+        case = ep.case
+        truth = cost_table(case.target().reshape(-1, 1), case.scale, case.shortage)
+        floor = perfect_demand_plan(case.target(), case.scale, case.shortage).expected_loss
+        valid = status == "submitted" and ep.submission is not None
+        loss = plan_loss(truth, ep.submission.indices) if valid else invalid_loss(truth)
+        r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
+        self._outcome = {
+            "case_id": case.case_id, "domain": case.domain, "cohort": case.cohort, "series_id": case.series_id,
+            "lead": case.lead, "split": case.split, "loss": loss, "floor": floor, "R": r, "S": s,
+            "credits": ep.spent, "calls": ep.calls, "valid": valid, "status": status, "reason": reason,
+            "tool_counts": dict(ep.tool_counts),
+            "levels": [float(x) for x in ep.submission.levels] if valid else None,
+        }
+        reward = -0.5 * r if self.reward_mode == "dense" else -s
+        result = {"tool": "submit", "ok": valid, "result": {"status": status}} if valid else {
+            "tool": "submit", "ok": False, "error": {"code": status, "message": reason}}
+        info = {**self._info(), **self._outcome}
+        return self._observation(result_json(result)), float(reward), True, False, info
+
+    def hindsight(self) -> dict:
+        """ORACLE-ONLY privileged access to the current case's realised target.
+
+        For hindsight oracles and plots; never part of observations or info before termination.
+
+        Returns:
+            ``{"case_id", "target" (24,) raw units, "target_hours" (24,) epoch hours, "floor",
+            "perfect_plan" (Plan)}``.
+
+        Raises:
+            RuntimeError: no episode is running.
+        """
+        if self.episode is None:
+            raise RuntimeError("call reset() first")
+        case = self.episode.case
+        best = perfect_demand_plan(case.target(), case.scale, case.shortage)
+        return {"case_id": case.case_id, "target": np.array(case.target()), "target_hours": case.target_hours.copy(),
+                "floor": best.expected_loss, "perfect_plan": best.plan}

@@ -1,0 +1,130 @@
+"""The eight free classical predictive distributions of FWBench (protocol §3.1, DESIGN §6).
+
+Every method maps the visible history (336 hourly values, UTC hour index) to a sample set per
+target hour with equal weights. Weekly/daily phase is matched in UTC hours: a history hour ``t``
+is "the same weekday and hour" as a target hour ``u`` when ``(u - t) mod 168 == 0`` (``mod 24`` for
+the hour of day).
+
+=========================  ==================================================================  =========
+method                     samples for target hour u                                           K
+=========================  ==================================================================  =========
+weekday_empirical          history values at the same UTC weekday and hour                     2
+weekly_repeat              the most recent same-weekday-and-hour value                         1
+all_hour_empirical         all history values                                                  336
+calendar_residual          OLS fit (intercept, trend t/336, sin/cos 2*pi*k*t/24 and            336
+                           2*pi*k*t/168 for k = 1, 2, 3) predicted at u, plus every in-sample
+                           residual, clipped at 0
+recent_week_empirical      the last 168 values                                                 168
+recent_day_empirical       the last 24 values                                                  24
+hour_of_day_empirical      history values at the same UTC hour                                 14
+level_adjusted_weekly      weekly_repeat + (mean of the last 24 h - mean of the 24 h one week  1
+                           earlier, positions -192..-169), clipped at 0
+=========================  ==================================================================  =========
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+WEEK = 168
+DAY = 24
+
+
+def _phase_samples(history: np.ndarray, history_hours: np.ndarray, target_hours: np.ndarray, period: int) -> np.ndarray:
+    n = len(history)
+    # positions (from the end) sharing the phase of each target hour; same count for every hour
+    offset = (target_hours[:, None] - history_hours[-period:][None, :]) % period == 0  # (24, period)
+    first = np.argmax(offset, axis=1) + (n - period)  # index of the last-period hour in phase
+    reps = n // period
+    idx = first[:, None] - period * np.arange(reps - 1, -1, -1)[None, :]
+    return history[idx]
+
+
+def weekday_empirical(history, history_hours, target_hours):
+    return _phase_samples(history, history_hours, target_hours, WEEK)
+
+
+def weekly_repeat(history, history_hours, target_hours):
+    return _phase_samples(history, history_hours, target_hours, WEEK)[:, -1:]
+
+
+def all_hour_empirical(history, history_hours, target_hours):
+    return np.broadcast_to(history, (len(target_hours), len(history)))
+
+
+def _calendar_design(t: np.ndarray, n: int) -> np.ndarray:
+    cols = [np.ones_like(t, dtype=np.float64), t / n]
+    for period in (DAY, WEEK):
+        for k in (1, 2, 3):
+            ang = 2.0 * np.pi * k * t / period
+            cols += [np.sin(ang), np.cos(ang)]
+    return np.stack(cols, axis=1)
+
+
+def calendar_residual(history, history_hours, target_hours):
+    n = len(history)
+    t = (history_hours - history_hours[0]).astype(np.float64)
+    X = _calendar_design(t, n)
+    coef, *_ = np.linalg.lstsq(X, history, rcond=None)
+    resid = history - X @ coef
+    pred = _calendar_design((target_hours - history_hours[0]).astype(np.float64), n) @ coef
+    return np.maximum(pred[:, None] + resid[None, :], 0.0)
+
+
+def recent_week_empirical(history, history_hours, target_hours):
+    return np.broadcast_to(history[-WEEK:], (len(target_hours), WEEK))
+
+
+def recent_day_empirical(history, history_hours, target_hours):
+    return np.broadcast_to(history[-DAY:], (len(target_hours), DAY))
+
+
+def hour_of_day_empirical(history, history_hours, target_hours):
+    return _phase_samples(history, history_hours, target_hours, DAY)
+
+
+def level_adjusted_weekly(history, history_hours, target_hours):
+    shift = history[-DAY:].mean() - history[-WEEK - DAY : -WEEK].mean()
+    return np.maximum(weekly_repeat(history, history_hours, target_hours) + shift, 0.0)
+
+
+#: name -> function(history (336,), history_hours (336,), target_hours (24,)) -> samples (24, K)
+CLASSICAL_METHODS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "weekday_empirical": weekday_empirical,
+    "weekly_repeat": weekly_repeat,
+    "all_hour_empirical": all_hour_empirical,
+    "calendar_residual": calendar_residual,
+    "recent_week_empirical": recent_week_empirical,
+    "recent_day_empirical": recent_day_empirical,
+    "hour_of_day_empirical": hour_of_day_empirical,
+    "level_adjusted_weekly": level_adjusted_weekly,
+}
+
+
+def classical_distribution(method: str, history: np.ndarray, history_hours: np.ndarray, target_hours: np.ndarray) -> np.ndarray:
+    """Equal-weight samples per target hour from a free classical method.
+
+    Args:
+        method: one of :data:`CLASSICAL_METHODS`.
+        history: visible values, float64 (336,), raw units, all finite.
+        history_hours: epoch hours of ``history``, int64 (336,), consecutive.
+        target_hours: epoch hours to forecast, int64 (24,), all after the history.
+
+    Returns:
+        float64 array (24, K), raw units (K per method, see the module table).
+
+    Raises:
+        ValueError: unknown method, or a history shorter than two weeks / not consecutive.
+    """
+    fn = CLASSICAL_METHODS.get(method)
+    if fn is None:
+        raise ValueError(f"unknown classical method {method!r}; expected one of {sorted(CLASSICAL_METHODS)}")
+    h = np.asarray(history, dtype=np.float64)
+    hh = np.asarray(history_hours, dtype=np.int64)
+    th = np.asarray(target_hours, dtype=np.int64)
+    if h.shape != hh.shape or len(h) < 2 * WEEK or len(h) % WEEK or np.any(np.diff(hh) != 1):
+        raise ValueError("history must be a whole number of consecutive weeks (e.g. 336 hours) with matching hours")
+    if np.any(th <= hh[-1]):
+        raise ValueError("target hours must come after the history")
+    return np.ascontiguousarray(fn(h, hh, th), dtype=np.float64)

@@ -1,0 +1,100 @@
+"""Dense hourly series and UTC hour arithmetic.
+
+Time is represented as integer *hours since 1970-01-01T00:00Z* ("epoch hours") everywhere on the
+hot path; ISO strings are produced only when a tool renders a result.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def hour_to_datetime(hour: int) -> datetime:
+    """Epoch hour -> tz-aware UTC ``datetime``."""
+    return EPOCH + timedelta(hours=int(hour))
+
+
+def hour_to_iso(hour: int) -> str:
+    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start)."""
+    return hour_to_datetime(hour).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def datetime_to_hour(dt: datetime) -> int:
+    """tz-aware ``datetime`` on the hour -> epoch hour.
+
+    Raises:
+        ValueError: naive datetime, or not on an hour boundary.
+    """
+    if dt.tzinfo is None:
+        raise ValueError(f"datetime {dt!r} has no time zone")
+    seconds = (dt - EPOCH).total_seconds()
+    if seconds % 3600:
+        raise ValueError(f"datetime {dt.isoformat()} is not on the hour")
+    return int(seconds // 3600)
+
+
+def utc_weekday(hours: np.ndarray | int) -> np.ndarray | int:
+    """Weekday (Monday = 0) of epoch hours in UTC (1970-01-01 was a Thursday, weekday 3)."""
+    return (np.floor_divide(hours, 24) + 3) % 7
+
+
+def utc_hour_of_day(hours: np.ndarray | int) -> np.ndarray | int:
+    """Hour of day 0..23 of epoch hours in UTC."""
+    return np.mod(hours, 24)
+
+
+@dataclass(frozen=True, eq=False)
+class Series:
+    """One hourly series on a dense grid.
+
+    Attributes:
+        series_id: EIA balancing-authority code (e.g. ``"ISNE"``) or TfL station id (e.g. ``"191"``).
+        domain: ``"electricity"`` or ``"cycle_hire"``.
+        name: human name (balancing authority or station).
+        unit: ``"MW"`` or ``"departures/hour"``.
+        start_hour: epoch hour of ``values[0]``.
+        values: float64 array, one value per hour from ``start_hour``; NaN where the hour is missing.
+            Read-only and shared between all environments of a process.
+    """
+
+    series_id: str
+    domain: str
+    name: str
+    unit: str
+    start_hour: int
+    values: np.ndarray
+    _valid_cumsum: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        csum = np.concatenate([[0], np.cumsum(np.isfinite(self.values), dtype=np.int64)])
+        csum.flags.writeable = False
+        object.__setattr__(self, "_valid_cumsum", csum)
+
+    @property
+    def end_hour(self) -> int:
+        """Epoch hour one past the last value."""
+        return self.start_hour + len(self.values)
+
+    def is_complete(self, start_hour: int, n_hours: int) -> bool:
+        """True when all ``n_hours`` hours from ``start_hour`` are present (O(1))."""
+        i = start_hour - self.start_hour
+        if i < 0 or i + n_hours > len(self.values):
+            return False
+        return int(self._valid_cumsum[i + n_hours] - self._valid_cumsum[i]) == n_hours
+
+    def window(self, start_hour: int, n_hours: int) -> np.ndarray:
+        """Read-only view of ``n_hours`` values from ``start_hour``.
+
+        Raises:
+            ValueError: the window leaves the series' span.
+        """
+        i = start_hour - self.start_hour
+        if i < 0 or i + n_hours > len(self.values):
+            raise ValueError(
+                f"window [{hour_to_iso(start_hour)}, +{n_hours} h) is outside series {self.series_id}"
+            )
+        return self.values[i : i + n_hours]

@@ -1,0 +1,416 @@
+"""The tool registry and per-episode state: the action vocabulary of every fwgym environment (DESIGN §6).
+
+An action is one JSON tool call ``{"tool": NAME, "args": {...}}``, given as a string or an already
+parsed dict. :func:`parse_action` turns any input into a :class:`ToolCall` or a :class:`ToolError`
+(it never raises); :meth:`Episode.execute` runs a call and returns a JSON-safe result dict:
+``{"tool": NAME, "ok": true, "result": {...}}`` or ``{"tool": NAME, "ok": false, "error": {"code", "message"}}``.
+
+Every call except ``submit`` counts toward the call limit, errors included. Nothing in a result
+ever carries a value at or after ``as_of - 2 h``: the history tool reads only the visible window.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from fwgym.cases import HISTORY_HOURS, Case
+from fwgym.contract import (
+    ALPHA,
+    DECISION_IDS,
+    GRID,
+    RAMP,
+    Plan,
+    PlanError,
+    validate_decisions,
+    validate_levels,
+)
+from fwgym.forecasters.classical import CLASSICAL_METHODS, classical_distribution
+from fwgym.optimizer import PlanResult, optimal_plan, plan_loss
+from fwgym.scoring import BUDGET
+from fwgym.series import datetime_to_hour, hour_to_iso
+from fwgym.tariff import TARIFF
+
+MAX_CALLS = 12
+MAX_ACTION_CHARS = 100_000
+
+
+class ToolError(Exception):
+    """A refused or failed tool call; becomes ``{"error": {"code", "message"}}`` in the result."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool: str
+    args: dict
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: name, description, JSON schema of its args, handler, and call accounting."""
+
+    name: str
+    description: str
+    parameters: dict
+    handler: Callable[["Episode", dict], dict]
+    counts_as_call: bool = True
+
+    def schema(self) -> dict:
+        """OpenAI-style function schema ``{"type": "function", "function": {...}}``."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a valid JSON number")
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that rejects NaN/Infinity and duplicate object keys (raises ValueError)."""
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+
+
+def parse_action(action: Any) -> ToolCall | ToolError:
+    """Turn an agent's action (JSON string or dict) into a :class:`ToolCall`, or a :class:`ToolError`
+    explaining what is wrong. Never raises."""
+    try:
+        if isinstance(action, (bytes, bytearray)):
+            action = action.decode("utf-8")
+        if isinstance(action, str):
+            if len(action) > MAX_ACTION_CHARS:
+                return ToolError("invalid_action", f"action is {len(action)} characters long; the limit is {MAX_ACTION_CHARS}")
+            try:
+                action = loads_strict(action)
+            except RecursionError:
+                return ToolError("invalid_json", "action JSON is nested too deeply")
+            except ValueError as exc:
+                return ToolError("invalid_json", f"action is not valid JSON: {exc}"[:500])
+        if not isinstance(action, Mapping):
+            return ToolError(
+                "invalid_action",
+                f'an action must be a JSON object {{"tool": NAME, "args": {{...}}}}, got {type(action).__name__}',
+            )
+        extra = sorted(map(str, set(action) - {"tool", "args"}))
+        if extra:
+            return ToolError("invalid_action", f'unexpected action keys {extra[:5]}; an action has only "tool" and "args"')
+        tool = action.get("tool")
+        if not isinstance(tool, str):
+            return ToolError("invalid_action", f'"tool" must be a tool name string, got {tool!r:.100}')
+        args = action.get("args", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            return ToolError("invalid_arguments", f'"args" must be a JSON object, got {type(args).__name__}')
+        return ToolCall(tool=tool, args=dict(args))
+    except Exception as exc:  # pragma: no cover - defensive: parse_action must never raise
+        return ToolError("invalid_action", f"could not read the action: {type(exc).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# argument helpers
+
+
+def _check_keys(args: dict, allowed: set[str], tool: str) -> None:
+    extra = sorted(map(str, set(args) - allowed))
+    if extra:
+        raise ToolError("invalid_arguments", f"{tool}: unknown argument(s) {extra[:5]}; allowed: {sorted(allowed)}")
+
+
+def _int_arg(args: dict, key: str, lo: int, hi: int, default: int | None = None) -> int:
+    if key not in args:
+        if default is None:
+            raise ToolError("invalid_arguments", f"missing required argument {key!r}")
+        return default
+    v = args[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+        raise ToolError("invalid_arguments", f"{key!r} must be an integer, got {v!r:.100}")
+    v = int(v)
+    if not lo <= v <= hi:
+        raise ToolError("invalid_arguments", f"{key!r} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def _time_arg(args: dict, key: str) -> int:
+    v = args[key]
+    if not isinstance(v, str):
+        raise ToolError("invalid_arguments", f"{key!r} must be an ISO 8601 timestamp string, got {v!r:.100}")
+    try:
+        dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
+        return datetime_to_hour(dt)
+    except (ValueError, OverflowError) as exc:
+        raise ToolError(
+            "invalid_arguments",
+            f"{key!r}: {v!r:.60} is not a time-zone-aware ISO 8601 hour such as '2024-07-20T13:00:00Z' ({exc})",
+        ) from None
+
+
+def _method_arg(args: dict) -> str:
+    m = args.get("method")
+    if not isinstance(m, str) or m not in CLASSICAL_METHODS:
+        raise ToolError("invalid_arguments", f"'method' must be one of {list(CLASSICAL_METHODS)}, got {m!r:.100}")
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# episode state
+
+
+@dataclass
+class Episode:
+    """State of one episode: the case, the ledger, the call counter and the submission.
+
+    Attributes:
+        case: the :class:`~fwgym.cases.Case` being played.
+        budget: credits available (default 113,726).
+        max_calls: tool-call limit (default 12; ``submit`` does not count).
+        tools: names of the tools this episode allows.
+        spent: credits charged so far (never above ``budget``).
+        calls: counted tool calls so far.
+    """
+
+    case: Case
+    budget: int = BUDGET
+    max_calls: int = MAX_CALLS
+    tools: tuple[str, ...] = ()
+    spent: int = 0
+    calls: int = 0
+    tool_counts: Counter = field(default_factory=Counter)
+    submission: Plan | None = None
+    submit_error: PlanError | None = None
+    _plans: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def budget_left(self) -> int:
+        return self.budget - self.spent
+
+    @property
+    def calls_left(self) -> int:
+        return max(0, self.max_calls - self.calls)
+
+    def method_plan(self, method: str) -> PlanResult:
+        """Optimal plan under a classical method's distribution (cached per episode)."""
+        if method not in self._plans:
+            self._plans[method] = classical_plan_result(self.case, method)
+        return self._plans[method]
+
+    def execute(self, call: ToolCall) -> dict:
+        """Run one parsed call; returns the JSON-safe result dict (never raises for agent input)."""
+        self.tool_counts[call.tool] += 1
+        tool = REGISTRY.get(call.tool)
+        if tool is None or call.tool not in self.tools:
+            return _error(call.tool, ToolError("unknown_tool", f"unknown tool {call.tool!r:.60}; available tools: {list(self.tools)}"))
+        try:
+            return {"tool": call.tool, "ok": True, "result": tool.handler(self, call.args)}
+        except ToolError as exc:
+            return _error(call.tool, exc)
+        except PlanError as exc:
+            return _error(call.tool, ToolError("invalid_plan", f"{exc.code}: {exc.message}"))
+
+
+def _error(tool: str, exc: ToolError) -> dict:
+    return {"tool": str(tool)[:60], "ok": False, "error": {"code": exc.code, "message": exc.message}}
+
+
+_PLAN_CACHE: dict[tuple[str, str], PlanResult] = {}
+_PLAN_CACHE_MAX = 50_000
+
+
+def classical_plan_result(case: Case, method: str) -> PlanResult:
+    """Optimal plan under ``method``'s distribution for ``case`` (process-wide cache, deterministic)."""
+    key = (case.case_id, method)
+    hit = _PLAN_CACHE.get(key)
+    if hit is None:
+        samples = classical_distribution(method, case.history, case.history_hours, case.target_hours)
+        hit = optimal_plan(samples, case.scale, case.shortage)
+        if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = hit
+    return hit
+
+
+def plan_payload(case: Case, plan: Plan) -> dict:
+    """JSON form of a plan: canonical decisions (physical) and normalised levels."""
+    return {
+        "decisions": [{"decision_id": d, "value": float(v)} for d, v in zip(DECISION_IDS, plan.values)],
+        "levels": [round(float(x), 2) for x in plan.levels],
+        "unit": case.series.unit,
+    }
+
+
+def _plan_from_args(ep: Episode, args: dict, tool: str) -> Plan:
+    has_d, has_l = "decisions" in args, "levels" in args
+    if has_d == has_l:
+        raise ToolError("invalid_arguments", f"{tool}: give exactly one of 'decisions' (physical capacities) or 'levels' (normalised grid levels)")
+    if has_d:
+        return validate_decisions(args["decisions"], ep.case.scale, ep.case.series.unit)
+    return validate_levels(args["levels"], ep.case.scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# handlers
+
+
+def _catalog(ep: Episode, args: dict) -> dict:
+    _check_keys(args, set(), "catalog")
+    c = ep.case
+    blocks = [
+        {"decision_id": d, "start": hour_to_iso(c.target_start + 3 * b), "end": hour_to_iso(c.target_start + 3 * b + 3)}
+        for b, d in enumerate(DECISION_IDS)
+    ]
+    return {
+        "case": c.summary(),
+        "contract": {
+            "blocks": blocks,
+            "scale": c.scale,
+            "normalised_grid": [round(float(g), 2) for g in GRID],
+            "capacity_grid": [float(g * c.scale) for g in GRID],
+            "unit": c.series.unit,
+            "ramp": RAMP,
+            "surplus_price": ALPHA,
+            "shortage_weights": [float(w) for w in c.shortage],
+            "loss": "mean over the 24 target hours of 0.3*max(a-y,0) + w_h*max(y-a,0), a and y divided by scale",
+        },
+        "methods": list(CLASSICAL_METHODS),
+        "tariff": {m: {str(cb): list(p) for cb, p in t.items()} for m, t in TARIFF.items()},
+        "models": [],
+        "budget": {"budget": ep.budget, "spent": ep.spent, "remaining": ep.budget_left},
+        "calls": {"limit": ep.max_calls, "used": ep.calls, "remaining": ep.calls_left},
+        "tools": list(ep.tools),
+    }
+
+
+def _history(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"last", "start", "end"}, "history")
+    c = ep.case
+    if "start" in args or "end" in args:
+        if "last" in args:
+            raise ToolError("invalid_arguments", "history: give either 'last' or 'start'/'end', not both")
+        start = _time_arg(args, "start") if "start" in args else c.history_start
+        end = _time_arg(args, "end") if "end" in args else c.last_visible
+        if start < c.history_start or end > c.last_visible:
+            raise ToolError(
+                "out_of_range",
+                f"history: visible hours are {hour_to_iso(c.history_start)} .. {hour_to_iso(c.last_visible)} "
+                "(inclusive); the hours from as_of - 2 h on are never visible",
+            )
+        if end < start:
+            raise ToolError("invalid_arguments", "history: 'end' is before 'start'")
+    else:
+        n = _int_arg(args, "last", 1, HISTORY_HOURS, default=48)
+        start, end = c.last_visible - n + 1, c.last_visible
+    i0, i1 = start - c.history_start, end - c.history_start + 1
+    return {
+        "series_id": c.series_id,
+        "unit": c.series.unit,
+        "timestamps": [hour_to_iso(h) for h in range(start, end + 1)],
+        "values": [float(v) for v in c.history[i0:i1]],
+    }
+
+
+def _classical_plan(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"method"}, "classical_plan")
+    m = _method_arg(args)
+    res = ep.method_plan(m)
+    return {"method": m, "plan": plan_payload(ep.case, res.plan), "expected_loss": res.expected_loss, "credits": 0}
+
+
+def _plan(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"method", "forecast_id"}, "plan")
+    if "forecast_id" in args:
+        raise ToolError("not_found", f"plan: no forecast with id {args['forecast_id']!r:.60} was bought in this episode")
+    return _classical_plan(ep, args)
+
+
+def _evaluate_plan(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"decisions", "levels", "method", "forecast_id"}, "evaluate_plan")
+    if "forecast_id" in args:
+        raise ToolError("not_found", f"evaluate_plan: no forecast with id {args['forecast_id']!r:.60} was bought in this episode")
+    m = _method_arg(args)
+    plan = _plan_from_args(ep, args, "evaluate_plan")
+    res = ep.method_plan(m)
+    return {"method": m, "expected_loss": plan_loss(res.cost, plan.indices), "optimal_expected_loss": res.expected_loss}
+
+
+def _submit(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"decisions", "levels"}, "submit")
+    plan = _plan_from_args(ep, args, "submit")
+    ep.submission = plan
+    return {"accepted": True, "plan": plan_payload(ep.case, plan)}
+
+
+_DECISIONS_SCHEMA = {
+    "type": "array",
+    "minItems": 8,
+    "maxItems": 8,
+    "description": "8 records b00..b07 with physical capacities from the capacity grid",
+    "items": {
+        "type": "object",
+        "properties": {"decision_id": {"type": "string", "enum": list(DECISION_IDS)}, "value": {"type": "number"}},
+        "required": ["decision_id", "value"],
+    },
+}
+_LEVELS_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 8, "maxItems": 8,
+                  "description": "alternative to decisions: 8 normalised grid levels 0.40..2.00"}
+_METHOD_SCHEMA = {"type": "string", "enum": list(CLASSICAL_METHODS)}
+
+REGISTRY: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool("catalog", "Case, contract (grid, ramp, shortage weights), methods, tariff, budget and call status. Free.",
+             {"type": "object", "properties": {}, "additionalProperties": False}, _catalog),
+        Tool("history", "Visible history: the last N hours (last, 1..336, default 48) or an inclusive start/end range of ISO hours. Free.",
+             {"type": "object", "properties": {"last": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS},
+                                               "start": {"type": "string"}, "end": {"type": "string"}},
+              "additionalProperties": False}, _history),
+        Tool("classical_plan", "Optimal plan under a free classical method's predictive distribution, with its expected loss. Free.",
+             {"type": "object", "properties": {"method": _METHOD_SCHEMA}, "required": ["method"], "additionalProperties": False},
+             _classical_plan),
+        Tool("plan", "Optimal plan under a bought forecast (forecast_id) or a classical method. Free.",
+             {"type": "object", "properties": {"method": _METHOD_SCHEMA, "forecast_id": {"type": "string"}},
+              "additionalProperties": False}, _plan),
+        Tool("evaluate_plan", "Expected loss of your plan under a classical method's distribution. Free.",
+             {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA,
+                                               "method": _METHOD_SCHEMA, "forecast_id": {"type": "string"}},
+              "additionalProperties": False}, _evaluate_plan),
+        Tool("submit", "Submit the final plan (ends the episode). Does not count toward the call limit.",
+             {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA},
+              "additionalProperties": False}, _submit, counts_as_call=False),
+    )
+}
+
+DEFAULT_TOOLS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def result_json(result: Mapping) -> str:
+    """Compact ASCII JSON of a tool result (what the ``last_result`` observation carries)."""
+    return json.dumps(result, ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=_json_default)
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
