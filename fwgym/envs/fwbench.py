@@ -30,7 +30,7 @@ from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_cas
 from fwgym.context import render_context
 from fwgym.contract import PlanError
 from fwgym.data import DOMAINS
-from fwgym.optimizer import cost_table, invalid_loss, perfect_demand_plan, plan_loss
+from fwgym.optimizer import invalid_loss, perfect_demand_plan, plan_loss
 from fwgym.scoring import BUDGET, case_score, case_weights, load_sigma
 from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, ToolError, parse_action, result_json
 
@@ -241,8 +241,8 @@ class FWBenchEnv(gym.Env):
     def _terminate(self, status: str, reason: str):
         ep = self.episode
         case = ep.case
-        truth = cost_table(case.target().reshape(-1, 1), case.scale, case.shortage)
-        floor = perfect_demand_plan(case.target(), case.scale, case.shortage).expected_loss
+        truth, best = _truth(case)
+        floor = plan_loss(truth, best.plan.indices)  # same summation as the loss: perfect demand has S == 0 exactly
         valid = status == "submitted" and ep.submission is not None
         loss = plan_loss(truth, ep.submission.indices) if valid else invalid_loss(truth)
         r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
@@ -274,6 +274,12 @@ class FWBenchEnv(gym.Env):
         if self.episode is None:
             raise RuntimeError("call reset() first")
         case = self.episode.case
-        best = perfect_demand_plan(case.target(), case.scale, case.shortage)
+        truth, best = _truth(case)
         return {"case_id": case.case_id, "target": np.array(case.target()), "target_hours": case.target_hours.copy(),
-                "floor": best.expected_loss, "perfect_plan": best.plan}
+                "floor": plan_loss(truth, best.plan.indices), "perfect_plan": best.plan}
+
+
+def _truth(case: Case):
+    """Realised cost table (24, 33) and the perfect-demand plan of ``case`` (hindsight; scorer only)."""
+    best = perfect_demand_plan(case.target(), case.scale, case.shortage)
+    return best.cost, best

@@ -1,0 +1,138 @@
+"""Command line: ``fwgym evaluate``, ``fwgym cases``, ``fwgym leaderboard``, ``fwgym calibrate-sigma``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from fwgym.data import DOMAINS
+
+
+def _domains(value: str) -> list[str]:
+    if value == "all":
+        return list(DOMAINS)
+    if value not in DOMAINS:
+        raise argparse.ArgumentTypeError(f"domain must be 'all' or one of {list(DOMAINS)}")
+    return [value]
+
+
+def cmd_evaluate(args) -> int:
+    from fwgym.baselines.registry import DEFAULT_POLICIES
+    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, run_meta, write_results
+
+    policies = args.policies or list(DEFAULT_POLICIES)
+    t0 = time.perf_counter()
+    records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
+                       workers=args.workers, progress=not args.no_progress)
+    elapsed = time.perf_counter() - t0
+    out = Path(args.out or f"results/{args.split}")
+    paths = write_results(records, out, run_meta(args.split, policies, args.workers))
+    n_cases = len({r["case_id"] for r in records})
+    print(f"\nfwgym leaderboard — split={args.split}, {n_cases} cases, {len(policies)} policies, "
+          f"{len(records)} episodes in {elapsed:.1f} s\n")
+    print(format_leaderboard(leaderboard(records)))
+    print(f"\nresults: {paths['results']}  leaderboard: {paths['markdown']}, {paths['csv']}")
+    return 0
+
+
+def cmd_cases(args) -> int:
+    from fwgym.cases import SPLIT_DOC, build_cases
+
+    total = 0
+    print(f"split={args.split}")
+    print("| cohort | day_ahead | week_ahead | total |\n|---|---:|---:|---:|")
+    for d in args.domain:
+        counts = Counter((c.cohort, c.lead) for c in build_cases(d, args.split))
+        for cohort in sorted({k[0] for k in counts}):
+            da, wa = counts[(cohort, "day_ahead")], counts[(cohort, "week_ahead")]
+            print(f"| {cohort} | {da} | {wa} | {da + wa} |")
+            total += da + wa
+    print(f"| total | | | {total} |\n")
+    if args.verbose:
+        print(SPLIT_DOC)
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from fwgym.evaluation import format_leaderboard, leaderboard, read_results
+
+    rows = leaderboard(read_results(args.results))
+    print(format_leaderboard(rows))
+    if args.csv:
+        import csv
+
+        with open(args.csv, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from fwgym.evaluation import calibrate_sigma
+    from fwgym.scoring import REFERENCE_SIGMA, SIGMA_PATH
+
+    result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress)
+    result["reference_fwbench_paper"] = REFERENCE_SIGMA
+    result["command"] = f"fwgym calibrate-sigma --split {args.split}"
+    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    print(text)
+    if args.write:
+        path = Path(args.output) if args.output else SIGMA_PATH
+        path.write_text(text)
+        print(f"wrote {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fwgym", description="FWBench gym: budgeted forecast purchasing and capacity decisions on real data")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("evaluate", help="run policies on a split and print the leaderboard")
+    e.add_argument("--split", default="test", choices=["train", "dev", "test"])
+    e.add_argument("--domain", type=_domains, default=list(DOMAINS), help="all (default), electricity or cycle_hire")
+    e.add_argument("--lead", choices=["day_ahead", "week_ahead"], default=None)
+    e.add_argument("--policies", nargs="+", default=None, help="policy names (default: 8 fixed classical + perfect_demand)")
+    e.add_argument("--limit", type=int, default=None, help="at most N cases per domain (evenly spaced)")
+    e.add_argument("--workers", type=int, default=1, help="local worker processes")
+    e.add_argument("--out", default=None, help="output directory (default results/<split>)")
+    e.add_argument("--no-progress", action="store_true")
+    e.set_defaults(func=cmd_evaluate)
+
+    c = sub.add_parser("cases", help="case counts per cohort and lead")
+    c.add_argument("--split", default="test", choices=["train", "dev", "test"])
+    c.add_argument("--domain", type=_domains, default=list(DOMAINS))
+    c.add_argument("-v", "--verbose", action="store_true", help="also print the split calendar")
+    c.set_defaults(func=cmd_cases)
+
+    lb = sub.add_parser("leaderboard", help="leaderboard from results files (merged)")
+    lb.add_argument("results", nargs="+", help="results.jsonl files or result directories")
+    lb.add_argument("--csv", default=None, help="also write the rows to this CSV file")
+    lb.set_defaults(func=cmd_leaderboard)
+
+    s = sub.add_parser("calibrate-sigma", help="recompute the per-domain sigma on the dev split")
+    s.add_argument("--split", default="dev", choices=["train", "dev"])
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--write", action="store_true", help="write fwgym/config/sigma.json (or --output)")
+    s.add_argument("--output", default=None)
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(func=cmd_calibrate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``fwgym`` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"fwgym: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
