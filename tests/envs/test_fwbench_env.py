@@ -1,0 +1,312 @@
+"""FWBenchEnv: registration, env checker, seeding, episode rules, rewards, leakage, fuzzing."""
+import json
+import math
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fwgym
+from fwgym.cases import build_cases
+from fwgym.contract import GRID
+from fwgym.envs.fwbench import FWBenchEnv
+
+CASE = "elec-ISNE-2024-07-19-day_ahead"
+
+
+def hand_loss(levels, target, scale, weights):
+    a = np.repeat(np.asarray(levels), 3)
+    z = np.asarray(target) / scale
+    return float(np.mean(0.3 * np.maximum(a - z, 0) + weights * np.maximum(z - a, 0)))
+
+
+@pytest.fixture(scope="module")
+def env():
+    return FWBenchEnv(domain="electricity", split="test")
+
+
+@pytest.mark.parametrize("env_id", sorted(fwgym.ENV_IDS))
+def test_check_env_passes_for_every_registered_id(env_id):
+    e = gym.make(env_id)
+    check_env(e.unwrapped, skip_render_check=True)
+    obs, info = e.reset(seed=3)
+    assert e.observation_space.contains(obs)
+
+
+def test_text_spaces_accept_printable_text(env):
+    space = env.observation_space["context"]
+    assert space.contains("Heat advisory: 3 p.m.-8 p.m.; demand +12 %\n{\"a\": [1, 2]}")
+    assert env.action_space.contains('{"tool": "catalog", "args": {}}')
+
+
+def test_seeded_reset_is_deterministic_and_seeds_differ():
+    e1, e2 = FWBenchEnv("electricity"), FWBenchEnv("electricity")
+    ids1 = [e1.reset(seed=s)[1]["case_id"] for s in range(20)]
+    ids2 = [e2.reset(seed=s)[1]["case_id"] for s in range(20)]
+    assert ids1 == ids2
+    assert len(set(ids1)) > 10
+
+
+def _rollout(seed):
+    e = FWBenchEnv(("electricity", "cycle_hire"))
+    obs, info = e.reset(seed=seed)
+    trace = [info["case_id"], obs["history"].tobytes(), obs["context"]]
+    for action in ({"tool": "catalog"}, {"tool": "history", "args": {"last": 24}},
+                   {"tool": "classical_plan", "args": {"method": "calendar_residual"}}):
+        obs, r, term, trunc, info = e.step(action)
+        trace.append(obs["last_result"])
+    plan = json.loads(obs["last_result"])["result"]["plan"]
+    obs, r, term, trunc, info = e.step({"tool": "submit", "args": {"decisions": plan["decisions"]}})
+    trace += [r, info["S"], info["loss"]]
+    return trace
+
+
+def test_seeded_rollout_identical_twice():
+    assert _rollout(11) == _rollout(11)
+
+
+def test_case_id_option_and_unknown_id(env):
+    obs, info = env.reset(options={"case_id": CASE})
+    assert info["case_id"] == CASE
+    with pytest.raises(ValueError, match="malformed case id"):
+        env.reset(options={"case_id": "nonsense"})
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(options={"case": CASE})
+
+
+def test_observation_contents(env):
+    obs, info = env.reset(options={"case_id": CASE})
+    case = env.episode.case
+    assert obs["history"].shape == (336,) and obs["history"].dtype == np.float32
+    np.testing.assert_allclose(obs["history"], case.history.astype(np.float32))
+    assert obs["last_result"] == ""
+    assert obs["calls_left"] == 12 and obs["budget_left"][0] == 113726
+    assert "ISO New England" in obs["context"] and "2024-07-19" in obs["context"]
+    assert info == {"case_id": CASE, "calls": 0, "credits": 0, "budget_left": 113726}
+
+
+def test_fixed_plan_scored_against_hand_loss(env):
+    obs, _ = env.reset(options={"case_id": CASE})
+    hs = env.hindsight()
+    case = env.episode.case
+    obs, r, term, trunc, info = env.step({"tool": "classical_plan", "args": {"method": "weekday_empirical"}})
+    assert not term and r == 0.0 and info["calls"] == 1
+    plan = json.loads(obs["last_result"])["result"]["plan"]
+    obs, r, term, trunc, info = env.step({"tool": "submit", "args": {"decisions": plan["decisions"]}})
+    assert term and not trunc and info["valid"] and info["status"] == "submitted"
+    assert info["calls"] == 1  # submit does not count
+    expected = hand_loss(plan["levels"], hs["target"], case.scale, case.shortage)
+    assert info["loss"] == pytest.approx(expected, abs=1e-12)
+    assert info["floor"] == pytest.approx(hs["floor"], abs=1e-15)
+    assert info["floor"] <= info["loss"]
+    sigma = env.sigma["electricity"]
+    assert info["R"] == pytest.approx((expected - hs["floor"]) / sigma)
+    assert info["S"] == pytest.approx(0.5 * info["R"])
+    assert r == pytest.approx(-info["S"])
+
+
+def test_all_ones_plan_on_flat_demand_loss_by_hand(env):
+    # submit levels 1.0 everywhere: loss computed by hand from the realised target
+    env.reset(options={"case_id": CASE})
+    hs = env.hindsight()
+    case = env.episode.case
+    _, r, term, _, info = env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert info["loss"] == pytest.approx(hand_loss([1.0] * 8, hs["target"], case.scale, case.shortage))
+
+
+def test_thirteenth_call_ends_episode_invalid(env):
+    env.reset(options={"case_id": CASE})
+    hs = env.hindsight()
+    case = env.episode.case
+    for i in range(12):
+        obs, r, term, trunc, info = env.step({"tool": "catalog"})
+        assert not term and info["calls"] == i + 1 and obs["calls_left"] == 11 - i
+    obs, r, term, trunc, info = env.step({"tool": "catalog"})
+    assert term and not info["valid"] and info["status"] == "call_limit_exceeded" and info["calls"] == 13
+    z = hs["target"] / case.scale
+    worst = np.mean([max(0.3 * max(g - zh, 0) + w * max(zh - g, 0) for g in GRID) for zh, w in zip(z, case.shortage)])
+    assert info["loss"] == pytest.approx(worst + 1.0)
+    assert r == pytest.approx(-info["S"])
+    with pytest.raises(RuntimeError):
+        env.step({"tool": "catalog"})
+
+
+def test_submit_after_twelve_calls_is_still_accepted(env):
+    env.reset(options={"case_id": CASE})
+    for _ in range(12):
+        env.step("not json")
+    obs, r, term, trunc, info = env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert term and info["valid"] and info["calls"] == 12
+
+
+def test_soft_call_limit_refuses_but_allows_submit():
+    e = FWBenchEnv("electricity", call_limit="error", max_calls=2)
+    e.reset(options={"case_id": CASE})
+    e.step({"tool": "catalog"}), e.step({"tool": "catalog"})
+    obs, r, term, trunc, info = e.step({"tool": "catalog"})
+    assert not term and json.loads(obs["last_result"])["error"]["code"] == "call_limit" and info["calls"] == 2
+    _, _, term, _, info = e.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert term and info["valid"]
+
+
+@pytest.mark.parametrize("levels,code", [
+    ([1.0, 1.0, 1.0, 1.35, 1.35, 1.35, 1.35, 1.35], "ramp_violation"),
+    ([1.0, 1.0, 1.0, 1.02, 1.0, 1.0, 1.0, 1.0], "off_grid"),
+    ([1.0] * 7 + [float("nan")], "non_finite"),
+])
+def test_invalid_submission_terminates_with_reason(env, levels, code):
+    env.reset(options={"case_id": CASE})
+    _, r, term, _, info = env.step({"tool": "submit", "args": {"levels": levels}})
+    assert term and not info["valid"] and info["status"] == "invalid_submission" and code in info["reason"]
+
+
+def test_duplicate_decision_id_is_invalid(env):
+    env.reset(options={"case_id": CASE})
+    s = env.episode.case.scale
+    decisions = [{"decision_id": f"b{i:02d}", "value": s} for i in range(7)] + [{"decision_id": "b00", "value": s}]
+    _, _, term, _, info = env.step({"tool": "submit", "args": {"decisions": decisions}})
+    assert term and not info["valid"] and "duplicate" in info["reason"]
+
+
+def test_invalid_submission_error_mode_lets_agent_retry():
+    e = FWBenchEnv("electricity", invalid_submission="error")
+    e.reset(options={"case_id": CASE})
+    obs, r, term, _, info = e.step({"tool": "submit", "args": {"levels": [1.0] * 7 + [1.02]}})
+    assert not term and info["calls"] == 1 and json.loads(obs["last_result"])["error"]["code"] == "invalid_plan"
+    _, _, term, _, info = e.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert term and info["valid"]
+
+
+@pytest.mark.parametrize("action,code", [
+    ("{not json", "invalid_json"),
+    ('{"tool": "catalog", "tool": "history"}', "invalid_json"),
+    ('{"tool": "submit", "args": {"levels": [NaN, 1, 1, 1, 1, 1, 1, 1]}}', "invalid_json"),
+    ("[1, 2]", "invalid_action"),
+    ({"tool": "teleport"}, "unknown_tool"),
+    ({"tool": "history", "args": {"last": 337}}, "invalid_arguments"),
+    ({"tool": "history", "args": {"last": "10"}}, "invalid_arguments"),
+    ({"tool": "history", "args": {"bogus": 1}}, "invalid_arguments"),
+    ({"tool": "classical_plan", "args": {"method": "prophet"}}, "invalid_arguments"),
+    ({"tool": "plan", "args": {"forecast_id": "f1"}}, "not_found"),
+    ({"tool": "submit", "args": {}}, "invalid_arguments"),
+    ({"tool": "catalog", "args": [1]}, "invalid_arguments"),
+    ({"tool": 5}, "invalid_action"),
+    ({"tool": "catalog", "extra": 1}, "invalid_action"),
+])
+def test_malformed_actions_return_errors_and_count(env, action, code):
+    env.reset(options={"case_id": CASE})
+    obs, r, term, trunc, info = env.step(action)
+    res = json.loads(obs["last_result"])
+    assert not term and r == 0.0 and info["calls"] == 1
+    assert res["ok"] is False and res["error"]["code"] == code and res["error"]["message"]
+
+
+def test_dense_reward_sums_to_minus_s():
+    e = FWBenchEnv("cycle_hire", reward="dense")
+    for seed in range(5):
+        e.reset(seed=seed)
+        total = 0.0
+        for a in ({"tool": "catalog"}, {"tool": "classical_plan", "args": {"method": "weekly_repeat"}}):
+            _, r, _, _, _ = e.step(a)
+            total += r
+        _, r, term, _, info = e.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+        total += r
+        assert term and total == pytest.approx(-info["S"], abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# leakage probes
+
+
+def _numbers(text):
+    return {float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)}
+
+
+ADVERSARIAL = [
+    {"tool": "catalog"},
+    {"tool": "history", "args": {"last": 336}},
+    {"tool": "history", "args": {"last": 400}},
+    {"tool": "history", "args": {"last": -5}},
+    {"tool": "history", "args": {"start": "2024-07-17T00:00:00Z", "end": "2024-07-20T00:00:00Z"}},
+    {"tool": "history", "args": {"start": "2024-07-16T20:00:00-04:00", "end": "2024-07-17T23:00:00+02:00"}},
+    {"tool": "history", "args": {"start": "2024-07-17T22:00:00Z"}},
+    {"tool": "history", "args": {"end": "2024-07-19T05:00:00Z"}},
+    {"tool": "history", "args": {"start": "2024-07-17 21:00"}},
+    {"tool": "history", "args": {"start": "1e309"}},
+    {"tool": "history", "args": {"end": "2024-07-17T21:00:00Z"}},
+]
+
+
+@pytest.mark.parametrize("case_id", [CASE, "elec-ERCO-2024-02-27-week_ahead", "cycle-14-2015-10-05-day_ahead"])
+def test_no_value_at_or_after_cutoff_reaches_the_agent(case_id):
+    domain = "cycle_hire" if case_id.startswith("cycle") else "electricity"
+    e = FWBenchEnv(domain)
+    obs, info = e.reset(options={"case_id": case_id})
+    case = e.episode.case
+    future = case.series.window(case.as_of - 2, case.target_start + 24 - (case.as_of - 2))
+    history_vals = set(np.asarray(case.history, dtype=float).tolist())
+    secret = {float(v) for v in future if v not in history_vals and v != 0}
+    assert secret, "probe needs values that are not also in the history"
+    seen = _numbers(obs["context"])
+    for a in ADVERSARIAL + [{"tool": "classical_plan", "args": {"method": m}} for m in fwgym.forecasters.CLASSICAL_METHODS]:
+        obs, r, term, trunc, info = e.step(a)
+        assert not term
+        assert set(info) == {"case_id", "calls", "credits", "budget_left"}
+        seen |= _numbers(obs["last_result"])
+        assert not any(np.isin(obs["history"], np.float32(list(secret))))
+        if info["calls"] >= 11:
+            break
+    assert not (seen & secret), f"leaked values: {sorted(seen & secret)[:5]}"
+    # history requests crossing the cut-off are refused, not clipped
+    e.reset(options={"case_id": case_id})
+    end = case.last_visible + 1
+    from fwgym.series import hour_to_iso
+    obs, *_ = e.step({"tool": "history", "args": {"end": hour_to_iso(end)}})
+    assert json.loads(obs["last_result"])["error"]["code"] == "out_of_range"
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzzing
+
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30)
+json_values = st.recursive(json_leaf, lambda ch: st.lists(ch, max_size=5) | st.dictionaries(st.text(max_size=10), ch, max_size=5), max_leaves=20)
+tool_names = st.sampled_from(["catalog", "history", "classical_plan", "plan", "evaluate_plan", "submit", "nope", ""])
+actions = st.one_of(
+    st.text(max_size=200),
+    json_values,
+    st.builds(lambda t, a: {"tool": t, "args": a}, tool_names, st.dictionaries(
+        st.sampled_from(["last", "start", "end", "method", "decisions", "levels", "forecast_id", "x"]), json_values, max_size=3)),
+    st.builds(lambda t, a: json.dumps({"tool": t, "args": a}, allow_nan=True), tool_names, st.dictionaries(st.text(max_size=8), json_values, max_size=3)),
+)
+
+
+@pytest.fixture(scope="module")
+def fuzz_env():
+    return FWBenchEnv(("electricity", "cycle_hire"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seq=st.lists(actions, min_size=1, max_size=15), seed=st.integers(0, 10_000))
+def test_fuzzed_actions_never_crash(fuzz_env, seq, seed):
+    e = fuzz_env
+    obs, info = e.reset(seed=seed)
+    calls = 0
+    for a in seq:
+        is_submit = isinstance(a, dict) and a.get("tool") == "submit" and isinstance(a.get("args"), dict)
+        obs, r, term, trunc, info = e.step(a)
+        assert e.observation_space.contains(obs)
+        assert math.isfinite(r)
+        assert 0 <= info["credits"] <= e.budget
+        if not is_submit or (not term and json.loads(obs["last_result"]).get("ok") is False):
+            calls += 1
+        assert info["calls"] == calls
+        if not term:
+            res = json.loads(obs["last_result"])
+            if not res["ok"]:
+                assert len(res["error"]["message"]) > 10
+        else:
+            break

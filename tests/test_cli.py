@@ -1,0 +1,35 @@
+import json
+import subprocess
+import sys
+
+from fwgym.cli import main
+
+
+def test_cases_command_prints_counts(capsys):
+    assert main(["cases", "--split", "test"]) == 0
+    out = capsys.readouterr().out
+    assert "| electricity-february | 187 | 183 | 370 |" in out
+    assert "| cycle_hire-october | 80 | 77 | 157 |" in out
+    assert "| total | | | 1259 |" in out
+
+
+def test_evaluate_command_writes_results(tmp_path, capsys):
+    rc = main(["evaluate", "--split", "test", "--limit", "4", "--no-progress", "--out", str(tmp_path),
+               "--policies", "weekday_empirical", "perfect_demand"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "| perfect_demand | 0.0000 |" in out
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 16 and json.loads(lines[0])["policy"] == "weekday_empirical"
+    assert main(["leaderboard", str(tmp_path)]) == 0
+
+
+def test_unknown_policy_is_a_clear_error(capsys):
+    assert main(["evaluate", "--policies", "nope", "--no-progress"]) == 2
+    assert "unknown policy 'nope'" in capsys.readouterr().err
+
+
+def test_console_script_entry_point():
+    out = subprocess.run([sys.executable, "-m", "fwgym.cli", "cases", "--split", "dev", "--domain", "cycle_hire"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "cycle_hire-august" in out

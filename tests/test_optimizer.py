@@ -1,0 +1,469 @@
+"""Tests for fwgym/optimizer.py: cost tables, the ramp-constrained DP, floors and invalid losses.
+
+Expected values are computed by hand, by a NumPy restatement of the formula, or by brute-force
+enumeration / an independent pure-Python DP written here.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fwgym.optimizer import (
+    QUANTILE_MASSES,
+    cost_table,
+    invalid_loss,
+    optimal_plan,
+    perfect_demand_plan,
+    plan_loss,
+    solve_blocks,
+)
+
+ALPHA = 0.3
+HAND_GRID = np.array([round(0.40 + 0.05 * i, 2) for i in range(33)])
+MONDAY = np.array([1.0] * 12 + [2.0] * 6 + [1.5] * 6)
+TUESDAY = np.array([1.5] * 6 + [1.0] * 12 + [2.0] * 6)
+THURSDAY = np.array([1.0] * 6 + [2.0] * 6 + [1.5] * 6 + [1.0] * 6)
+
+
+def idx_of(level: float) -> int:
+    return int(round((level - 0.40) / 0.05))
+
+
+def numpy_cost(values, scale, shortage, weights=None):
+    """C[h, g] = sum_k w[h,k] (ALPHA (G_g - y)_+ + s_h (y - G_g)_+), y = max(v, 0)/scale (independent)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = np.tile(v, (24, 1))
+    if weights is None:
+        w = np.full(v.shape, 1.0 / v.shape[1])
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.ndim == 1:
+            w = np.tile(w, (24, 1))
+    y = np.maximum(v, 0.0) / scale  # (24, K)
+    d = HAND_GRID[None, None, :] - y[:, :, None]  # (24, K, 33)
+    per = ALPHA * np.maximum(d, 0.0) + np.asarray(shortage)[:, None, None] * np.maximum(-d, 0.0)
+    return (w[:, :, None] * per).sum(axis=1)
+
+
+def hand_plan_loss(cost, indices):
+    return sum(cost[h, indices[h // 3]] for h in range(24)) / 24.0
+
+
+def python_dp(block_cost, max_step):
+    """Independent pure-Python min over ramp-feasible paths (value only)."""
+    n_blocks, n_levels = block_cost.shape
+    best = [float(block_cost[0, j]) for j in range(n_levels)]
+    for b in range(1, n_blocks):
+        best = [
+            min(best[i] for i in range(max(0, j - max_step), min(n_levels, j + max_step + 1))) + float(block_cost[b, j])
+            for j in range(n_levels)
+        ]
+    return min(best)
+
+
+def block_costs(cost):
+    return cost.reshape(8, 3, -1).sum(axis=1)
+
+
+def is_ramp_feasible(indices, max_step=6):
+    return all(abs(int(a) - int(b)) <= max_step for a, b in zip(indices[1:], indices[:-1]))
+
+
+# ------------------------------------------------------------------------------------------------
+# hand-computed losses
+
+
+def test_plan_at_demand_has_zero_loss():
+    scale = 500.0
+    actual = np.full(24, scale * 1.0)
+    cost = cost_table(actual.reshape(24, 1), scale, MONDAY)
+    assert plan_loss(cost, [12] * 8) == 0.0
+    res = optimal_plan(actual.reshape(24, 1), scale, MONDAY)
+    assert res.plan.indices.tolist() == [12] * 8
+    assert res.expected_loss == 0.0
+    floor = perfect_demand_plan(actual, scale, MONDAY)
+    assert floor.expected_loss == 0.0
+    np.testing.assert_allclose(floor.plan.values, [scale] * 8)
+
+
+def test_surplus_only_loss_is_alpha_times_gap():
+    scale = 80.0
+    cost = cost_table(np.full((24, 1), scale), scale, MONDAY)
+    # all 1.2 vs z = 1.0: 0.3 * 0.2 = 0.06 every hour
+    assert plan_loss(cost, [idx_of(1.2)] * 8) == pytest.approx(0.06, abs=1e-12)
+    # the shortage weights do not matter for surplus
+    cost_tue = cost_table(np.full((24, 1), scale), scale, TUESDAY)
+    assert plan_loss(cost_tue, [idx_of(1.2)] * 8) == pytest.approx(0.06, abs=1e-12)
+
+
+def test_shortage_only_loss_uses_weekday_weights():
+    scale = 10.0
+    # all 0.4 vs z = 1.0, Monday: 0.6 * (12*1 + 6*2 + 6*1.5) / 24 = 0.6 * 33 / 24 = 0.825
+    cost = cost_table(np.full((24, 1), scale), scale, MONDAY)
+    assert plan_loss(cost, [0] * 8) == pytest.approx(0.825, abs=1e-12)
+
+
+def test_mixed_plan_by_hand_tuesday():
+    scale = 1000.0
+    # Tuesday weights [1.5]*6 + [1]*12 + [2]*6, z = 1 every hour,
+    # plan 0.8 0.8 1.0 1.0 1.2 1.2 1.0 1.0:
+    #   hours 0-5 shortage 0.2 * 1.5 = 0.3 each -> 1.8
+    #   hours 12-17 surplus 0.2 * 0.3 = 0.06 each -> 0.36
+    #   total 2.16 / 24 = 0.09
+    cost = cost_table(np.full((24, 1), scale), scale, TUESDAY)
+    plan = [idx_of(x) for x in (0.8, 0.8, 1.0, 1.0, 1.2, 1.2, 1.0, 1.0)]
+    assert plan == [8, 8, 12, 12, 16, 16, 12, 12]
+    assert plan_loss(cost, plan) == pytest.approx(0.09, abs=1e-12)
+
+
+def test_hourly_varying_demand_by_hand_thursday():
+    scale = 100.0
+    # z_h = 1.1 for hours 0-11, 0.9 for hours 12-23; plan all 1.0; Thursday weights
+    # hours 0-5 (w=1): 0.1*1 = 0.1 each -> 0.6; hours 6-11 (w=2): 0.2 each -> 1.2
+    # hours 12-23 surplus 0.1*0.3 = 0.03 each -> 0.36; total 2.16/24 = 0.09
+    z = np.array([1.1] * 12 + [0.9] * 12)
+    cost = cost_table((z * scale).reshape(24, 1), scale, THURSDAY)
+    assert plan_loss(cost, [12] * 8) == pytest.approx(0.09, abs=1e-12)
+
+
+def test_two_sample_expected_cost_by_hand():
+    scale = 40.0
+    # samples {0.5, 1.5} x scale with equal weight, level 1.0:
+    # 0.5 * 0.3 * 0.5 + 0.5 * w_h * 0.5 = 0.075 + 0.25 w_h; Monday mean w = 33/24 = 1.375
+    values = np.tile([0.5 * scale, 1.5 * scale], (24, 1))
+    cost = cost_table(values, scale, MONDAY)
+    np.testing.assert_allclose(cost[:, 12], 0.075 + 0.25 * MONDAY, atol=1e-12)
+    assert plan_loss(cost, [12] * 8) == pytest.approx(0.075 + 0.25 * 1.375, abs=1e-12)
+
+
+def test_negative_values_clipped_to_zero():
+    scale = 5.0
+    # y = -3 -> 0; level 0.4 costs 0.3 * 0.4 = 0.12, level 2.0 costs 0.6
+    cost = cost_table(np.full((24, 1), -3.0), scale, MONDAY)
+    np.testing.assert_allclose(cost[:, 0], 0.12, atol=1e-12)
+    np.testing.assert_allclose(cost[:, 32], 0.6, atol=1e-12)
+    res = optimal_plan(np.full((24, 1), -3.0), scale, MONDAY)
+    assert res.plan.indices.tolist() == [0] * 8
+    assert res.expected_loss == pytest.approx(0.12, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# cost table vs an independent NumPy formula
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cost_table_matches_numpy_formula(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 12))
+    scale = float(rng.uniform(0.5, 5000))
+    values = rng.normal(scale, scale * 0.6, size=(24, k))  # includes negatives
+    weights = rng.uniform(0, 1, size=(24, k))
+    weights /= weights.sum(axis=1, keepdims=True)
+    shortage = rng.uniform(0.5, 3.0, size=24)
+    got = cost_table(values, scale, shortage, weights)
+    assert got.shape == (24, 33)
+    np.testing.assert_allclose(got, numpy_cost(values, scale, shortage, weights), rtol=1e-12, atol=1e-12)
+    # equal weights by default
+    np.testing.assert_allclose(cost_table(values, scale, shortage), numpy_cost(values, scale, shortage), rtol=1e-12, atol=1e-12)
+
+
+def test_cost_table_one_dimensional_values_and_weights():
+    rng = np.random.default_rng(11)
+    scale = 3.0
+    values = rng.uniform(0, 7, size=5)
+    weights = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
+    got = cost_table(values, scale, MONDAY, weights)
+    np.testing.assert_allclose(got, numpy_cost(values, scale, MONDAY, weights), rtol=1e-12, atol=1e-12)
+    # identical rows apart from the shortage weight (hours 0 and 11 share w = 1)
+    np.testing.assert_array_equal(got[0], got[11])
+
+
+def test_cost_table_quantile_masses():
+    rng = np.random.default_rng(5)
+    scale = 1200.0
+    q = np.sort(rng.normal(scale, 300, size=(24, 9)), axis=1)
+    masses = [0.15] + [0.10] * 7 + [0.15]
+    np.testing.assert_allclose(QUANTILE_MASSES, masses, atol=1e-15)
+    assert QUANTILE_MASSES.sum() == pytest.approx(1.0, abs=1e-12)
+    got = cost_table(q, scale, TUESDAY, QUANTILE_MASSES)
+    np.testing.assert_allclose(got, numpy_cost(q, scale, TUESDAY, masses), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# solve_blocks vs brute force
+
+
+def brute_force(block_cost, max_step):
+    """All ramp-feasible paths; optimum value and the DP's tie-break.
+
+    The DP picks the lowest final index among optimal end states and, walking back, the lowest
+    parent index among optimal predecessors. That equals: among all optimal paths, the smallest by
+    (path[-1], path[-2], ..., path[0]) compared lexicographically.
+    """
+    n_blocks, n_levels = block_cost.shape
+    best_val, best_paths = None, []
+    for path in itertools.product(range(n_levels), repeat=n_blocks):
+        if any(abs(path[i] - path[i - 1]) > max_step for i in range(1, n_blocks)):
+            continue
+        total = 0.0
+        for b, j in enumerate(path):
+            total += float(block_cost[b, j])
+        if best_val is None or total < best_val:
+            best_val, best_paths = total, [path]
+        elif total == best_val:
+            best_paths.append(path)
+    chosen = min(best_paths, key=lambda p: tuple(reversed(p)))
+    return best_val, list(chosen), best_paths
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_solve_blocks_matches_brute_force_integer_costs(seed):
+    # small integer costs produce many exact ties; sums of small integers are exact in float64
+    rng = np.random.default_rng(1000 + seed)
+    n_blocks = int(rng.integers(1, 5)) if seed % 5 == 0 else 4
+    n_levels = int(rng.integers(1, 6)) if seed % 7 == 0 else 5
+    max_step = int(rng.integers(0, 3))
+    c = rng.integers(0, 4, size=(n_blocks, n_levels)).astype(float)
+    val, path, _ = brute_force(c, max_step)
+    got_path, got_val = solve_blocks(c, max_step)
+    assert got_val == val
+    assert got_path.dtype == np.int64
+    assert got_path.tolist() == path
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_solve_blocks_matches_brute_force_float_costs(seed):
+    rng = np.random.default_rng(seed)
+    max_step = 1 + seed % 2
+    c = rng.uniform(0, 10, size=(4, 5))
+    val, path, paths = brute_force(c, max_step)
+    got_path, got_val = solve_blocks(c, max_step)
+    assert got_val == pytest.approx(val, rel=1e-12, abs=1e-12)
+    assert len(paths) == 1  # generic costs: unique optimum
+    assert got_path.tolist() == path
+
+
+def test_solve_blocks_all_zero_cost_gives_all_zero_path():
+    for shape, step in [((4, 5), 1), ((8, 33), 6), ((3, 2), 0), ((1, 7), 2)]:
+        path, val = solve_blocks(np.zeros(shape), step)
+        assert path.tolist() == [0] * shape[0]
+        assert val == 0.0
+
+
+def test_solve_blocks_constructed_ties():
+    # every level of the last block ties -> lowest final index; earlier block prefers 2, which ramp
+    # step 1 allows from final 1 only; both (2, 1) and (2, 2), (2, 3) cost 0 -> final index 1
+    c = np.array([[5.0, 5.0, 0.0, 5.0, 5.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+    path, val = solve_blocks(c, 1)
+    assert val == 0.0 and path.tolist() == [2, 1]
+    # two optimal predecessors 1 and 3 of final index 2: lower one wins
+    c = np.array([[9.0, 1.0, 9.0, 1.0, 9.0], [9.0, 9.0, 0.0, 9.0, 9.0]])
+    path, val = solve_blocks(c, 1)
+    assert val == 1.0 and path.tolist() == [1, 2]
+    # a plateau in the middle of the grid: lowest capacity on the plateau
+    c = np.array([[3.0, 1.0, 1.0, 1.0, 3.0]] * 3)
+    path, val = solve_blocks(c, 2)
+    assert val == 3.0 and path.tolist() == [1, 1, 1]
+
+
+def test_solve_blocks_respects_ramp():
+    # block 0 wants level 0, block 1 wants level 4; max_step 1 forbids the jump
+    c = np.array([[0.0, 10, 10, 10, 10], [10.0, 10, 10, 10, 0]])
+    path, val = solve_blocks(c, 1)
+    assert abs(path[1] - path[0]) <= 1
+    assert val == 10.0
+    assert path.tolist() == [0, 0]  # ties (0,0),(0,1),(3,4) all cost 10; lowest final index 0
+    path4, val4 = solve_blocks(c, 4)
+    assert path4.tolist() == [0, 4] and val4 == 0.0
+
+
+@pytest.mark.parametrize(
+    "bad, step",
+    [
+        (np.zeros(5), 1),
+        (np.zeros((0, 5)), 1),
+        (np.zeros((3, 0)), 1),
+        (np.zeros((2, 2, 2)), 1),
+        (np.array([[0.0, np.nan]]), 1),
+        (np.array([[0.0, np.inf]]), 1),
+        (np.zeros((2, 3)), -1),
+        (np.zeros((2, 3)), 1.5),
+    ],
+)
+def test_solve_blocks_bad_input(bad, step):
+    with pytest.raises(ValueError):
+        solve_blocks(bad, step)
+
+
+# ------------------------------------------------------------------------------------------------
+# optimal_plan
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_optimal_plan_quantiles(seed):
+    rng = np.random.default_rng(200 + seed)
+    scale = float(rng.uniform(10, 10000))
+    level = rng.uniform(0.3, 2.2, size=(24, 1))
+    q = np.sort(scale * (level + rng.normal(0, 0.25, size=(24, 9))), axis=1)
+    shortage = [MONDAY, TUESDAY, THURSDAY][seed % 3]
+    res = optimal_plan(q, scale, shortage, weights=QUANTILE_MASSES)
+    cost = numpy_cost(q, scale, shortage, [0.15] + [0.10] * 7 + [0.15])
+    np.testing.assert_allclose(res.cost, cost, rtol=1e-12, atol=1e-12)
+    idx = res.plan.indices
+    assert idx.shape == (8,)
+    assert is_ramp_feasible(idx)
+    # the expected loss equals the plan's loss under the table, and the optimum of an independent DP
+    assert res.expected_loss == pytest.approx(hand_plan_loss(cost, idx), rel=1e-12, abs=1e-14)
+    assert res.expected_loss == pytest.approx(python_dp(block_costs(cost), 6) / 24.0, rel=1e-12, abs=1e-14)
+    np.testing.assert_allclose(res.plan.levels, HAND_GRID[idx], atol=1e-12)
+    np.testing.assert_allclose(res.plan.values, scale * HAND_GRID[idx], rtol=1e-12)
+
+
+def test_optimal_plan_ramp_binding():
+    # demand jumps from 0.4 to 2.0 between blocks 3 and 4: the plan must ramp in 0.30 steps
+    scale = 1.0
+    z = np.array([0.4] * 12 + [2.0] * 12)
+    res = optimal_plan(z.reshape(24, 1), scale, MONDAY)
+    assert is_ramp_feasible(res.plan.indices)
+    cost = numpy_cost(z.reshape(24, 1), scale, MONDAY)
+    assert res.expected_loss == pytest.approx(python_dp(block_costs(cost), 6) / 24.0, rel=1e-12)
+    assert res.expected_loss > 0
+
+
+@st.composite
+def distributions(draw):
+    k = draw(st.integers(1, 6))
+    scale = draw(st.floats(0.1, 1e4, allow_nan=False, allow_infinity=False))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    values = scale * rng.uniform(-0.2, 2.5, size=(24, k))
+    weekday = draw(st.integers(0, 6))
+    shortage = [MONDAY, TUESDAY, np.array([2.0] * 6 + [1.5] * 6 + [1.0] * 12), THURSDAY][weekday % 4]
+    return values, scale, shortage
+
+
+@st.composite
+def feasible_paths(draw):
+    start = draw(st.integers(0, 32))
+    steps = draw(st.lists(st.integers(-6, 6), min_size=7, max_size=7))
+    path = [start]
+    for s in steps:
+        path.append(min(32, max(0, path[-1] + s)))
+    return path
+
+
+@settings(max_examples=60, deadline=None)
+@given(dist=distributions(), other=feasible_paths())
+def test_optimal_plan_feasible_and_no_better_feasible_plan(dist, other):
+    values, scale, shortage = dist
+    res = optimal_plan(values, scale, shortage)
+    idx = res.plan.indices
+    assert is_ramp_feasible(idx)
+    assert res.expected_loss == pytest.approx(plan_loss(res.cost, idx), rel=1e-12, abs=1e-14)
+    cost = numpy_cost(values, scale, shortage)
+    assert res.expected_loss == pytest.approx(hand_plan_loss(cost, idx), rel=1e-10, abs=1e-12)
+    assert res.expected_loss <= hand_plan_loss(cost, other) + 1e-12
+    assert invalid_loss(res.cost) > hand_plan_loss(cost, other)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    z=st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=24, max_size=24),
+    scale=st.floats(0.5, 5000, allow_nan=False),
+    plans=st.lists(feasible_paths(), min_size=1, max_size=5),
+)
+def test_perfect_demand_floor_below_every_feasible_plan(z, scale, plans):
+    actual = np.array(z) * scale
+    floor = perfect_demand_plan(actual, scale, TUESDAY)
+    cost = numpy_cost(actual.reshape(24, 1), scale, TUESDAY)
+    assert is_ramp_feasible(floor.plan.indices)
+    assert floor.expected_loss >= 0
+    assert floor.expected_loss == pytest.approx(python_dp(block_costs(cost), 6) / 24.0, rel=1e-10, abs=1e-12)
+    for p in plans:
+        assert floor.expected_loss <= hand_plan_loss(cost, p) + 1e-12
+
+
+def test_perfect_demand_floor_positive_off_grid():
+    # z = 1.02 everywhere (between 1.00 and 1.05): best is min(shortage 0.02 * w, surplus 0.03 * 0.3)
+    scale = 100.0
+    actual = np.full(24, 102.0)
+    floor = perfect_demand_plan(actual, scale, MONDAY)
+    # per hour: level 1.00 costs 0.02 w_h; level 1.05 costs 0.3 * 0.03 = 0.009 < 0.02 <= 0.02 w_h
+    assert floor.plan.indices.tolist() == [13] * 8
+    assert floor.expected_loss == pytest.approx(0.009, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# invalid loss
+
+
+def test_invalid_loss_by_hand():
+    scale = 1.0
+    # z = 1 everywhere, Monday: max_g C[h] = max(0.3*(2.0-1.0), w_h*(1.0-0.4)) = 0.6 w_h (w_h >= 1)
+    # mean = (12*0.6 + 6*1.2 + 6*0.9)/24 = 0.825 -> invalid loss 1.825
+    cost = cost_table(np.full((24, 1), 1.0), scale, MONDAY)
+    assert invalid_loss(cost) == pytest.approx(1.825, abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dist=distributions(), plans=st.lists(feasible_paths(), min_size=1, max_size=8))
+def test_invalid_loss_exceeds_every_feasible_plan(dist, plans):
+    values, scale, shortage = dist
+    cost = cost_table(values, scale, shortage)
+    bad = invalid_loss(cost)
+    indep = numpy_cost(values, scale, shortage).max(axis=1).mean() + 1.0
+    assert bad == pytest.approx(indep, rel=1e-12)
+    for p in plans:
+        assert bad > plan_loss(cost, p)
+        assert bad > hand_plan_loss(cost, p)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad inputs
+
+
+GOOD = np.ones((24, 3))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(values=np.ones((23, 3))),
+        dict(values=np.ones((25, 3))),
+        dict(values=np.ones((24, 0))),
+        dict(values=np.ones((24, 3, 2))),
+        dict(values=np.ones(0)),
+        dict(values=np.where(np.arange(72).reshape(24, 3) == 5, np.nan, 1.0)),
+        dict(values=np.where(np.arange(72).reshape(24, 3) == 7, np.inf, 1.0)),
+        dict(weights=np.array([0.5, 0.7, -0.2])),
+        dict(weights=np.array([0.2, 0.2, 0.2])),
+        dict(weights=np.array([0.5, 0.5])),
+        dict(weights=np.ones((24, 2)) / 2),
+        dict(weights=np.array([np.nan, 0.5, 0.5])),
+        dict(weights=np.full((24, 3), 0.4)),
+        dict(scale=0.0),
+        dict(scale=-1.0),
+        dict(scale=float("nan")),
+        dict(scale=float("inf")),
+        dict(shortage=np.ones(23)),
+        dict(shortage=np.ones((24, 1))),
+    ],
+)
+def test_bad_inputs_raise_value_error(kwargs):
+    args = dict(values=GOOD, scale=1.0, shortage=MONDAY, weights=None)
+    args.update(kwargs)
+    with pytest.raises(ValueError):
+        optimal_plan(args["values"], args["scale"], args["shortage"], weights=args["weights"])
+    with pytest.raises(ValueError):
+        cost_table(args["values"], args["scale"], args["shortage"], weights=args["weights"])
+
+
+@pytest.mark.parametrize("actual", [np.ones(23), np.ones(25), np.full(24, np.nan)])
+def test_perfect_demand_bad_input(actual):
+    with pytest.raises(ValueError):
+        perfect_demand_plan(actual, 1.0, MONDAY)
