@@ -12,8 +12,8 @@ Same formula and tie-breaking as fwgym:
   ties to the lowest index (``np.argmin`` returns the first minimum), then backtracking;
 * expected loss = minimal total / 24.
 
-Results equal fwgym's indices exactly and its expected loss to floating-point rounding
-(the per-hour sums over samples are added in a different order).
+Sums are taken in the kernel's order (samples in index order, hours in block order), so the cost
+table, the plan indices and the expected loss equal fwgym's bit for bit, ties included.
 """
 from __future__ import annotations
 
@@ -39,11 +39,17 @@ def cost_table(values, scale: float, shortage, weights=None) -> np.ndarray:
         w = np.full(v.shape, 1.0 / v.shape[1])
     else:
         w = np.broadcast_to(np.asarray(weights, dtype=np.float64), v.shape)
-    y = np.maximum(v, 0.0) * (1.0 / float(scale))                       # (24, K)
-    d = GRID[None, :, None] - y[:, None, :]                             # (24, 33, K): level - demand
-    s = np.asarray(shortage, dtype=np.float64)[:, None, None]
-    pen = np.where(d > 0.0, ALPHA * d, -s * d)                          # surplus / shortage cost
-    return np.einsum("hgk,hk->hg", pen, w)
+    # Layout (K, 24, 33): summing over axis 0 adds the K slices one after the other, the same order
+    # (and the same products, (w * price) * d) as the numba kernel, so the table is bit-identical
+    # and exact ties in the DP (they do occur, e.g. 9 quantiles with shortage weight 1.5) break the same way.
+    y = np.maximum(v, 0.0).T * (1.0 / float(scale))                     # (K, 24)
+    wt = w.T                                                            # (K, 24)
+    d = GRID[None, None, :] - y[:, :, None]                             # (K, 24, 33): level - demand
+    s = np.asarray(shortage, dtype=np.float64)[None, :]                 # (1, 24)
+    surplus = (wt * ALPHA)[:, :, None] * d
+    shortfall = (wt * s)[:, :, None] * d
+    pen = np.where(d > 0.0, surplus, -shortfall)
+    return pen.sum(axis=0)
 
 
 def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tuple[np.ndarray, float]:

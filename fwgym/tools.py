@@ -11,7 +11,6 @@ ever carries a value at or after ``as_of - 2 h``: the history tool reads only th
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,11 +29,13 @@ from fwgym.contract import (
     validate_decisions,
     validate_levels,
 )
+from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable, QuantileForecaster
 from fwgym.forecasters.classical import CLASSICAL_METHODS, classical_distribution
-from fwgym.optimizer import PlanResult, optimal_plan, plan_loss
+from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_forecaster
+from fwgym.optimizer import QUANTILE_LEVELS, QUANTILE_MASSES, PlanResult, optimal_plan, plan_loss
 from fwgym.scoring import BUDGET
 from fwgym.series import datetime_to_hour, hour_to_iso
-from fwgym.tariff import TARIFF
+from fwgym.tariff import HORIZON_BUCKETS, TARIFF, price
 
 MAX_CALLS = 12
 MAX_ACTION_CHARS = 100_000
@@ -194,8 +195,20 @@ class Episode:
     calls: int = 0
     tool_counts: Counter = field(default_factory=Counter)
     submission: Plan | None = None
-    submit_error: PlanError | None = None
+    models: tuple[str, ...] = PRICED_MODELS
+    forecasters: dict = field(default_factory=dict, repr=False)
+    forecasts: dict = field(default_factory=dict, repr=False)
     _plans: dict = field(default_factory=dict, repr=False)
+
+    def forecaster(self, model: str) -> QuantileForecaster:
+        """The forecaster serving ``model`` in this episode (env override or the process-wide one)."""
+        return self.forecasters.get(model) or get_forecaster(model)
+
+    def charge(self, credits: int) -> None:
+        """Debit the ledger; the caller has checked affordability (spent never exceeds the budget)."""
+        if credits < 0 or self.spent + credits > self.budget:
+            raise AssertionError("ledger invariant violated")  # pragma: no cover - guarded by callers
+        self.spent += int(credits)
 
     @property
     def budget_left(self) -> int:
@@ -223,6 +236,8 @@ class Episode:
             return _error(call.tool, exc)
         except PlanError as exc:
             return _error(call.tool, ToolError("invalid_plan", f"{exc.code}: {exc.message}"))
+        except Exception as exc:  # a tool must never crash the episode
+            return _error(call.tool, ToolError("internal_error", f"{call.tool} failed unexpectedly: {type(exc).__name__}: {str(exc)[:300]}"))
 
 
 def _error(tool: str, exc: ToolError) -> dict:
@@ -290,11 +305,24 @@ def _catalog(ep: Episode, args: dict) -> dict:
         },
         "methods": list(CLASSICAL_METHODS),
         "tariff": {m: {str(cb): list(p) for cb, p in t.items()} for m, t in TARIFF.items()},
-        "models": [],
+        "models": [_model_entry(ep, m) for m in ep.models],
         "budget": {"budget": ep.budget, "spent": ep.spent, "remaining": ep.budget_left},
         "calls": {"limit": ep.max_calls, "used": ep.calls, "remaining": ep.calls_left},
         "tools": list(ep.tools),
     }
+
+
+def _model_entry(ep: Episode, model: str) -> dict:
+    av = ep.forecaster(model).availability()
+    full = price(model, HISTORY_HOURS, ep.case.horizon)
+    out = {"model": model, "available": av.available, "quantile_levels": list(QUANTILE_LEVELS),
+           "min_context": ep.forecaster(model).min_context,
+           "credits_full_context_covering_horizon": full["credits"], "affordable": full["credits"] <= ep.budget_left}
+    if not av.available:
+        out["unavailable_reason"] = av.reason
+    if model == "chronos_bolt_tiny":
+        out["note"] = "native horizon 64; longer horizons are a heuristic extension"
+    return out
 
 
 def _history(ep: Episode, args: dict) -> dict:
@@ -332,21 +360,149 @@ def _classical_plan(ep: Episode, args: dict) -> dict:
     return {"method": m, "plan": plan_payload(ep.case, res.plan), "expected_loss": res.expected_loss, "credits": 0}
 
 
+def _forecast_plan(ep: Episode, args: dict, tool: str) -> tuple[str, PlanResult]:
+    """``(label, PlanResult)`` for ``forecast_id`` or ``method`` (exactly one)."""
+    if ("forecast_id" in args) == ("method" in args):
+        raise ToolError("invalid_arguments", f"{tool}: give exactly one of 'forecast_id' (a bought forecast) or 'method' (a classical method)")
+    if "method" in args:
+        m = _method_arg(args)
+        return m, ep.method_plan(m)
+    fid = args["forecast_id"]
+    fc = ep.forecasts.get(fid) if isinstance(fid, str) else None
+    if fc is None:
+        raise ToolError("not_found", f"{tool}: no forecast with id {fid!r:.60} was bought in this episode (ids: {list(ep.forecasts)})")
+    if fc["plan"] is None:
+        c = ep.case
+        raise ToolError(
+            "horizon_too_short",
+            f"{tool}: forecast {fid} covers steps 1..{fc['horizon']} but the target needs steps "
+            f"{c.target_steps[0]}..{c.target_steps[1]} (horizon >= {c.horizon}); its credits stay charged",
+        )
+    return fid, fc["plan"]
+
+
 def _plan(ep: Episode, args: dict) -> dict:
     _check_keys(args, {"method", "forecast_id"}, "plan")
-    if "forecast_id" in args:
-        raise ToolError("not_found", f"plan: no forecast with id {args['forecast_id']!r:.60} was bought in this episode")
-    return _classical_plan(ep, args)
+    label, res = _forecast_plan(ep, args, "plan")
+    key = "forecast_id" if label in ep.forecasts else "method"
+    return {key: label, "plan": plan_payload(ep.case, res.plan), "expected_loss": res.expected_loss, "credits": 0}
 
 
 def _evaluate_plan(ep: Episode, args: dict) -> dict:
     _check_keys(args, {"decisions", "levels", "method", "forecast_id"}, "evaluate_plan")
-    if "forecast_id" in args:
-        raise ToolError("not_found", f"evaluate_plan: no forecast with id {args['forecast_id']!r:.60} was bought in this episode")
-    m = _method_arg(args)
+    label, res = _forecast_plan(ep, args, "evaluate_plan")
     plan = _plan_from_args(ep, args, "evaluate_plan")
-    res = ep.method_plan(m)
-    return {"method": m, "expected_loss": plan_loss(res.cost, plan.indices), "optimal_expected_loss": res.expected_loss}
+    key = "forecast_id" if label in ep.forecasts else "method"
+    return {key: label, "expected_loss": plan_loss(res.cost, plan.indices), "optimal_expected_loss": res.expected_loss}
+
+
+# -- priced tools ------------------------------------------------------------------------------
+
+
+def _model_arg(ep: Episode, args: dict) -> str:
+    m = args.get("model")
+    if not isinstance(m, str) or m not in ep.models:
+        raise ToolError("invalid_arguments", f"'model' must be one of the forecast pool {list(ep.models)}, got {m!r:.60}")
+    return m
+
+
+def _request(ep: Episode, args: dict, max_context: int, tool: str) -> tuple[str, int, int, dict]:
+    """Validate (model, context_steps, horizon) and price it; raises ToolError (free refusal)."""
+    model = _model_arg(ep, args)
+    f = ep.forecaster(model)
+    ctx = _int_arg(args, "context_steps", 1, 10**9, default=max_context)
+    horizon = _int_arg(args, "horizon", 1, 10**9, default=ep.case.horizon)
+    if max_context < f.min_context:
+        raise ToolError("out_of_range", f"{tool}: only {max_context} visible hours precede this origin; {model} needs a context of >= {f.min_context}; nothing was charged")
+    if ctx < f.min_context or ctx > max_context:
+        raise ToolError("invalid_arguments", f"{tool}: context_steps for {model} must be in {f.min_context}..{max_context}, got {ctx}")
+    if horizon > HORIZON_BUCKETS[-1]:
+        raise ToolError("invalid_arguments", f"{tool}: horizon must be in 1..{HORIZON_BUCKETS[-1]}, got {horizon}")
+    try:
+        quote = price(model, ctx, horizon)
+    except ValueError as exc:
+        raise ToolError("invalid_arguments", f"{tool}: {exc}") from None
+    quote["affordable"] = quote["credits"] <= ep.budget_left
+    return model, ctx, horizon, quote
+
+
+def _quote(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"model", "context_steps", "horizon"}, "quote")
+    model, ctx, horizon, quote = _request(ep, args, HISTORY_HOURS, "quote")
+    av = ep.forecaster(model).availability()
+    return {**quote, "available": av.available, **({"unavailable_reason": av.reason} if not av.available else {}),
+            "budget_remaining": ep.budget_left}
+
+
+def _buy(ep: Episode, model: str, quote: dict, tool: str) -> QuantileForecaster:
+    """Free checks (affordability, availability, loading), then charge before inference."""
+    if not quote["affordable"]:
+        raise ToolError("insufficient_budget", f"{tool}: {model} at context {quote['context_steps']} / horizon "
+                        f"{quote['horizon']} costs {quote['credits']} credits but only {ep.budget_left} remain; nothing was charged")
+    f = ep.forecaster(model)
+    try:
+        f.load()
+    except ModelUnavailable as exc:
+        raise ToolError("model_unavailable", f"{exc} (nothing was charged)") from None
+    ep.charge(quote["credits"])
+    return f
+
+
+def _infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: int, horizon: int, tool: str) -> np.ndarray:
+    key = (ep.case.series_id, int(last_hour), len(context), int(horizon))
+    try:
+        return FORECAST_CACHE.get_or_compute(f, key, lambda: f.predict_quantiles(context, horizon))
+    except (ForecastBackendError, ModelUnavailable, ValueError) as exc:
+        raise ToolError("backend_error", f"{tool}: {exc} (the charge stands)") from None
+
+
+def _forecast(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"model", "context_steps", "horizon"}, "forecast")
+    c = ep.case
+    model, ctx, horizon, quote = _request(ep, args, HISTORY_HOURS, "forecast")
+    f = _buy(ep, model, quote, "forecast")
+    q = _infer(ep, f, c.history[-ctx:], c.last_visible, horizon, "forecast")  # charged even if this fails
+    lo, hi = c.target_steps
+    fid = f"f{len(ep.forecasts) + 1}"
+    plan = optimal_plan(q[lo - 1 : hi], c.scale, c.shortage, QUANTILE_MASSES) if horizon >= hi else None
+    ep.forecasts[fid] = {"model": model, "horizon": horizon, "context_steps": ctx, "quantiles": q, "plan": plan}
+    first = c.last_visible + 1
+    return {
+        "forecast_id": fid, "model": model, "context_steps": ctx, "horizon": horizon, "credits": quote["credits"],
+        "start": hour_to_iso(first), "end": hour_to_iso(first + horizon - 1), "unit": c.series.unit,
+        "covers_target": horizon >= hi, "target_steps": [lo, hi],
+        "quantile_levels": list(QUANTILE_LEVELS),
+        "quantiles": [[round(float(v), 6) for v in row] for row in q],
+        "budget_remaining": ep.budget_left,
+    }
+
+
+def _replay(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"model", "origin", "context_steps", "horizon"}, "replay")
+    c = ep.case
+    if "origin" not in args:
+        raise ToolError("invalid_arguments", "replay: missing required argument 'origin' (ISO hour <= the last visible hour)")
+    origin = _time_arg(args, "origin")
+    if origin > c.last_visible:
+        raise ToolError("out_of_range", f"replay: origin must be at or before the last visible hour {hour_to_iso(c.last_visible)}; nothing was charged")
+    if origin >= c.last_visible:
+        raise ToolError("out_of_range", "replay: an origin at the last visible hour leaves no visible step to score; nothing was charged")
+    available = origin - c.history_start + 1
+    if available < 1:
+        raise ToolError("out_of_range", f"replay: origin must be inside the visible history (from {hour_to_iso(c.history_start)}); nothing was charged")
+    model, ctx, horizon, quote = _request(ep, args, min(HISTORY_HOURS, available), "replay")
+    f = _buy(ep, model, quote, "replay")
+    context = c.history[available - ctx : available]
+    q = _infer(ep, f, context, origin, horizon, "replay")
+    observed = min(horizon, c.last_visible - origin)
+    actual = c.history[available : available + observed]
+    e = actual[:, None] - q[:observed]
+    levels = np.asarray(QUANTILE_LEVELS)[None, :]
+    pinball = float(np.mean(np.maximum(levels * e, (levels - 1) * e)))
+    return {"model": model, "origin": hour_to_iso(origin), "context_steps": ctx, "horizon": horizon,
+            "credits": quote["credits"], "observed_steps": int(observed), "complete": observed == horizon,
+            "mean_pinball_loss": pinball, "mean_pinball_loss_scaled": pinball / c.scale, "unit": c.series.unit,
+            "budget_remaining": ep.budget_left}
 
 
 def _submit(ep: Episode, args: dict) -> dict:
@@ -370,6 +526,9 @@ _DECISIONS_SCHEMA = {
 _LEVELS_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 8, "maxItems": 8,
                   "description": "alternative to decisions: 8 normalised grid levels 0.40..2.00"}
 _METHOD_SCHEMA = {"type": "string", "enum": list(CLASSICAL_METHODS)}
+_REQUEST_PROPS = {"model": {"type": "string", "enum": list(PRICED_MODELS)},
+                  "context_steps": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS},
+                  "horizon": {"type": "integer", "minimum": 1, "maximum": 336}}
 
 REGISTRY: dict[str, Tool] = {
     t.name: t
@@ -386,10 +545,17 @@ REGISTRY: dict[str, Tool] = {
         Tool("plan", "Optimal plan under a bought forecast (forecast_id) or a classical method. Free.",
              {"type": "object", "properties": {"method": _METHOD_SCHEMA, "forecast_id": {"type": "string"}},
               "additionalProperties": False}, _plan),
-        Tool("evaluate_plan", "Expected loss of your plan under a classical method's distribution. Free.",
+        Tool("evaluate_plan", "Expected loss of your plan under a bought forecast (forecast_id) or a classical method. Free.",
              {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA,
                                                "method": _METHOD_SCHEMA, "forecast_id": {"type": "string"}},
               "additionalProperties": False}, _evaluate_plan),
+        Tool("quote", "Price of a forecast request (model, context_steps <= 336, horizon <= 336; defaults: full context, covering horizon) and whether it is affordable and available. Free.",
+             {"type": "object", "properties": _REQUEST_PROPS, "required": ["model"], "additionalProperties": False}, _quote),
+        Tool("forecast", "Buy a quantile forecast (9 quantiles 0.1..0.9 per step from the step after the last visible hour). Charged at the tariff; refused free if unaffordable or unavailable.",
+             {"type": "object", "properties": _REQUEST_PROPS, "required": ["model"], "additionalProperties": False}, _forecast),
+        Tool("replay", "Backtest a model inside the visible history: forecast from origin (ISO hour before the last visible hour) and score the mean pinball loss on visible steps. Charged at the tariff.",
+             {"type": "object", "properties": {**_REQUEST_PROPS, "origin": {"type": "string"}}, "required": ["model", "origin"],
+              "additionalProperties": False}, _replay),
         Tool("submit", "Submit the final plan (ends the episode). Does not count toward the call limit.",
              {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA},
               "additionalProperties": False}, _submit, counts_as_call=False),
@@ -411,6 +577,3 @@ def _json_default(o):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
-
-def finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None

@@ -30,6 +30,7 @@ from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_cas
 from fwgym.context import render_context
 from fwgym.contract import PlanError
 from fwgym.data import DOMAINS
+from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, plan_loss
 from fwgym.scoring import BUDGET, case_score, case_weights, load_sigma
 from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, ToolError, parse_action, result_json
@@ -57,6 +58,9 @@ class FWBenchEnv(gym.Env):
             free of charge; only ``submit`` is then accepted).
         case_ids: restrict the episode pool to these ids.
         sigma: per-domain sigma override (default: the frozen calibration).
+        models: the priced forecast pool (default: seasonal_empirical, chronos_bolt_tiny, chronos2, timesfm25).
+        forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances, e.g.
+            ``{"chronos2": Chronos2(local_dir="/models/chronos-2")}``.
 
     Raises:
         ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool.
@@ -77,6 +81,8 @@ class FWBenchEnv(gym.Env):
         call_limit: str = TERMINATE,
         case_ids: Sequence[str] | None = None,
         sigma: dict[str, float] | None = None,
+        models: Sequence[str] | None = None,
+        forecasters: dict | None = None,
         render_mode: str | None = None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
@@ -102,6 +108,14 @@ class FWBenchEnv(gym.Env):
             raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
         if "submit" not in tools:
             tools += ("submit",)
+        models = tuple(PRICED_MODELS if models is None else models)
+        bad_models = [m for m in models if m not in PRICED_MODELS]
+        if bad_models:
+            raise ValueError(f"unknown models {bad_models}; known: {list(PRICED_MODELS)}")
+        forecasters = dict(forecasters or {})
+        if set(forecasters) - set(PRICED_MODELS):
+            raise ValueError(f"forecasters keys must be model names {list(PRICED_MODELS)}")
+        self.models, self.forecasters = models, forecasters
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
 
@@ -165,7 +179,8 @@ class FWBenchEnv(gym.Env):
         else:
             u = self.np_random.random()
             case = self.cases[min(int(np.searchsorted(self._cum_weights, u, side="right")), len(self.cases) - 1)]
-        self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools)
+        self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools,
+                               models=self.models, forecasters=self.forecasters)
         self._outcome = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)

@@ -1,0 +1,347 @@
+"""Benchmark of the capacity optimizer: numba (fwgym.optimizer) vs a vectorised NumPy reference.
+
+Run from the repository root::
+
+    python benchmarks/bench_optimizer.py            # full benchmark (~30-40 s on 2 cores)
+    python benchmarks/bench_optimizer.py --check    # self-check only: NumPy DP == fwgym DP, bit for bit
+    python benchmarks/bench_optimizer.py --quick    # fewer repetitions (smoke test, ~15 s)
+
+What it prints:
+
+1. machine info (platform, CPU, CPU count, Python, NumPy, numba, ...);
+2. first-call time of ``fwgym.optimizer.optimal_plan`` in fresh subprocesses: import + first call
+   with the numba on-disk cache as it is (normally a cache load), and with an empty cache
+   directory (``NUMBA_CACHE_DIR`` set to a temporary folder: a full compile; the repo's cache is
+   not touched);
+3. median microseconds per plan (each call timed with ``time.perf_counter``; GC off while
+   timing) for ``optimal_plan`` (numba, with its Python wrapper), ``_plan_kernel`` (the compiled
+   kernel alone, inputs prepared once) and ``numpy_dp.optimal_plan``, for a 9-quantile forecast
+   (weights ``QUANTILE_MASSES``, values (24, 9)) and for n = 100 and 1000 equal-weight samples,
+   with the ratios numpy/numba and the wrapper overhead;
+4. the same table re-measured in a subprocess with ``MALLOC_TOP_PAD_`` = 64 MiB: the NumPy
+   reference allocates ~0.6-6 MB temporaries per call, and with glibc's default heap trimming
+   every call re-faults those pages, which is expensive on some VMs. Both figures are reported so
+   the ratio is not an artefact of the allocator.
+
+Every benchmark input is also checked: plan indices, expected loss and cost table of the two
+implementations must be equal (assert).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from benchmarks import numpy_dp  # noqa: E402
+from fwgym import optimizer  # noqa: E402
+from fwgym.contract import ALPHA, BLOCK_HOURS, GRID, MAX_RAMP_STEPS, shortage_weights  # noqa: E402
+
+INPUTS = (("9 quantiles", 9), ("n=100 samples", 100), ("n=1000 samples", 1000))
+N_VARIANTS = 8          # distinct inputs per size, cycled during timing
+TARGET_SECONDS = 0.8    # timing budget per (implementation, size) cell
+MAX_REPS, MIN_REPS = 5000, 40
+TOP_PAD = str(64 << 20)
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+
+
+def make_inputs(k: int, n_variants: int = N_VARIANTS, seed: int = 0) -> list[dict]:
+    """Synthetic day-shaped predictive distributions in physical units (scale ~ 1000 MW).
+
+    9 quantiles: sorted per hour, planned with ``QUANTILE_MASSES``. Samples: equal weights
+    (``weights=None``). Some values are negative to exercise the clipping.
+    """
+    rng = np.random.default_rng(seed + k)
+    out = []
+    for i in range(n_variants):
+        scale = float(rng.uniform(200.0, 5000.0))
+        hours = np.arange(24)
+        level = scale * (1.0 + 0.35 * np.sin(2 * np.pi * (hours - 6 - i) / 24.0)) * rng.uniform(0.7, 1.4)
+        spread = scale * rng.uniform(0.05, 0.4)
+        values = level[:, None] + spread * rng.standard_normal((24, k))
+        values[rng.random((24, k)) < 0.01] *= -1.0          # a few negative values (clipped to 0)
+        if k == 9:
+            values = np.sort(values, axis=1)
+            weights = optimizer.QUANTILE_MASSES
+        else:
+            weights = None
+        out.append({"values": values, "scale": scale, "shortage": shortage_weights(i % 7), "weights": weights})
+    return out
+
+
+def kernel_args(inp: dict) -> tuple:
+    """Arguments of ``optimizer._plan_kernel`` prepared exactly as ``optimal_plan`` prepares them."""
+    v, w = optimizer._as_distribution(inp["values"], inp["weights"])
+    s = optimizer._check_scale_shortage(inp["scale"], inp["shortage"])
+    return (v, w, float(inp["scale"]), s, GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS)
+
+
+# --------------------------------------------------------------------------------------------
+# agreement
+
+
+def assert_same(inp: dict, where: str = "") -> None:
+    """The NumPy reference and fwgym's optimizer agree exactly on this input (assert)."""
+    a = optimizer.optimal_plan(inp["values"], inp["scale"], inp["shortage"], weights=inp["weights"])
+    idx, loss, cost = numpy_dp.optimal_plan(inp["values"], inp["scale"], inp["shortage"], weights=inp["weights"])
+    assert np.array_equal(a.plan.indices, idx), f"{where}: plan indices differ: numba {a.plan.indices} numpy {idx}"
+    assert a.expected_loss == loss, f"{where}: expected loss differs: numba {a.expected_loss!r} numpy {loss!r}"
+    assert np.array_equal(a.cost, cost), f"{where}: cost tables differ (max abs {np.max(np.abs(a.cost - cost))})"
+    kidx, kloss, _ = optimizer._plan_kernel(*kernel_args(inp))
+    assert np.array_equal(kidx, idx) and kloss == loss, f"{where}: _plan_kernel differs from optimal_plan"
+
+
+def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> int:
+    """Randomised + real-data agreement check; returns the number of comparisons."""
+    rng = np.random.default_rng(seed)
+    n = 0
+    for t in range(n_random):
+        k = (1, 2, 3, 9, 24, 100, 1000)[t % 7]
+        scale = float(rng.uniform(1.0, 5000.0))
+        values = scale * rng.gamma(4.0, 0.25, (24, k)) * rng.uniform(0.2, 2.5)
+        if t % 5 == 0:
+            values -= 0.3 * scale                                   # clipping at 0
+        if t % 3 == 0:
+            values = np.round(values / scale * 20.0) * scale / 20.0  # values on the grid: many exact ties
+        if t % 11 == 0:
+            values = np.full((24, k), values[0, 0])                 # flat: ties everywhere
+        weights = None
+        if k == 9 and t % 2:
+            values, weights = np.sort(values, axis=1), optimizer.QUANTILE_MASSES
+        elif t % 4 == 1:
+            weights = rng.dirichlet(np.ones(k), size=24)
+        assert_same({"values": values, "scale": scale, "shortage": shortage_weights(t % 7), "weights": weights}, f"random #{t} (k={k})")
+        n += 1
+    # real cases: every free classical method's distribution, and the perfect-demand plan
+    from fwgym.cases import build_cases
+    from fwgym.forecasters.classical import CLASSICAL_METHODS, classical_distribution
+
+    cases = build_cases("electricity", "test")
+    step = max(1, len(cases) // n_cases)
+    for case in cases[::step][:n_cases]:
+        for m in CLASSICAL_METHODS:
+            samples = classical_distribution(m, case.history, case.history_hours, case.target_hours)
+            assert_same({"values": samples, "scale": case.scale, "shortage": case.shortage, "weights": None}, f"{case.case_id}/{m}")
+            n += 1
+        assert_same({"values": case.target().reshape(-1, 1), "scale": case.scale, "shortage": case.shortage, "weights": None},
+                    f"{case.case_id}/perfect")
+        n += 1
+    return n
+
+
+# --------------------------------------------------------------------------------------------
+# timing
+
+
+def time_calls(fn, args_list: list[tuple], target_s: float = TARGET_SECONDS) -> dict:
+    """Median / p10 / p90 microseconds per call; each call timed individually (GC off)."""
+    for a in args_list:                                   # warm-up (and numba cache load)
+        fn(*a)
+    t0 = time.perf_counter()
+    fn(*args_list[0])
+    est = max(time.perf_counter() - t0, 1e-7)
+    reps = int(min(MAX_REPS, max(MIN_REPS, target_s / est)))
+    times = np.empty(reps)
+    na = len(args_list)
+    perf = time.perf_counter
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(reps):
+            a = args_list[r % na]
+            t = perf()
+            fn(*a)
+            times[r] = perf() - t
+    finally:
+        if gc_was:
+            gc.enable()
+    times *= 1e6
+    return {"median_us": float(np.median(times)), "p10_us": float(np.percentile(times, 10)),
+            "p90_us": float(np.percentile(times, 90)), "reps": reps}
+
+
+def run_timings(target_s: float = TARGET_SECONDS) -> dict:
+    """Time the three implementations on every input size; checks agreement first."""
+    res = {}
+    for label, k in INPUTS:
+        inputs = make_inputs(k)
+        for i, inp in enumerate(inputs):
+            assert_same(inp, f"{label} input #{i}")
+        plain = [(d["values"], d["scale"], d["shortage"], d["weights"]) for d in inputs]
+        kargs = [kernel_args(d) for d in inputs]
+        res[label] = {
+            "numba": time_calls(optimizer.optimal_plan, plain, target_s),
+            "kernel": time_calls(optimizer._plan_kernel, kargs, target_s),
+            "numpy": time_calls(numpy_dp.optimal_plan, plain, target_s),
+        }
+    return res
+
+
+def print_table(res: dict, title: str) -> None:
+    print(f"\n{title}")
+    hdr = f"  {'input':<16}{'numba optimal_plan':>20}{'numba _plan_kernel':>20}{'numpy DP':>14}{'numpy/numba':>13}{'numpy/kernel':>14}{'wrapper':>22}"
+    print(hdr)
+    for label, r in res.items():
+        nb, kn, npy = r["numba"]["median_us"], r["kernel"]["median_us"], r["numpy"]["median_us"]
+        over = nb - kn
+        print(f"  {label:<16}{nb:>17.1f} us{kn:>17.1f} us{npy:>11.1f} us{npy / nb:>12.1f}x{npy / kn:>13.1f}x"
+              f"{over:>9.1f} us ({100 * over / nb:4.0f}%)")
+    print("  (median of individually timed calls; wrapper = optimal_plan - _plan_kernel: input checks, "
+          "array preparation, PlanResult)")
+
+
+# --------------------------------------------------------------------------------------------
+# machine info and first call
+
+
+def machine_info() -> dict:
+    import gymnasium
+    import llvmlite
+    import numba
+
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count()
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable,
+        "python": platform.python_version() + f" ({platform.python_implementation()})",
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "llvmlite": llvmlite.__version__,
+        "gymnasium": gymnasium.__version__,
+        "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", "(unset: fwgym/__pycache__)"),
+    }
+
+
+_FIRST_CALL = r"""
+import json, time
+t0 = time.perf_counter()
+import numpy as np
+t1 = time.perf_counter()
+import fwgym.optimizer as o
+from fwgym.contract import shortage_weights
+t2 = time.perf_counter()
+v = np.sort(np.random.default_rng(0).normal(1000.0, 100.0, (24, 9)), axis=1)
+r = o.optimal_plan(v, 1000.0, shortage_weights(0), weights=o.QUANTILE_MASSES)
+t3 = time.perf_counter()
+r = o.optimal_plan(v, 1000.0, shortage_weights(0), weights=o.QUANTILE_MASSES)
+t4 = time.perf_counter()
+st = o._plan_kernel.stats
+print(json.dumps({"import_numpy_s": t1 - t0, "import_fwgym_optimizer_s": t2 - t1, "first_call_s": t3 - t2,
+                  "second_call_s": t4 - t3, "cache_hits": sum(st.cache_hits.values()),
+                  "cache_misses": sum(st.cache_misses.values())}))
+"""
+
+
+def first_call(cold: bool) -> dict:
+    """Import + first call of optimal_plan in a fresh interpreter. ``cold``: empty numba cache dir."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    tmp = None
+    if cold:
+        tmp = tempfile.TemporaryDirectory(prefix="fwgym-numba-cold-")
+        env["NUMBA_CACHE_DIR"] = tmp.name
+    try:
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", _FIRST_CALL], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - t
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    d = json.loads(out.stdout.strip().splitlines()[-1])
+    d["process_wall_s"] = wall
+    return d
+
+
+def print_first_call(warm_runs: list[dict], cold: dict) -> None:
+    def med(key):
+        return statistics.median(r[key] for r in warm_runs)
+
+    hits = [r["cache_hits"] for r in warm_runs]
+    state = "numba cache load" if all(h > 0 for h in hits) else f"cache hits per run {hits} (a compile happened)"
+    print("\nFirst call of fwgym.optimizer.optimal_plan in a fresh subprocess (9 quantiles)")
+    print(f"  with the on-disk cache ({state}; median of {len(warm_runs)} processes):")
+    print(f"    import numpy {med('import_numpy_s') * 1e3:7.0f} ms | import fwgym.optimizer {med('import_fwgym_optimizer_s') * 1e3:7.0f} ms"
+          f" (imports all of fwgym: gymnasium, envs, data) | first call {med('first_call_s') * 1e3:7.0f} ms"
+          f" | second call {med('second_call_s') * 1e6:5.0f} us | whole process {med('process_wall_s'):5.2f} s")
+    print("  with an empty cache dir (full numba compile; cache hits "
+          f"{cold['cache_hits']}, misses {cold['cache_misses']}):")
+    print(f"    import fwgym.optimizer {cold['import_fwgym_optimizer_s'] * 1e3:7.0f} ms | first call {cold['first_call_s']:6.2f} s"
+          f" | whole process {cold['process_wall_s']:5.2f} s")
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="self-check only: NumPy reference == fwgym optimizer (bit for bit)")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    ap.add_argument("--timings-json", action="store_true", help=argparse.SUPPRESS)  # internal: subprocess mode
+    args = ap.parse_args(argv)
+    target = TARGET_SECONDS / 4 if args.quick else TARGET_SECONDS
+
+    if args.timings_json:
+        print(json.dumps(run_timings(target)))
+        return 0
+    if args.check:
+        t = time.perf_counter()
+        n = self_check(n_random=500 if args.quick else 3000, n_cases=10 if args.quick else 60)
+        print(f"self-check OK: {n} inputs, NumPy DP == fwgym.optimizer (indices, expected loss, cost table, bit for bit) "
+              f"in {time.perf_counter() - t:.1f} s")
+        return 0
+
+    t_start = time.perf_counter()
+    print("== fwgym optimizer benchmark ==")
+    for k, v in machine_info().items():
+        print(f"  {k:<16} {v}")
+
+    warm = [first_call(cold=False) for _ in range(1 if args.quick else 3)]
+    cold = first_call(cold=True)
+    print_first_call(warm, cold)
+
+    res = run_timings(target)
+    print_table(res, "Median time per plan (default allocator; all benchmark inputs checked equal)")
+
+    env = dict(os.environ, MALLOC_TOP_PAD_=TOP_PAD)
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--timings-json"] + (["--quick"] if args.quick else []),
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    res_pad = json.loads(out.stdout.strip().splitlines()[-1])
+    print_table(res_pad, f"Same, in a subprocess with MALLOC_TOP_PAD_={TOP_PAD} (glibc keeps freed heap pages: "
+                         "no page faults for the NumPy temporaries)")
+    print(f"\ntotal {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""``seasonal_empirical``: the priced classical forecaster of FWBench (protocol §3.2)."""
+from __future__ import annotations
+
+import numpy as np
+
+from fwgym.forecasters.base import QuantileForecaster
+from fwgym.optimizer import QUANTILE_LEVELS
+
+WEEK = 168
+
+
+class SeasonalEmpirical(QuantileForecaster):
+    """For step ``j``, the empirical quantiles (inverted-CDF method, ``numpy.quantile(method="inverted_cdf")``)
+    of the context values at the same weekly phase (stride 168). Needs a context of >= 168 steps.
+
+    With a 336-step context there are 2 values per phase: levels <= 0.5 give the lower value,
+    levels > 0.5 the upper one.
+    """
+
+    name = "seasonal_empirical"
+    min_context = WEEK
+    revision = "v1"
+
+    def _predict(self, context: np.ndarray, horizon: int) -> np.ndarray:
+        n = len(context)
+        out = np.empty((horizon, len(QUANTILE_LEVELS)))
+        steps = np.arange(1, horizon + 1)
+        # position in the context of the most recent value in phase with step j: n - 1 + j - 168*k
+        last = n - 1 + steps - WEEK * np.ceil(steps / WEEK).astype(int)
+        for j in range(horizon):
+            vals = context[last[j] :: -WEEK]
+            out[j] = np.quantile(vals, QUANTILE_LEVELS, method="inverted_cdf")
+        return out

@@ -1,0 +1,216 @@
+"""Time-series foundation models behind the :class:`~fwgym.forecasters.base.QuantileForecaster` interface.
+
+* ``chronos_bolt_tiny`` -- ``amazon/chronos-bolt-tiny`` and ``chronos2`` -- ``amazon/chronos-2``, via
+  chronos-forecasting's ``BaseChronosPipeline.from_pretrained`` and ``predict_quantiles``;
+* ``timesfm25`` -- ``google/timesfm-2.5-200m-pytorch``, via ``timesfm.TimesFM_2p5_200M_torch`` with a
+  ``ForecastConfig`` covering 336 context and 336 horizon steps, continuous quantile head, flip
+  invariance, positivity inference and quantile-crossing fix (as the FWBench protocol §3.2).
+
+Weights are resolved in this order (DESIGN §6):
+
+1. an explicit local directory (constructor ``local_dir``) or the environment variable
+   ``FWGYM_<NAME>_PATH`` (e.g. ``FWGYM_CHRONOS2_PATH``);
+2. the Hugging Face cache (``HF_HOME`` / ``HF_HUB_CACHE``);
+3. the Hugging Face hub (unless ``HF_HUB_OFFLINE=1``).
+
+A revision may be pinned with the constructor or ``FWGYM_<NAME>_REVISION``. Inference runs on the
+CPU in float32 by default (``device`` argument or ``FWGYM_DEVICE``); ``torch_threads`` sets the
+thread count. torch, chronos-forecasting and timesfm are imported lazily (the ``tsfm`` extra), so
+fwgym imports without them.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from fwgym.forecasters.base import Availability, ModelUnavailable, QuantileForecaster
+from fwgym.optimizer import QUANTILE_LEVELS
+
+INSTALL_HINT = "install the extra: pip install 'fwgym[tsfm]' (torch==2.13.0, chronos-forecasting, timesfm)"
+
+
+def _env_key(name: str, what: str) -> str:
+    return f"FWGYM_{name.upper()}_{what}"
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class HubForecaster(QuantileForecaster):
+    """Common weight resolution and lazy loading of a Hugging Face model.
+
+    Args:
+        local_dir: directory with the model files (``config.json`` + weights); overrides the env var.
+        revision: hub revision (branch, tag or commit) to pin.
+        device: torch device string, default ``FWGYM_DEVICE`` or ``"cpu"``.
+        torch_threads: if given, ``torch.set_num_threads`` before inference.
+        model_id: Hugging Face repo id (default: the model's official id).
+    """
+
+    model_id: str = ""
+    packages: tuple[str, ...] = ()
+
+    def __init__(self, local_dir: str | os.PathLike | None = None, revision: str | None = None,
+                 device: str | None = None, torch_threads: int | None = None, model_id: str | None = None):
+        self.local_dir = Path(local_dir) if local_dir else (Path(os.environ[_env_key(self.name, "PATH")])
+                                                            if os.environ.get(_env_key(self.name, "PATH")) else None)
+        self.revision = revision or os.environ.get(_env_key(self.name, "REVISION")) or None
+        self.model_id = model_id or self.model_id
+        self.device = device or os.environ.get("FWGYM_DEVICE", "cpu")
+        self.torch_threads = torch_threads
+        self._model = None
+        self._load_error: str | None = None
+        self._lock = threading.Lock()
+
+    # -- resolution ----------------------------------------------------------------------------
+
+    def _how_to(self) -> str:
+        return (f"put the weights of {self.model_id} in a directory and set {_env_key(self.name, 'PATH')}=DIR, "
+                f"or download them into the Hugging Face cache (huggingface-cli download {self.model_id})")
+
+    def _source(self) -> tuple[str | None, str, str]:
+        """``(path_or_id, source, reason)``; path_or_id None when nothing is found."""
+        missing = [p for p in self.packages if importlib.util.find_spec(p) is None]
+        if missing:
+            return None, "", f"{self.name}: Python package(s) {missing} not installed; {INSTALL_HINT}"
+        if self.local_dir is not None:
+            if (self.local_dir / "config.json").is_file():
+                return str(self.local_dir), str(self.local_dir), ""
+            return None, "", f"{self.name}: local directory {self.local_dir} has no config.json; {self._how_to()}"
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(self.model_id, "config.json", revision=self.revision)
+        if isinstance(cached, str):
+            return self.model_id, "hf-cache", ""
+        if _offline():
+            return None, "", (f"{self.name}: weights of {self.model_id} are not in the Hugging Face cache and "
+                              f"HF_HUB_OFFLINE=1 forbids downloading; {self._how_to()}")
+        return self.model_id, "hub", ""
+
+    def availability(self) -> Availability:
+        if self._load_error:
+            return Availability(False, self._load_error)
+        if self._model is not None:
+            return Availability(True, source="loaded")
+        path, source, reason = self._source()
+        return Availability(path is not None, reason, source)
+
+    def load(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            if self._load_error:
+                raise ModelUnavailable(self._load_error)
+            path, source, reason = self._source()
+            if path is None:
+                raise ModelUnavailable(reason)
+            try:
+                import torch
+
+                if self.torch_threads:
+                    torch.set_num_threads(int(self.torch_threads))
+                self._model = self._load(path, source)
+            except ModelUnavailable:
+                raise
+            except Exception as exc:
+                self._load_error = (f"{self.name}: could not load weights from {path} ({source}): "
+                                    f"{type(exc).__name__}: {str(exc)[:300]}; {self._how_to()}")
+                raise ModelUnavailable(self._load_error) from exc
+
+    def _hub_kwargs(self, source: str) -> dict:
+        kw = {}
+        if source in ("hf-cache", "hub"):
+            if self.revision:
+                kw["revision"] = self.revision
+            if source == "hf-cache" or _offline():
+                kw["local_files_only"] = True
+        return kw
+
+    def _load(self, path: str, source: str):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _predict(self, context: np.ndarray, horizon: int) -> np.ndarray:
+        self.load()
+        import torch
+
+        with torch.inference_mode():
+            return self._infer(context, horizon)
+
+    def _infer(self, context: np.ndarray, horizon: int) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class ChronosForecaster(HubForecaster):
+    """Chronos-Bolt / Chronos-2 through ``chronos.BaseChronosPipeline`` (the pipeline class is read
+    from the model config)."""
+
+    packages = ("torch", "chronos")
+
+    def _load(self, path: str, source: str):
+        import torch
+        from chronos import BaseChronosPipeline
+
+        return BaseChronosPipeline.from_pretrained(path, device_map=self.device, dtype=torch.float32,
+                                                   **self._hub_kwargs(source))
+
+    def _infer(self, context: np.ndarray, horizon: int) -> np.ndarray:
+        import torch
+
+        x = torch.tensor(context, dtype=torch.float32)
+        q, _mean = self._model.predict_quantiles([x], prediction_length=horizon,
+                                                 quantile_levels=list(QUANTILE_LEVELS))
+        q = q[0] if isinstance(q, (list, tuple)) else q
+        q = q.detach().cpu().numpy() if hasattr(q, "detach") else np.asarray(q)
+        return q.reshape(-1, horizon, len(QUANTILE_LEVELS))[0]
+
+
+class ChronosBoltTiny(ChronosForecaster):
+    name = "chronos_bolt_tiny"
+    model_id = "amazon/chronos-bolt-tiny"
+
+
+class Chronos2(ChronosForecaster):
+    name = "chronos2"
+    model_id = "amazon/chronos-2"
+
+
+class TimesFM25(HubForecaster):
+    """TimesFM 2.5 (200M, PyTorch) through the ``timesfm`` package.
+
+    Args:
+        model_class: the ``timesfm`` model class to load (default ``timesfm.TimesFM_2p5_200M_torch``;
+            tests pass a subclass with a tiny architecture).
+        max_context, max_horizon: ``ForecastConfig`` limits (rounded up by timesfm to multiples of 32/128).
+    """
+
+    name = "timesfm25"
+    model_id = "google/timesfm-2.5-200m-pytorch"
+    packages = ("torch", "timesfm")
+
+    def __init__(self, *args, model_class=None, max_context: int = 512, max_horizon: int = 384, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.model_class = model_class
+        self.max_context, self.max_horizon = max_context, max_horizon
+
+    def _load(self, path: str, source: str):
+        import timesfm
+
+        cls = self.model_class or timesfm.TimesFM_2p5_200M_torch
+        model = cls.from_pretrained(path, torch_compile=False, **self._hub_kwargs(source))
+        model.compile(timesfm.ForecastConfig(
+            max_context=self.max_context, max_horizon=self.max_horizon, normalize_inputs=True,
+            use_continuous_quantile_head=True, force_flip_invariance=True, infer_is_positive=True,
+            fix_quantile_crossing=True))
+        return model
+
+    def _infer(self, context: np.ndarray, horizon: int) -> np.ndarray:
+        if horizon > self.max_horizon:
+            raise ValueError(f"timesfm25: horizon {horizon} exceeds max_horizon {self.max_horizon}")
+        _point, quant = self._model.forecast(horizon=horizon, inputs=[context.astype(np.float32)])
+        quant = np.asarray(quant)
+        return quant[0, :horizon, 1:10]  # channel 0 is the mean, 1..9 the deciles 0.1..0.9
