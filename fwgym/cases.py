@@ -208,7 +208,7 @@ def parse_case_id(case_id: str) -> tuple[str, str, date, str]:
     Raises:
         ValueError: the id is not of the form ``<elec|cycle>-<series>-<YYYY-MM-DD>-<day_ahead|week_ahead>``.
     """
-    m = _ID_RE.match(case_id) if isinstance(case_id, str) else None
+    m = _ID_RE.fullmatch(case_id) if isinstance(case_id, str) else None
     if not m:
         raise ValueError(
             f"malformed case id {case_id!r}; expected e.g. 'elec-ISNE-2024-07-25-day_ahead' or 'cycle-191-2015-10-01-week_ahead'"

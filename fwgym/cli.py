@@ -21,10 +21,15 @@ def _domains(value: str) -> list[str]:
 
 
 def cmd_evaluate(args) -> int:
-    from fwgym.baselines.registry import DEFAULT_POLICIES
+    from fwgym.baselines.registry import default_policies
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, run_meta, write_results
 
-    policies = args.policies or list(DEFAULT_POLICIES)
+    if args.policies:
+        policies = args.policies
+    else:
+        policies, skipped = default_policies(include_tsfm=not args.no_tsfm)
+        for policy, reason in skipped.items():
+            print(f"skipping policy {policy}: {reason}", file=sys.stderr)
     t0 = time.perf_counter()
     records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
                        workers=args.workers, progress=not args.no_progress)
@@ -96,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--split", default="test", choices=["train", "dev", "test"])
     e.add_argument("--domain", type=_domains, default=list(DOMAINS), help="all (default), electricity or cycle_hire")
     e.add_argument("--lead", choices=["day_ahead", "week_ahead"], default=None)
-    e.add_argument("--policies", nargs="+", default=None, help="policy names (default: 8 fixed classical + perfect_demand)")
+    e.add_argument("--policies", nargs="+", default=None,
+                   help="policy names (default: 8 fixed classical, seasonal_empirical, TSFM policies whose weights load, perfect_demand)")
+    e.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
     e.add_argument("--limit", type=int, default=None, help="at most N cases per domain (evenly spaced)")
     e.add_argument("--workers", type=int, default=1, help="local worker processes")
     e.add_argument("--out", default=None, help="output directory (default results/<split>)")

@@ -55,7 +55,8 @@ def shortage_weights(target_weekday: int) -> np.ndarray:
     Raises:
         ValueError: ``target_weekday`` not an integer in 0..6.
     """
-    if isinstance(target_weekday, bool) or int(target_weekday) != target_weekday or not 0 <= target_weekday <= 6:
+    if (isinstance(target_weekday, bool) or not isinstance(target_weekday, (int, np.integer))
+            or not 0 <= target_weekday <= 6):
         raise ValueError(f"target_weekday must be an integer 0..6 (Monday = 0), got {target_weekday!r}")
     shift = int(target_weekday) % 4
     pattern = PRIORITY_PATTERN[-shift:] + PRIORITY_PATTERN[:-shift] if shift else PRIORITY_PATTERN
@@ -98,7 +99,7 @@ def plan_from_indices(indices: Sequence[int] | np.ndarray, scale: float) -> Plan
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 def _records_to_values(decisions: Any) -> list[Any]:
@@ -142,7 +143,10 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
         did = DECISION_IDS[b]
         if not _is_number(v):
             raise PlanError("not_a_number", f"{did}: value {v!r} is not a JSON number")
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:
+            raise PlanError("non_finite", f"{did}: value is too large to be a capacity") from None
         if not math.isfinite(v):
             raise PlanError("non_finite", f"{did}: value {v} is not finite")
         g = int(np.argmin(np.abs(GRID * scale - v)))
@@ -186,6 +190,8 @@ def validate_decisions(decisions: Any, scale: float, unit: str = "") -> Plan:
         PlanError: with ``code`` one of ``bad_format``, ``unknown_decision_id``, ``duplicate_decision``,
             ``missing_decision``, ``not_a_number``, ``non_finite``, ``off_grid``, ``ramp_violation``.
     """
+    if not (isinstance(scale, (int, float, np.number)) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
     values = _records_to_values(decisions)
     idx = _snap_exact(values, float(scale), unit)
     _check_ramp(idx)
@@ -199,7 +205,6 @@ def validate_levels(levels: Any, scale: float) -> Plan:
     """
     if not isinstance(levels, (list, tuple, np.ndarray)) or len(levels) != N_BLOCKS:
         raise PlanError("bad_format", f"levels must be a list of 8 normalised grid levels (0.40..2.00), got {levels!r:.200}")
-    vals = [float(x) if isinstance(x, np.floating) else x for x in list(levels)]
-    idx = _snap_exact(vals, 1.0, "(normalised)")
+    idx = _snap_exact(list(levels), 1.0, "(normalised)")
     _check_ramp(idx)
     return plan_from_indices(idx, scale)

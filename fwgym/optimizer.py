@@ -145,6 +145,8 @@ def _check_scale_shortage(scale: float, shortage: np.ndarray) -> np.ndarray:
     s = np.asarray(shortage, dtype=np.float64)
     if s.shape != (TARGET_HOURS,):
         raise ValueError(f"shortage weights must have shape (24,), got {s.shape}")
+    if not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError("shortage weights must be finite and >= 0")
     return s
 
 

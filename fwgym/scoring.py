@@ -38,8 +38,12 @@ def load_sigma(path: str | Path | None = None) -> dict[str, float]:
     p = Path(path) if path is not None else SIGMA_PATH
     if not p.is_file():
         raise FileNotFoundError(f"sigma calibration file {p} is missing; run `fwgym calibrate-sigma` to create it")
-    data = json.loads(p.read_text())
-    sig = {d: float(v) for d, v in data["sigma"].items()}
+    try:
+        data = json.loads(p.read_text())
+        sig = {str(d): float(v) for d, v in data["sigma"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{p}: not a sigma calibration file ({type(exc).__name__}: {exc}); "
+                         "expected {\"sigma\": {\"electricity\": x, \"cycle_hire\": y}}") from None
     for d in ("electricity", "cycle_hire"):
         if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
             raise ValueError(f"{p}: sigma for domain {d!r} missing or not > 0")

@@ -360,12 +360,6 @@ def test_malformed_ids_raise(bad):
         get_case(bad)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _ID_RE ends with '$' and parse_case_id uses re.match, and '$' also matches before a "
-    "trailing newline, so parse_case_id('elec-ISNE-2024-07-25-day_ahead\\n') returns a parse instead of "
-    "raising ValueError (make_case_id of the result != the input). Use re.fullmatch or '\\Z'.",
-)
 def test_trailing_newline_id_rejected():
     with pytest.raises(ValueError):
         parse_case_id("elec-ISNE-2024-07-25-day_ahead\n")

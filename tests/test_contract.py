@@ -343,13 +343,6 @@ def test_tolerance_boundary_is_the_documented_isclose():
 # known bug: huge JSON integers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="BUG: _snap_exact calls float(v) on a Python int before any check; json.loads('1' + '0'*400) "
-    "yields an int that float() cannot convert, so validate_decisions raises OverflowError instead of "
-    "PlanError (protocol §5.5 lists huge ints as rejected). Episode.execute only catches ToolError/PlanError.",
-)
 def test_huge_integer_is_plan_error():
     vals = [1.0] * 8
     vals[0] = 10**400
@@ -357,11 +350,6 @@ def test_huge_integer_is_plan_error():
         validate_decisions(records(vals), 1.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="BUG: same as validate_decisions: validate_levels([10**400]*8, 1.0) raises OverflowError, not PlanError",
-)
 def test_huge_integer_level_is_plan_error():
     with pytest.raises(PlanError):
         validate_levels([10**400] * 8, 1.0)

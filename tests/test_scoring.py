@@ -216,12 +216,6 @@ def test_load_sigma_invalid_text(text, tmp_path):
         load_sigma(p)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: load_sigma documents ValueError for an invalid file, but a structurally wrong JSON "
-    "raises KeyError ('{}': no 'sigma' key), TypeError ('[]', or a null value) or AttributeError "
-    "('{\"sigma\": [1]}'), which callers catching ValueError miss.",
-)
 @pytest.mark.parametrize("text", ["{}", "[]", '{"sigma": [1]}', '{"sigma": {"electricity": null, "cycle_hire": 0.04}}'])
 def test_load_sigma_wrong_structure_is_value_error(text, tmp_path):
     p = tmp_path / "sigma.json"

@@ -4,14 +4,42 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fwgym.baselines.fixed import FixedMethodAgent
+from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
 from fwgym.baselines.oracles import PerfectDemandOracle
 from fwgym.forecasters.classical import CLASSICAL_METHODS
+from fwgym.forecasters.registry import PRICED_MODELS
 
 _FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
+_FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS})
+_FACTORIES["routing_reference"] = RoutingAgent
 _FACTORIES["perfect_demand"] = PerfectDemandOracle
 
 #: the main job's policies: the 8 fixed classical policies and the perfect-demand oracle
 DEFAULT_POLICIES: tuple[str, ...] = tuple(CLASSICAL_METHODS) + ("perfect_demand",)
+#: policies that need TSFM weights (model each one needs)
+TSFM_POLICIES: dict[str, str] = {"chronos_bolt_tiny": "chronos_bolt_tiny", "chronos2": "chronos2",
+                                 "timesfm25": "timesfm25", "routing_reference": "chronos2"}
+
+
+def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:
+    """The main job's policy list: 8 fixed classical, fixed seasonal_empirical, the TSFM policies whose
+    weights load in this process, and the perfect-demand oracle.
+
+    Returns:
+        ``(policies, skipped)`` with ``skipped = {policy: reason}``.
+    """
+    from fwgym.forecasters.base import ModelUnavailable
+    from fwgym.forecasters.registry import get_forecaster
+
+    policies, skipped = list(CLASSICAL_METHODS) + ["seasonal_empirical"], {}
+    if include_tsfm:
+        for policy, model in TSFM_POLICIES.items():
+            try:
+                get_forecaster(model).load()
+                policies.append(policy)
+            except ModelUnavailable as exc:
+                skipped[policy] = str(exc)
+    return policies + ["perfect_demand"], skipped
 
 
 def policy_names() -> list[str]:

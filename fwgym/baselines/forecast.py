@@ -1,0 +1,68 @@
+"""Fixed priced-forecast policies and the routing reference (FWBench protocol §6)."""
+from __future__ import annotations
+
+import json
+
+from fwgym.forecasters.registry import PRICED_MODELS
+
+FALLBACK_METHOD = "hour_of_day_empirical"
+
+
+class FixedForecastAgent:
+    """Buy ``model`` at full context (336) and the minimal covering horizon, plan on it and submit.
+
+    If the request is refused (unaffordable, e.g. TimesFM 2.5 at any shape, or weights unavailable)
+    the agent falls back to the hour-of-day empirical plan, as in the protocol's fixed-TimesFM row.
+
+    Raises:
+        ValueError: unknown model.
+    """
+
+    def __init__(self, model: str):
+        if model not in PRICED_MODELS:
+            raise ValueError(f"unknown model {model!r}; expected one of {list(PRICED_MODELS)}")
+        self.model = model
+        self.name = model
+        self._stage = 0
+
+    def reset(self) -> None:
+        self._stage = 0
+
+    def act(self, observation: dict):
+        last = json.loads(observation["last_result"]) if observation["last_result"] else {}
+        self._stage += 1
+        if self._stage == 1:
+            return {"tool": "forecast", "args": {"model": self.model, "context_steps": 336}}
+        if self._stage == 2:
+            if last.get("ok"):
+                return {"tool": "plan", "args": {"forecast_id": last["result"]["forecast_id"]}}
+            return {"tool": "classical_plan", "args": {"method": FALLBACK_METHOD}}
+        if not last.get("ok"):
+            raise RuntimeError(f"{self.name}: planning failed: {last.get('error')}")
+        return {"tool": "submit", "args": {"decisions": last["result"]["plan"]["decisions"]}}
+
+
+class RoutingAgent:
+    """Routing reference: Chronos-2 for day-ahead cases, hour-of-day empirical for week-ahead
+    (reads the lead from ``catalog``; 1 extra free call)."""
+
+    name = "routing_reference"
+
+    def __init__(self, day_ahead_model: str = "chronos2", week_ahead_method: str = FALLBACK_METHOD):
+        self.day_ahead_model, self.week_ahead_method = day_ahead_model, week_ahead_method
+        self._inner = None
+
+    def reset(self) -> None:
+        self._inner = None
+
+    def act(self, observation: dict):
+        if self._inner is None:
+            if not observation["last_result"]:
+                return {"tool": "catalog"}
+            lead = json.loads(observation["last_result"])["result"]["case"]["lead"]
+            from fwgym.baselines.fixed import FixedMethodAgent
+
+            self._inner = (FixedForecastAgent(self.day_ahead_model) if lead == "day_ahead"
+                           else FixedMethodAgent(self.week_ahead_method))
+            observation = {**observation, "last_result": ""}
+        return self._inner.act(observation)
