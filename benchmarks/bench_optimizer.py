@@ -14,7 +14,7 @@ What it prints:
    directory (``NUMBA_CACHE_DIR`` set to a temporary folder: a full compile; the repo's cache is
    not touched);
 3. median microseconds per plan (each call timed with ``time.perf_counter``; GC off while
-   timing) for ``optimal_plan`` (numba, with its Python wrapper), ``_plan_kernel`` (the compiled
+   timing; the implementations interleaved in 10 rounds) for ``optimal_plan`` (numba, with its Python wrapper), ``_plan_kernel`` (the compiled
    kernel alone, inputs prepared once) and ``numpy_dp.optimal_plan``, for a 9-quantile forecast
    (weights ``QUANTILE_MASSES``, values (24, 9)) and for n = 100 and 1000 equal-weight samples,
    with the ratios numpy/numba and the wrapper overhead;
@@ -149,31 +149,46 @@ def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> int:
 # timing
 
 
-def time_calls(fn, args_list: list[tuple], target_s: float = TARGET_SECONDS) -> dict:
-    """Median / p10 / p90 microseconds per call; each call timed individually (GC off)."""
-    for a in args_list:                                   # warm-up (and numba cache load)
-        fn(*a)
-    t0 = time.perf_counter()
-    fn(*args_list[0])
-    est = max(time.perf_counter() - t0, 1e-7)
-    reps = int(min(MAX_REPS, max(MIN_REPS, target_s / est)))
-    times = np.empty(reps)
-    na = len(args_list)
+def time_interleaved(fns: dict, args: dict, target_s: float = TARGET_SECONDS, rounds: int = 10) -> dict:
+    """Median / p10 / p90 microseconds per call of each implementation.
+
+    Every call is timed individually with ``time.perf_counter`` (GC off). The implementations are
+    interleaved in ``rounds`` rounds so that slow phases of a shared machine hit all of them alike.
+    ``fns[name]`` is called as ``fns[name](*args[name][i])``, cycling through the inputs.
+    """
     perf = time.perf_counter
+    reps = {}
+    for name, fn in fns.items():
+        for a in args[name]:                              # warm-up (and numba cache load)
+            fn(*a)
+        t0 = perf()
+        for a in args[name]:
+            fn(*a)
+        est = max((perf() - t0) / len(args[name]), 1e-7)
+        reps[name] = int(min(MAX_REPS, max(MIN_REPS, target_s / est)))
+    times = {name: [] for name in fns}
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        for r in range(reps):
-            a = args_list[r % na]
-            t = perf()
-            fn(*a)
-            times[r] = perf() - t
+        for rnd in range(rounds):
+            for name, fn in fns.items():
+                a_list, na = args[name], len(args[name])
+                per_round = max(1, reps[name] // rounds)
+                out = times[name]
+                for r in range(rnd * per_round, (rnd + 1) * per_round):
+                    a = a_list[r % na]
+                    t = perf()
+                    fn(*a)
+                    out.append(perf() - t)
     finally:
         if gc_was:
             gc.enable()
-    times *= 1e6
-    return {"median_us": float(np.median(times)), "p10_us": float(np.percentile(times, 10)),
-            "p90_us": float(np.percentile(times, 90)), "reps": reps}
+    res = {}
+    for name, ts in times.items():
+        us = np.asarray(ts) * 1e6
+        res[name] = {"median_us": float(np.median(us)), "p10_us": float(np.percentile(us, 10)),
+                     "p90_us": float(np.percentile(us, 90)), "reps": len(ts)}
+    return res
 
 
 def run_timings(target_s: float = TARGET_SECONDS) -> dict:
@@ -184,12 +199,9 @@ def run_timings(target_s: float = TARGET_SECONDS) -> dict:
         for i, inp in enumerate(inputs):
             assert_same(inp, f"{label} input #{i}")
         plain = [(d["values"], d["scale"], d["shortage"], d["weights"]) for d in inputs]
-        kargs = [kernel_args(d) for d in inputs]
-        res[label] = {
-            "numba": time_calls(optimizer.optimal_plan, plain, target_s),
-            "kernel": time_calls(optimizer._plan_kernel, kargs, target_s),
-            "numpy": time_calls(numpy_dp.optimal_plan, plain, target_s),
-        }
+        fns = {"numba": optimizer.optimal_plan, "kernel": optimizer._plan_kernel, "numpy": numpy_dp.optimal_plan}
+        args = {"numba": plain, "kernel": [kernel_args(d) for d in inputs], "numpy": plain}
+        res[label] = time_interleaved(fns, args, target_s)
     return res
 
 

@@ -21,10 +21,14 @@ def _domains(value: str) -> list[str]:
 
 
 def cmd_evaluate(args) -> int:
+    from fwgym.agents.registry import agent_kinds
     from fwgym.baselines.registry import default_policies
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, run_meta, write_results
 
-    if args.policies:
+    if args.agent:
+        kind = agent_kinds()[args.agent]
+        policies = [kind.build(args)] + list(args.policies or [])
+    elif args.policies:
         policies = args.policies
     else:
         policies, skipped = default_policies(include_tsfm=not args.no_tsfm)
@@ -108,6 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--workers", type=int, default=1, help="local worker processes")
     e.add_argument("--out", default=None, help="output directory (default results/<split>)")
     e.add_argument("--no-progress", action="store_true")
+    from fwgym.agents.registry import agent_kinds
+
+    kinds = agent_kinds()
+    e.add_argument("--agent", choices=sorted(kinds) or None, default=None,
+                   help="evaluate an agent of this kind (plus any --policies): " +
+                        "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
+    for k, m in sorted(kinds.items()):
+        m.add_arguments(e.add_argument_group(f"--agent {k}"))
     e.set_defaults(func=cmd_evaluate)
 
     c = sub.add_parser("cases", help="case counts per cohort and lead")

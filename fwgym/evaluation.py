@@ -66,9 +66,20 @@ def _env_for(domain: str, split: str, sigma: dict | None):
     return _WORKER_ENVS[key]
 
 
+def _make_agent(policy):
+    return make_policy(policy) if isinstance(policy, str) else policy()
+
+
+def policy_label(policy) -> str:
+    """Display name of a policy given as a name or an agent factory."""
+    from fwgym.agents.base import agent_name
+
+    return policy if isinstance(policy, str) else agent_name(policy())
+
+
 def _run_chunk(task: tuple) -> list[dict]:
     split, policies, chunk, sigma = task
-    agents = [make_policy(p) for p in policies]
+    agents = [_make_agent(p) for p in policies]
     records = []
     for domain, case_id in chunk:
         env = _env_for(domain, split, sigma)
@@ -84,7 +95,8 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     """Run every policy on every selected case.
 
     Args:
-        policies: names accepted by :func:`fwgym.baselines.make_policy`.
+        policies: names accepted by :func:`fwgym.baselines.make_policy`, or picklable zero-argument
+            factories returning an agent (learned or LLM agents); rows are named by ``agent.name``.
         split, domains, lead, limit, case_ids: see :func:`select_cases`.
         workers: local processes (1 = in this process). Results are identical for any value.
         progress: show a tqdm bar (True), nothing (False), or call ``progress(n_cases_done)``.
@@ -96,8 +108,9 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     Raises:
         ValueError: unknown policy, domain or split; no case selected.
     """
-    for p in policies:
-        make_policy(p)  # validate names before any work
+    labels = [policy_label(p) for p in policies]  # validates names before any work
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"policy names repeat: {labels}")
     selected = select_cases(split, domains, lead, limit, case_ids)
     if not selected:
         raise ValueError("no case selected")
@@ -129,7 +142,7 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     finally:
         if bar is not None:
             bar.close()
-    order = {p: i for i, p in enumerate(policies)}
+    order = {p: i for i, p in enumerate(labels)}
     case_order = {c: i for i, (_, c) in enumerate(selected)}
     records = [r for recs in results for r in recs]
     records.sort(key=lambda r: (order[r["policy"]], case_order[r["case_id"]]))
