@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks import numpy_dp  # noqa: E402
 from fwgym import optimizer  # noqa: E402
-from fwgym.contract import ALPHA, BLOCK_HOURS, GRID, MAX_RAMP_STEPS, shortage_weights  # noqa: E402
+from fwgym.contract import ALPHA, BLOCK_HOURS, GRID, MAX_RAMP_STEPS, plan_from_indices, shortage_weights  # noqa: E402
 
 INPUTS = (("9 quantiles", 9), ("n=100 samples", 100), ("n=1000 samples", 1000))
 N_VARIANTS = 8          # distinct inputs per size, cycled during timing
@@ -205,6 +205,28 @@ def run_timings(target_s: float = TARGET_SECONDS) -> dict:
     return res
 
 
+def wrapper_breakdown(target_s: float = TARGET_SECONDS / 2) -> dict:
+    """Where the wrapper time of ``optimal_plan`` goes, for the 9-quantile inputs (medians, us)."""
+    inputs = make_inputs(9)
+    plain = [(d["values"], d["weights"]) for d in inputs]
+    prepared = [optimizer._as_distribution(*a) for a in plain]
+    scale_args = [(d["scale"], d["shortage"]) for d in inputs]
+    idx = [(optimizer._plan_kernel(*kernel_args(d))[0], d["scale"]) for d in inputs]
+    fns = {
+        "_as_distribution (shape/finite/weight checks, copies)": optimizer._as_distribution,
+        "  of which np.allclose(w.sum(axis=1), 1)": lambda w: np.allclose(w.sum(axis=1), 1.0, atol=1e-9),
+        "_check_scale_shortage": optimizer._check_scale_shortage,
+        "plan_from_indices + PlanResult": lambda i, sc: optimizer.PlanResult(plan_from_indices(i, sc), 0.0, None),
+    }
+    args = {
+        "_as_distribution (shape/finite/weight checks, copies)": plain,
+        "  of which np.allclose(w.sum(axis=1), 1)": [(w,) for _, w in prepared],
+        "_check_scale_shortage": scale_args,
+        "plan_from_indices + PlanResult": idx,
+    }
+    return time_interleaved(fns, args, target_s, rounds=5)
+
+
 def print_table(res: dict, title: str) -> None:
     print(f"\n{title}")
     hdr = f"  {'input':<16}{'numba optimal_plan':>20}{'numba _plan_kernel':>20}{'numpy DP':>14}{'numpy/numba':>13}{'numpy/kernel':>14}{'wrapper':>22}"
@@ -344,6 +366,9 @@ def main(argv=None) -> int:
 
     res = run_timings(target)
     print_table(res, "Median time per plan (default allocator; all benchmark inputs checked equal)")
+    print("\nWrapper breakdown, 9 quantiles (median us per call):")
+    for name, r in wrapper_breakdown(target / 2).items():
+        print(f"  {name:<56}{r['median_us']:8.1f} us")
 
     env = dict(os.environ, MALLOC_TOP_PAD_=TOP_PAD)
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--timings-json"] + (["--quick"] if args.quick else []),
