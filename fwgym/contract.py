@@ -208,3 +208,55 @@ def validate_levels(levels: Any, scale: float) -> Plan:
     idx = _snap_exact(list(levels), 1.0, "(normalised)")
     _check_ramp(idx)
     return plan_from_indices(idx, scale)
+
+
+MAX_FORECAST_SAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class ForecastSubmission:
+    """A validated probabilistic forecast of the 24 target hours.
+
+    Attributes:
+        kind: ``"quantiles"`` (values (24, 9) at levels 0.1..0.9) or ``"samples"`` (values (n, 24)).
+        values: float64 array.
+    """
+
+    kind: str
+    values: np.ndarray
+
+
+def validate_forecast(args: Mapping) -> ForecastSubmission:
+    """Validate a forecast submission ``{"quantiles": 24 rows of 9}`` or ``{"samples": n >= 2 rows of 24}``.
+
+    Raises:
+        PlanError: code ``bad_format`` (shape, type, both or neither given), ``non_finite``,
+            ``not_a_number`` or ``non_monotone`` (quantiles decreasing along the levels).
+    """
+    has_q, has_s = "quantiles" in args, "samples" in args
+    if has_q == has_s:
+        raise PlanError("bad_format", "give exactly one of 'quantiles' (24 rows of 9 values at levels 0.1..0.9) "
+                                      "or 'samples' (at least 2 rows of 24 values)")
+    kind = "quantiles" if has_q else "samples"
+    raw = args[kind]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(r, (list, tuple)) for r in raw):
+        raise PlanError("bad_format", f"{kind} must be a list of rows (lists of numbers)")
+    if kind == "quantiles" and (len(raw) != TARGET_HOURS or any(len(r) != 9 for r in raw)):
+        raise PlanError("bad_format", "quantiles must be 24 rows (target hours) of 9 values (levels 0.1..0.9)")
+    if kind == "samples" and (not 2 <= len(raw) <= MAX_FORECAST_SAMPLES or any(len(r) != TARGET_HOURS for r in raw)):
+        raise PlanError("bad_format", f"samples must be 2..{MAX_FORECAST_SAMPLES} rows of 24 values (one per target hour)")
+    for r in raw:
+        for v in r:
+            if not _is_number(v):
+                raise PlanError("not_a_number", f"{kind}: {v!r:.40} is not a JSON number")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except OverflowError:
+        raise PlanError("non_finite", f"{kind}: a value is too large") from None
+    if not np.all(np.isfinite(arr)):
+        raise PlanError("non_finite", f"{kind}: values must be finite")
+    if kind == "quantiles" and np.any(np.diff(arr, axis=1) < 0):
+        h = int(np.flatnonzero(np.any(np.diff(arr, axis=1) < 0, axis=1))[0])
+        raise PlanError("non_monotone", f"quantiles of target hour {h} decrease with the level; they must be non-decreasing")
+    arr.flags.writeable = False
+    return ForecastSubmission(kind, arr)

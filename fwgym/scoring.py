@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -96,3 +97,150 @@ def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "lo
     out["n"] = len(records)
     out["valid"] = int(sum(bool(r["valid"]) for r in records))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Probabilistic scores (Context is Key, Williams et al. 2024, §5 "Region-of-Interest CRPS")
+
+#: weight of the constraint-violation term in RCRPS
+RCRPS_BETA = 10.0
+#: RCRPS values are capped at this value when aggregated (and for invalid forecasts)
+RCRPS_CAP = 5.0
+
+
+def crps_samples(samples: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Sample CRPS per step with the unbiased (fair) estimator.
+
+    ``CRPS = mean_i |X_i - y| - 1/(2 n (n-1)) sum_{i != j} |X_i - X_j|`` (Ferro 2014; Zamo & Naveau
+    2018, the probability-weighted-moment form); equals ``scoringrules.crps_ensemble(y, X,
+    estimator="fair")``. Computed by sorting: ``sum_{i<j} |X_i - X_j| = sum_k (2k - n + 1) X_(k)``.
+
+    Args:
+        samples: float array (n, T), n >= 2 samples of T steps (or (n,) for one step).
+        y: observations, shape (T,) (or scalar).
+
+    Returns:
+        float64 array (T,) (or a 0-d array for one step).
+
+    Raises:
+        ValueError: fewer than 2 samples, mismatched shapes or non-finite values.
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    obs = np.asarray(y, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] < 2 or obs.size != x.shape[1]:
+        raise ValueError(f"samples must be (n >= 2, T) matching y of size T; got {x.shape} and {obs.shape}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(obs))):
+        raise ValueError("samples and y must be finite")
+    n = x.shape[0]
+    obs = obs.reshape(-1)
+    term1 = np.abs(x - obs[None, :]).mean(axis=0)
+    xs = np.sort(x, axis=0)
+    k = np.arange(n, dtype=np.float64)[:, None]
+    pair_sum = ((2 * k - n + 1) * xs).sum(axis=0)  # sum over i<j of |X_i - X_j|
+    out = term1 - pair_sum / (n * (n - 1))
+    return out.reshape(np.shape(y)) if np.ndim(y) == 0 else out
+
+
+def pinball_loss(quantiles: np.ndarray, levels, y: np.ndarray) -> np.ndarray:
+    """Pinball (quantile) loss ``max(tau * e, (tau - 1) * e)`` with ``e = y - q``.
+
+    Args:
+        quantiles: (T, K) quantile values. levels: K levels in (0, 1). y: (T,) observations.
+
+    Returns:
+        float64 array (T, K).
+    """
+    q = np.asarray(quantiles, dtype=np.float64)
+    tau = np.asarray(levels, dtype=np.float64)[None, :]
+    e = np.asarray(y, dtype=np.float64).reshape(-1, 1) - q
+    return np.maximum(tau * e, (tau - 1.0) * e)
+
+
+def crps_quantiles(quantiles: np.ndarray, levels, y: np.ndarray) -> np.ndarray:
+    """CRPS of a quantile forecast per step, approximated by twice the mean pinball loss over the levels
+    (``CRPS = 2 * integral_0^1 QS_tau dtau``, Gneiting & Raftery 2007 eq. 22; Laio & Tamea 2007).
+
+    Args:
+        quantiles: (T, K). levels: K levels. y: (T,).
+
+    Returns:
+        float64 array (T,).
+    """
+    return 2.0 * pinball_loss(quantiles, levels, y).mean(axis=1)
+
+
+def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
+          lower: np.ndarray | None = None, upper: np.ndarray | None = None, beta: float = RCRPS_BETA,
+          step_crps: np.ndarray | None = None) -> float:
+    """Region-of-Interest CRPS (Context is Key §5.1).
+
+    ``RCRPS = alpha * [ 1/2 mean_{t in RoI} CRPS_t + 1/2 mean_{t not in RoI} CRPS_t + beta * CRPS(v_C, 0) ]``
+    (without an RoI, or with an RoI covering every step: ``alpha * [mean_t CRPS_t + beta * CRPS(v_C, 0)]``),
+    where ``v_C`` is, per sample, the mean over steps of the bound violations
+    ``max(lower_t - x_t, 0) + max(x_t - upper_t, 0)`` in raw units, and CRPS(v_C, 0) uses the fair estimator.
+
+    Args:
+        samples: (n, T) forecast samples (n >= 2), raw units.
+        y: (T,) realised values.
+        alpha: task normaliser (1 / mean target range of the task family), > 0.
+        roi: optional boolean mask (T,) of the region of interest.
+        lower, upper: optional bounds (T,) (NaN = no bound at that step).
+        beta: constraint weight (default 10).
+        step_crps: optional precomputed per-step CRPS (T,) (e.g. from a quantile forecast).
+
+    Returns:
+        The RCRPS (uncapped; cap with :data:`RCRPS_CAP` when aggregating).
+
+    Raises:
+        ValueError: bad shapes, non-finite values, alpha <= 0.
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    obs = np.asarray(y, dtype=np.float64).reshape(-1)
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    per_step = crps_samples(x, obs) if step_crps is None else np.asarray(step_crps, dtype=np.float64)
+    if roi is not None:
+        m = np.asarray(roi, dtype=bool).reshape(-1)
+        if m.shape != obs.shape:
+            raise ValueError(f"roi mask must have shape {obs.shape}, got {m.shape}")
+    if roi is None or m.all() or not m.any():
+        base = float(per_step.mean())
+    else:
+        base = 0.5 * float(per_step[m].mean()) + 0.5 * float(per_step[~m].mean())
+    penalty = 0.0
+    if lower is not None or upper is not None:
+        viol = np.zeros_like(x)
+        if lower is not None:
+            lo = np.asarray(lower, dtype=np.float64).reshape(1, -1)
+            viol += np.where(np.isnan(lo), 0.0, np.maximum(lo - x, 0.0))
+        if upper is not None:
+            hi = np.asarray(upper, dtype=np.float64).reshape(1, -1)
+            viol += np.where(np.isnan(hi), 0.0, np.maximum(x - hi, 0.0))
+        v = viol.mean(axis=1)
+        penalty = beta * float(crps_samples(v[:, None], np.zeros(1))[0])
+    return float(alpha * (base + penalty))
+
+
+def rcrps_alpha(domain: str, series_id: str) -> float:
+    """RCRPS normaliser ``alpha = 1 / mean target range`` of the task family (Context is Key §5.1).
+
+    A task family here is one series of one domain; the mean range (max - min of the 24 target
+    hours) is taken over that series' held-out **train**-split cases, which all precede the dev and
+    test periods. Cached per series.
+
+    Raises:
+        ValueError: the series has no train case or a zero mean range.
+    """
+    return _alpha_cache(domain, series_id)
+
+
+@lru_cache(maxsize=None)
+def _alpha_cache(domain: str, series_id: str) -> float:
+    from fwgym.cases import build_cases
+
+    ranges = [float(np.ptp(c.target())) for c in build_cases(domain, "train") if c.series_id == series_id]
+    if not ranges or not np.mean(ranges) > 0:
+        raise ValueError(f"no train cases with a positive target range for {domain}/{series_id}")
+    return 1.0 / float(np.mean(ranges))

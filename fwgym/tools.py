@@ -24,9 +24,11 @@ from fwgym.contract import (
     DECISION_IDS,
     GRID,
     RAMP,
+    ForecastSubmission,
     Plan,
     PlanError,
     validate_decisions,
+    validate_forecast,
     validate_levels,
 )
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable, QuantileForecaster
@@ -194,11 +196,21 @@ class Episode:
     spent: int = 0
     calls: int = 0
     tool_counts: Counter = field(default_factory=Counter)
-    submission: Plan | None = None
+    submission: Plan | ForecastSubmission | None = None
+    task: str = "decision"
+    scenario: Any = None
     models: tuple[str, ...] = PRICED_MODELS
     forecasters: dict = field(default_factory=dict, repr=False)
     forecasts: dict = field(default_factory=dict, repr=False)
     _plans: dict = field(default_factory=dict, repr=False)
+    _target: np.ndarray | None = field(default=None, repr=False)
+
+    def target(self) -> np.ndarray:
+        """HINDSIGHT (scorer only): the realised target, transformed by the scenario if any, float64 (24,)."""
+        if self._target is None:
+            t = self.case.target()
+            self._target = self.scenario.apply(t) if self.scenario is not None else np.array(t)
+        return self._target
 
     def forecaster(self, model: str) -> QuantileForecaster:
         """The forecaster serving ``model`` in this episode (env override or the process-wide one)."""
@@ -309,6 +321,7 @@ def _catalog(ep: Episode, args: dict) -> dict:
         "budget": {"budget": ep.budget, "spent": ep.spent, "remaining": ep.budget_left},
         "calls": {"limit": ep.max_calls, "used": ep.calls, "remaining": ep.calls_left},
         "tools": list(ep.tools),
+        "task": ep.task,
     }
 
 
@@ -506,6 +519,12 @@ def _replay(ep: Episode, args: dict) -> dict:
 
 
 def _submit(ep: Episode, args: dict) -> dict:
+    if ep.task == "forecast":
+        _check_keys(args, {"quantiles", "samples"}, "submit")
+        if ("quantiles" in args) == ("samples" in args):
+            raise ToolError("invalid_arguments", "submit: give exactly one of 'quantiles' (24 rows of 9) or 'samples' (rows of 24)")
+        ep.submission = validate_forecast(args)
+        return {"accepted": True, "kind": ep.submission.kind}
     _check_keys(args, {"decisions", "levels"}, "submit")
     plan = _plan_from_args(ep, args, "submit")
     ep.submission = plan
@@ -556,8 +575,11 @@ REGISTRY: dict[str, Tool] = {
         Tool("replay", "Backtest a model inside the visible history: forecast from origin (ISO hour before the last visible hour) and score the mean pinball loss on visible steps. Charged at the tariff.",
              {"type": "object", "properties": {**_REQUEST_PROPS, "origin": {"type": "string"}}, "required": ["model", "origin"],
               "additionalProperties": False}, _replay),
-        Tool("submit", "Submit the final plan (ends the episode). Does not count toward the call limit.",
-             {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA},
+        Tool("submit", "Submit the final answer (ends the episode): decisions or levels in decision envs; quantiles "
+                       "(24 x 9) or samples (n x 24) in forecast envs. Does not count toward the call limit.",
+             {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA,
+                                               "quantiles": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                                               "samples": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}},
               "additionalProperties": False}, _submit, counts_as_call=False),
     )
 }

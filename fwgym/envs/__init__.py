@@ -5,6 +5,10 @@ ENV_IDS: dict[str, dict] = {
     "FWBench-Electricity-v0": {"domain": "electricity"},
     "FWBench-CycleHire-v0": {"domain": "cycle_hire"},
     "FWBench-v0": {"domain": ("electricity", "cycle_hire")},
+    "FWBench-Electricity-Context-v0": {"domain": "electricity", "scenarios": True},
+    "FWBench-CycleHire-Context-v0": {"domain": "cycle_hire", "scenarios": True},
+    "FWBench-Electricity-Forecast-v0": {"domain": "electricity", "scenarios": True, "task": "forecast"},
+    "FWBench-CycleHire-Forecast-v0": {"domain": "cycle_hire", "scenarios": True, "task": "forecast"},
 }
 
 

@@ -32,7 +32,10 @@ from fwgym.contract import PlanError
 from fwgym.data import DOMAINS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, plan_loss
-from fwgym.scoring import BUDGET, case_score, case_weights, load_sigma
+from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.scenarios import make_scenario
+from fwgym.scoring import (BUDGET, RCRPS_CAP, case_score, case_weights, crps_quantiles, crps_samples, load_sigma, rcrps,
+                           rcrps_alpha)
 from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, ToolError, parse_action, result_json
 
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
@@ -61,6 +64,12 @@ class FWBenchEnv(gym.Env):
         models: the priced forecast pool (default: seasonal_empirical, chronos_bolt_tiny, chronos2, timesfm25).
         forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances, e.g.
             ``{"chronos2": Chronos2(local_dir="/models/chronos-2")}``.
+        scenarios: attach a context scenario (:mod:`fwgym.scenarios`) to every case: its note joins the
+            context and the scored target is the transformed one (Context and Forecast envs).
+        scenario_seed: seed of the scenario draw (per case id).
+        task: ``"decision"`` (submit 8 capacities, reward -S) or ``"forecast"`` (submit quantiles (24, 9)
+            or samples (n, 24); reward ``-(min(RCRPS, 5) + credit_weight * credits / budget)``).
+        credit_weight: cost weight on credits in forecast envs.
 
     Raises:
         ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool.
@@ -83,6 +92,10 @@ class FWBenchEnv(gym.Env):
         sigma: dict[str, float] | None = None,
         models: Sequence[str] | None = None,
         forecasters: dict | None = None,
+        scenarios: bool = False,
+        scenario_seed: int = 0,
+        task: str = "decision",
+        credit_weight: float = 0.0,
         render_mode: str | None = None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
@@ -116,6 +129,12 @@ class FWBenchEnv(gym.Env):
         if set(forecasters) - set(PRICED_MODELS):
             raise ValueError(f"forecasters keys must be model names {list(PRICED_MODELS)}")
         self.models, self.forecasters = models, forecasters
+        if task not in ("decision", "forecast"):
+            raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")
+        if not (np.isfinite(credit_weight) and credit_weight >= 0):
+            raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
+        self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
+        self.task, self.credit_weight = task, float(credit_weight)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
 
@@ -179,8 +198,9 @@ class FWBenchEnv(gym.Env):
         else:
             u = self.np_random.random()
             case = self.cases[min(int(np.searchsorted(self._cum_weights, u, side="right")), len(self.cases) - 1)]
+        scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools,
-                               models=self.models, forecasters=self.forecasters)
+                               models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario)
         self._outcome = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)
@@ -234,7 +254,9 @@ class FWBenchEnv(gym.Env):
     def context(self) -> str:
         """The current case's context text (rendered once per episode)."""
         if self._context is None:
-            self._context = render_context(self.episode.case, self.budget, self.max_calls, self.tools)
+            ep = self.episode
+            self._context = render_context(ep.case, self.budget, self.max_calls, self.tools,
+                                           ep.scenario.text if ep.scenario is not None else None, self.task)
         return self._context
 
     def _observation(self, last_result: str) -> dict:
@@ -256,23 +278,67 @@ class FWBenchEnv(gym.Env):
     def _terminate(self, status: str, reason: str):
         ep = self.episode
         case = ep.case
-        truth, best = _truth(case)
-        floor = plan_loss(truth, best.plan.indices)  # same summation as the loss: perfect demand has S == 0 exactly
         valid = status == "submitted" and ep.submission is not None
-        loss = plan_loss(truth, ep.submission.indices) if valid else invalid_loss(truth)
-        r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
-        self._outcome = {
+        outcome = {
             "case_id": case.case_id, "domain": case.domain, "cohort": case.cohort, "series_id": case.series_id,
-            "lead": case.lead, "split": case.split, "loss": loss, "floor": floor, "R": r, "S": s,
-            "credits": ep.spent, "calls": ep.calls, "valid": valid, "status": status, "reason": reason,
-            "tool_counts": dict(ep.tool_counts),
-            "levels": [float(x) for x in ep.submission.levels] if valid else None,
+            "lead": case.lead, "split": case.split, "credits": ep.spent, "calls": ep.calls, "valid": valid,
+            "status": status, "reason": reason, "tool_counts": dict(ep.tool_counts),
+            "scenario": ep.scenario.family if ep.scenario is not None else None,
+            "forecast_crps": self._forecast_crps(),
         }
-        reward = -0.5 * r if self.reward_mode == "dense" else -s
+        if self.task == "forecast":
+            outcome.update(self._score_forecast(valid))
+            reward = -outcome["S"]
+        else:
+            truth, best = _truth(case, ep.target())
+            floor = plan_loss(truth, best.plan.indices)  # same summation as the loss: perfect demand has S == 0 exactly
+            loss = plan_loss(truth, ep.submission.indices) if valid else invalid_loss(truth)
+            r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
+            outcome.update({"loss": loss, "floor": floor, "R": r, "S": s,
+                            "levels": [float(x) for x in ep.submission.levels] if valid else None})
+            reward = -0.5 * r if self.reward_mode == "dense" else -s
+        self._outcome = outcome
         result = {"tool": "submit", "ok": valid, "result": {"status": status}} if valid else {
             "tool": "submit", "ok": False, "error": {"code": status, "message": reason}}
         info = {**self._info(), **self._outcome}
         return self._observation(result_json(result)), float(reward), True, False, info
+
+    def _score_forecast(self, valid: bool) -> dict:
+        """RCRPS of the submitted forecast (capped at 5; an invalid forecast scores the cap)."""
+        ep = self.episode
+        y = ep.target()
+        alpha = rcrps_alpha(ep.case.domain, ep.case.series_id)
+        sc = ep.scenario
+        roi = sc.roi if sc is not None else None
+        lower, upper = (sc.lower, sc.upper) if sc is not None else (None, None)
+        crps_mean = None
+        if valid:
+            sub = ep.submission
+            if sub.kind == "quantiles":
+                step = crps_quantiles(sub.values, QUANTILE_LEVELS, y)
+                score = rcrps(sub.values.T, y, alpha, roi, lower, upper, step_crps=step)
+            else:
+                step = crps_samples(sub.values, y)
+                score = rcrps(sub.values, y, alpha, roi, lower, upper, step_crps=step)
+            crps_mean = float(step.mean())
+        else:
+            score = RCRPS_CAP
+        capped = min(score, RCRPS_CAP)
+        cost = self.credit_weight * ep.spent / (self.budget or BUDGET)
+        # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = uncapped RCRPS
+        return {"rcrps": score, "crps": crps_mean, "alpha": alpha, "loss": score, "floor": 0.0, "R": capped,
+                "S": capped + cost, "levels": None}
+
+    def _forecast_crps(self) -> dict:
+        """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""
+        ep = self.episode
+        out = {}
+        lo, hi = ep.case.target_steps
+        for fid, fc in ep.forecasts.items():
+            if fc["horizon"] >= hi:
+                c = float(crps_quantiles(fc["quantiles"][lo - 1 : hi], QUANTILE_LEVELS, ep.target()).mean())
+                out[fid] = {"model": fc["model"], "crps": c, "crps_scaled": c / ep.case.scale}
+        return out
 
     def hindsight(self) -> dict:
         """ORACLE-ONLY privileged access to the current case's realised target.
@@ -288,13 +354,15 @@ class FWBenchEnv(gym.Env):
         """
         if self.episode is None:
             raise RuntimeError("call reset() first")
-        case = self.episode.case
-        truth, best = _truth(case)
-        return {"case_id": case.case_id, "target": np.array(case.target()), "target_hours": case.target_hours.copy(),
-                "floor": plan_loss(truth, best.plan.indices), "perfect_plan": best.plan}
+        ep = self.episode
+        truth, best = _truth(ep.case, ep.target())
+        sc = ep.scenario
+        return {"case_id": ep.case.case_id, "target": np.array(ep.target()), "target_hours": ep.case.target_hours.copy(),
+                "floor": plan_loss(truth, best.plan.indices), "perfect_plan": best.plan, "cost": truth,
+                "roi": None if sc is None else sc.roi.copy(), "scenario": None if sc is None else sc.family}
 
 
-def _truth(case: Case):
-    """Realised cost table (24, 33) and the perfect-demand plan of ``case`` (hindsight; scorer only)."""
-    best = perfect_demand_plan(case.target(), case.scale, case.shortage)
+def _truth(case: Case, target: np.ndarray):
+    """Realised cost table (24, 33) and the perfect-demand plan for ``target`` (hindsight; scorer only)."""
+    best = perfect_demand_plan(target, case.scale, case.shortage)
     return best.cost, best

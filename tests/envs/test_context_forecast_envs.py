@@ -1,0 +1,92 @@
+"""Context and Forecast envs: scenario targets, RCRPS reward, invalid forecasts, forecast CRPS in info,
+and the context-reading baseline beating the same method without the text."""
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import fwgym
+from fwgym.agents import run_episode
+from fwgym.baselines.context import ContextAwareAgent
+from fwgym.cases import build_cases
+from fwgym.envs.fwbench import FWBenchEnv
+from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.scoring import crps_quantiles, rcrps, rcrps_alpha
+
+
+def test_context_env_scores_the_transformed_target():
+    env = gym.make("FWBench-CycleHire-Context-v0").unwrapped
+    obs, _ = env.reset(options={"case_id": "cycle-14-2015-10-05-week_ahead"})
+    hs = env.hindsight()
+    sc = env.episode.scenario
+    assert "Context: " + sc.text in obs["context"]
+    np.testing.assert_array_equal(hs["target"], sc.apply(env.episode.case.target()))
+    np.testing.assert_array_equal(hs["roi"], sc.roi)
+    _, r, term, _, info = env.step({"tool": "submit", "args": {"decisions": hs["perfect_plan"].decisions()}})
+    assert term and info["S"] == 0.0 and info["scenario"] == sc.family
+
+
+def _quantiles(y):
+    return [[float(v) * (0.8 + 0.05 * k) for k in range(9)] for v in y]
+
+
+def test_forecast_env_rcrps_reward_by_hand():
+    env = FWBenchEnv("electricity", scenarios=True, task="forecast", credit_weight=1.0)
+    obs, _ = env.reset(options={"case_id": "elec-ISNE-2024-07-19-day_ahead"})
+    sc = env.episode.scenario
+    y = env.hindsight()["target"]
+    q = np.array(_quantiles(env.episode.case.history[-24:]))
+    obs, r, term, _, info = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
+    assert info["credits"] == 1027
+    _, r, term, _, info = env.step({"tool": "submit", "args": {"quantiles": q.tolist()}})
+    alpha = rcrps_alpha("electricity", "ISNE")
+    expected = rcrps(q.T, y, alpha, sc.roi, sc.lower, sc.upper, step_crps=crps_quantiles(q, QUANTILE_LEVELS, y))
+    assert term and info["valid"] and info["rcrps"] == pytest.approx(expected)
+    assert r == pytest.approx(-(min(expected, 5.0) + 1027 / 113726))
+    fc = info["forecast_crps"]["f1"]
+    assert fc["model"] == "seasonal_empirical" and fc["crps"] > 0
+
+
+@pytest.mark.parametrize("args,reason", [
+    ({"quantiles": [[1.0] * 9] * 23}, "bad_format"),
+    ({"quantiles": [[1.0] * 8 + [float("nan")]] + [[1.0] * 9] * 23}, "non_finite"),
+    ({"quantiles": [[2.0] + [1.0] * 8] * 24}, "non_monotone"),
+    ({"samples": [[1.0] * 24]}, "bad_format"),
+    ({"samples": [["1"] * 24] * 3}, "not_a_number"),
+])
+def test_invalid_forecast_gets_capped_worst_score(args, reason):
+    env = FWBenchEnv("cycle_hire", scenarios=True, task="forecast")
+    env.reset(seed=0)
+    _, r, term, _, info = env.step({"tool": "submit", "args": args})
+    assert term and not info["valid"] and reason in info["reason"] and r == -5.0 and info["S"] == 5.0
+
+
+def test_invalid_forecast_error_mode_allows_retry():
+    env = FWBenchEnv("cycle_hire", scenarios=True, task="forecast", invalid_submission="error")
+    env.reset(seed=0)
+    obs, r, term, _, info = env.step({"tool": "submit", "args": {"samples": [[1.0] * 24]}})
+    assert not term and info["calls"] == 1
+    _, r, term, _, info = env.step({"tool": "submit", "args": {"samples": [[1.0] * 24, [2.0] * 24]}})
+    assert term and info["valid"]
+
+
+def test_decision_env_info_reports_forecast_crps():
+    env = FWBenchEnv("electricity")
+    env.reset(options={"case_id": "elec-ISNE-2024-07-19-week_ahead"})
+    obs, *_ = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
+    q = np.array(json.loads(obs["last_result"])["result"]["quantiles"])[170:194]
+    _, _, _, _, info = env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    expected = crps_quantiles(q, QUANTILE_LEVELS, env.hindsight()["target"]).mean()
+    assert info["forecast_crps"]["f1"]["crps"] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("env_id", ["FWBench-Electricity-Context-v0", "FWBench-CycleHire-Context-v0",
+                                    "FWBench-Electricity-Forecast-v0", "FWBench-CycleHire-Forecast-v0"])
+def test_context_reading_beats_the_same_method_without_text(env_id):
+    env = gym.make(env_id).unwrapped
+    cases = [c for c in env.cases][::6]
+    s = {}
+    for agent in (ContextAwareAgent(True), ContextAwareAgent(False)):
+        s[agent.use_context] = np.mean([run_episode(env, agent, options={"case_id": c.case_id}).record["S"] for c in cases])
+    assert s[True] < s[False]
