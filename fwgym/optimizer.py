@@ -42,25 +42,38 @@ QUANTILE_MASSES.flags.writeable = False
 
 @njit(cache=True, nogil=True)
 def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no cover - compiled
+    # For each hour: sort the clipped, scaled samples once, then sweep the (sorted) grid keeping the
+    # weight W and weighted sum M of samples below the level:
+    #   C[h, g] = alpha * (W * G_g - M) + s_h * ((M_tot - M) - (W_tot - W) * G_g)
+    # which is O(K log K + G + K) per hour instead of O(G * K).
     n_hours, n_samples = values.shape
     n_levels = grid.shape[0]
     out = np.empty((n_hours, n_levels))
     inv = 1.0 / scale
+    per_hour = weights.shape[0] > 1  # weights (24, K) or one row (1, K) shared by every hour
+    z = np.empty(n_samples)
     for h in range(n_hours):
         s_h = shortage[h]
+        wr = h if per_hour else 0
+        for k in range(n_samples):
+            y = values[h, k]
+            z[k] = (y if y > 0.0 else 0.0) * inv
+        order = np.argsort(z)
+        w_tot = 0.0
+        m_tot = 0.0
+        for k in range(n_samples):
+            w_tot += weights[wr, k]
+            m_tot += weights[wr, k] * z[k]
+        w_below = 0.0
+        m_below = 0.0
+        i = 0
         for g in range(n_levels):
             level = grid[g]
-            acc = 0.0
-            for k in range(n_samples):
-                y = values[h, k]
-                if y < 0.0:
-                    y = 0.0
-                d = level - y * inv
-                if d > 0.0:
-                    acc += weights[h, k] * alpha * d
-                else:
-                    acc -= weights[h, k] * s_h * d
-            out[h, g] = acc
+            while i < n_samples and z[order[i]] < level:
+                w_below += weights[wr, order[i]]
+                m_below += weights[wr, order[i]] * z[order[i]]
+                i += 1
+            out[h, g] = alpha * (w_below * level - m_below) + s_h * ((m_tot - m_below) - (w_tot - w_below) * level)
     return out
 
 
@@ -119,24 +132,36 @@ def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max
     return path, total / values.shape[0], cost
 
 
+_QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
+
+
 def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(values (24, K), weights (24, K) or (1, K))`` as contiguous float64 arrays."""
     v = np.asarray(values, dtype=np.float64)
     if v.ndim == 1:
         v = np.broadcast_to(v, (TARGET_HOURS, v.shape[0]))
     if v.ndim != 2 or v.shape[0] != TARGET_HOURS or v.shape[1] == 0:
         raise ValueError(f"values must have shape (24, K) or (K,) with K >= 1, got {np.shape(values)}")
-    if not np.all(np.isfinite(v)):
+    if not np.isfinite(v).all():
         raise ValueError("values must be finite")
     if weights is None:
-        w = np.full(v.shape, 1.0 / v.shape[1])
+        w = np.full((1, v.shape[1]), 1.0 / v.shape[1])
+    elif weights is QUANTILE_MASSES:
+        if v.shape[1] != 9:
+            raise ValueError(f"QUANTILE_MASSES needs 9 values per hour, got {v.shape[1]}")
+        w = _QUANTILE_ROW
     else:
         w = np.asarray(weights, dtype=np.float64)
-        w = np.broadcast_to(w, v.shape) if w.ndim == 1 else w
-        if w.shape != v.shape:
+        w = w.reshape(1, -1) if w.ndim == 1 else w
+        if w.ndim != 2 or w.shape[1] != v.shape[1] or w.shape[0] not in (1, TARGET_HOURS):
             raise ValueError(f"weights shape {np.shape(weights)} does not match values shape {v.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.allclose(w.sum(axis=1), 1.0, atol=1e-9):
+        if not np.isfinite(w).all() or w.min() < 0 or np.abs(w.sum(axis=1) - 1.0).max() > 1e-9:
             raise ValueError("weights must be finite, >= 0 and sum to 1 for every hour")
-    return np.ascontiguousarray(v), np.ascontiguousarray(w)
+    if not v.flags.c_contiguous:
+        v = np.ascontiguousarray(v)
+    if not w.flags.c_contiguous:
+        w = np.ascontiguousarray(w)
+    return v, w
 
 
 def _check_scale_shortage(scale: float, shortage: np.ndarray) -> np.ndarray:
@@ -145,7 +170,7 @@ def _check_scale_shortage(scale: float, shortage: np.ndarray) -> np.ndarray:
     s = np.asarray(shortage, dtype=np.float64)
     if s.shape != (TARGET_HOURS,):
         raise ValueError(f"shortage weights must have shape (24,), got {s.shape}")
-    if not np.all(np.isfinite(s)) or np.any(s < 0):
+    if not np.isfinite(s).all() or s.min() < 0:
         raise ValueError("shortage weights must be finite and >= 0")
     return s
 
