@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping
@@ -200,6 +202,7 @@ class Episode:
     task: str = "decision"
     scenario: Any = None
     models: tuple[str, ...] = PRICED_MODELS
+    forecast_timeout: float | None = None
     forecasters: dict = field(default_factory=dict, repr=False)
     forecasts: dict = field(default_factory=dict, repr=False)
     _plans: dict = field(default_factory=dict, repr=False)
@@ -462,10 +465,24 @@ def _buy(ep: Episode, model: str, quote: dict, tool: str) -> QuantileForecaster:
 
 
 def _infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: int, horizon: int, tool: str) -> np.ndarray:
+    """Run (or fetch from the cache) a forecast after the charge; any failure is a ``backend_error``
+    result and the charge stands (DESIGN §6)."""
     key = (ep.case.series_id, int(last_hour), len(context), int(horizon))
+
+    def compute():
+        if ep.forecast_timeout is None:
+            return f.predict_quantiles(context, horizon)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fwgym-forecast")
+        try:
+            return pool.submit(f.predict_quantiles, context, horizon).result(timeout=ep.forecast_timeout)
+        except FutureTimeout:
+            raise ForecastBackendError(f"{f.name}: no forecast within {ep.forecast_timeout:g} s") from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
     try:
-        return FORECAST_CACHE.get_or_compute(f, key, lambda: f.predict_quantiles(context, horizon))
-    except (ForecastBackendError, ModelUnavailable, ValueError) as exc:
+        return FORECAST_CACHE.get_or_compute(f, key, compute)
+    except Exception as exc:  # a faulty backend never crashes the episode
         raise ToolError("backend_error", f"{tool}: {exc} (the charge stands)") from None
 
 

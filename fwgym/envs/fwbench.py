@@ -70,6 +70,8 @@ class FWBenchEnv(gym.Env):
         task: ``"decision"`` (submit 8 capacities, reward -S) or ``"forecast"`` (submit quantiles (24, 9)
             or samples (n, 24); reward ``-(min(RCRPS, 5) + credit_weight * credits / budget)``).
         credit_weight: cost weight on credits in forecast envs.
+        forecast_timeout: seconds a forecast may take before the tool gives up with a ``backend_error``
+            (the charge stands; the worker thread is abandoned). ``None`` waits indefinitely.
 
     Raises:
         ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool.
@@ -96,6 +98,7 @@ class FWBenchEnv(gym.Env):
         scenario_seed: int = 0,
         task: str = "decision",
         credit_weight: float = 0.0,
+        forecast_timeout: float | None = 300.0,
         render_mode: str | None = None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
@@ -135,6 +138,9 @@ class FWBenchEnv(gym.Env):
             raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
+        if forecast_timeout is not None and not forecast_timeout > 0:
+            raise ValueError(f"forecast_timeout must be None or > 0, got {forecast_timeout!r}")
+        self.forecast_timeout = forecast_timeout
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
 
@@ -200,7 +206,8 @@ class FWBenchEnv(gym.Env):
             case = self.cases[min(int(np.searchsorted(self._cum_weights, u, side="right")), len(self.cases) - 1)]
         scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools,
-                               models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario)
+                               models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
+                               forecast_timeout=self.forecast_timeout)
         self._outcome = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)

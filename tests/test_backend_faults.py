@@ -1,0 +1,90 @@
+"""Faulty forecast backends: errors come back as results, the charge rule holds, the episode continues."""
+import json
+import time
+
+import numpy as np
+import pytest
+
+from fwgym.envs.fwbench import FWBenchEnv
+from fwgym.forecasters.base import ModelUnavailable, QuantileForecaster
+
+CASE = "elec-ISNE-2024-07-19-day_ahead"
+
+
+class Faulty(QuantileForecaster):
+    name = "chronos_bolt_tiny"
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def _predict(self, context, horizon):
+        if self.mode == "raise":
+            raise RuntimeError("GPU on fire")
+        if self.mode == "nan":
+            return np.full((horizon, 9), np.nan)
+        if self.mode == "shape":
+            return np.zeros((horizon, 3))
+        if self.mode == "slow":
+            time.sleep(2.0)
+        return np.tile(np.linspace(1, 2, 9), (horizon, 1)) * context.mean()
+
+
+class Unloadable(QuantileForecaster):
+    name = "chronos_bolt_tiny"
+
+    def load(self):
+        raise ModelUnavailable("chronos_bolt_tiny: weights not found; set FWGYM_CHRONOS_BOLT_TINY_PATH")
+
+
+@pytest.mark.parametrize("mode,needle", [("raise", "GPU on fire"), ("nan", "NaN"), ("shape", "shape"), ("slow", "within")])
+def test_backend_fault_is_an_error_result_and_charge_stands(mode, needle):
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty(mode)}, forecast_timeout=0.5)
+    env.reset(options={"case_id": CASE})
+    obs, r, term, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
+    res = json.loads(obs["last_result"])
+    assert not term and res["error"]["code"] == "backend_error" and needle in res["error"]["message"]
+    assert "charge stands" in res["error"]["message"]
+    assert info["credits"] == 8452 and info["calls"] == 1
+    _, _, term, _, info = env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert term and info["valid"] and info["credits"] == 8452
+
+
+def test_working_fake_backend_for_contrast():
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")})
+    env.reset(options={"case_id": CASE})
+    obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
+    assert json.loads(obs["last_result"])["ok"]
+
+
+def test_unavailable_model_is_refused_free():
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Unloadable()})
+    env.reset(options={"case_id": CASE})
+    obs, _, _, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
+    err = json.loads(obs["last_result"])["error"]
+    assert err["code"] == "model_unavailable" and "nothing was charged" in err["message"] and info["credits"] == 0
+
+
+def test_replay_refuses_future_origin_free_and_scores_visible_steps_only():
+    env = FWBenchEnv("electricity")
+    env.reset(options={"case_id": CASE})
+    case = env.episode.case
+    from fwgym.series import hour_to_iso
+
+    obs, _, _, _, info = env.step({"tool": "replay", "args": {"model": "seasonal_empirical", "origin": hour_to_iso(case.as_of)}})
+    assert json.loads(obs["last_result"])["error"]["code"] == "out_of_range" and info["credits"] == 0
+    origin = case.last_visible - 10
+    obs, _, _, _, info = env.step({"tool": "replay", "args": {"model": "seasonal_empirical", "origin": hour_to_iso(origin),
+                                                               "context_steps": 168, "horizon": 24}})
+    res = json.loads(obs["last_result"])["result"]
+    assert res["observed_steps"] == 10 and res["complete"] is False and info["credits"] == 400
+    # by hand: seasonal quantiles at origin are the values one week before each step
+    hist = np.asarray(case.history)
+    i = len(hist) - 11  # index of origin
+    ctx = hist[i - 167 : i + 1]
+    actual = hist[i + 1 : i + 11]
+    q = ctx[0:10]  # step j is in phase with context position j-1 (one value per phase: every level equals it)
+    e = actual - q
+    levels = np.arange(1, 10) / 10
+    pin = np.mean(np.maximum(levels[None] * e[:, None], (levels[None] - 1) * e[:, None]))
+    assert res["mean_pinball_loss"] == pytest.approx(pin)
+    assert res["mean_pinball_loss_scaled"] == pytest.approx(pin / case.scale)
