@@ -2,9 +2,9 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_optimizer.py            # full benchmark (~30-40 s on 2 cores)
-    python benchmarks/bench_optimizer.py --check    # self-check only: NumPy DP == fwgym DP, bit for bit
-    python benchmarks/bench_optimizer.py --quick    # fewer repetitions (smoke test, ~15 s)
+    python benchmarks/bench_optimizer.py            # full benchmark (~25 s on 2 idle cores, ~40 s shared)
+    python benchmarks/bench_optimizer.py --check    # self-check only: NumPy DP agrees with fwgym DP
+    python benchmarks/bench_optimizer.py --quick    # fewer repetitions, no compile timing (smoke test, ~15 s)
 
 What it prints:
 
@@ -23,8 +23,8 @@ What it prints:
    every call re-faults those pages, which is expensive on some VMs. Both figures are reported so
    the ratio is not an artefact of the allocator.
 
-Every benchmark input is also checked: plan indices, expected loss and cost table of the two
-implementations must be equal (assert).
+Every benchmark input is also checked (assert): same plan indices, cost tables and expected losses
+equal to 1e-11 (fwgym's kernel and the reference use different arithmetic since fwgym 9f12247).
 """
 from __future__ import annotations
 
@@ -96,21 +96,38 @@ def kernel_args(inp: dict) -> tuple:
 # agreement
 
 
-def assert_same(inp: dict, where: str = "") -> None:
-    """The NumPy reference and fwgym's optimizer agree exactly on this input (assert)."""
+LOSS_TOL = 1e-11   # absolute, normalised loss units (values are O(0.01..10))
+TIE_TOL = 1e-12    # relative: plans whose expected losses differ by less are exact ties
+
+
+def compare(inp: dict, where: str = "") -> bool:
+    """Assert that the NumPy reference and fwgym's optimizer agree on this input.
+
+    Cost tables and expected losses must agree to ``LOSS_TOL``; plan indices must be equal, except
+    on an exact tie: the fwgym plan is then feasible and has the reference's optimal loss (to
+    ``TIE_TOL``) under the reference cost table. Returns True if the indices differ on such a tie.
+    """
     a = optimizer.optimal_plan(inp["values"], inp["scale"], inp["shortage"], weights=inp["weights"])
     idx, loss, cost = numpy_dp.optimal_plan(inp["values"], inp["scale"], inp["shortage"], weights=inp["weights"])
-    assert np.array_equal(a.plan.indices, idx), f"{where}: plan indices differ: numba {a.plan.indices} numpy {idx}"
-    assert a.expected_loss == loss, f"{where}: expected loss differs: numba {a.expected_loss!r} numpy {loss!r}"
-    assert np.array_equal(a.cost, cost), f"{where}: cost tables differ (max abs {np.max(np.abs(a.cost - cost))})"
+    err = float(np.max(np.abs(a.cost - cost)))
+    assert err <= LOSS_TOL * max(1.0, float(np.max(np.abs(cost)))), f"{where}: cost tables differ by {err:.3g}"
+    assert abs(a.expected_loss - loss) <= LOSS_TOL, f"{where}: expected loss numba {a.expected_loss!r} numpy {loss!r}"
     kidx, kloss, _ = optimizer._plan_kernel(*kernel_args(inp))
-    assert np.array_equal(kidx, idx) and kloss == loss, f"{where}: _plan_kernel differs from optimal_plan"
+    assert np.array_equal(kidx, a.plan.indices) and kloss == a.expected_loss, f"{where}: _plan_kernel differs from optimal_plan"
+    if np.array_equal(a.plan.indices, idx):
+        return False
+    theirs = float(cost[np.arange(24), np.repeat(a.plan.indices, 3)].mean())  # fwgym's plan, reference costs
+    feasible = bool(np.all(np.abs(np.diff(a.plan.indices)) <= MAX_RAMP_STEPS))
+    assert feasible and abs(theirs - loss) <= TIE_TOL * max(1.0, abs(loss)), (
+        f"{where}: plan indices differ and it is not a tie: numba {a.plan.indices} (loss {theirs!r} under the "
+        f"reference table) vs numpy {idx} (loss {loss!r})")
+    return True
 
 
-def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> int:
-    """Randomised + real-data agreement check; returns the number of comparisons."""
+def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> tuple[int, int]:
+    """Randomised + real-data agreement check; returns (comparisons, exact ties broken differently)."""
     rng = np.random.default_rng(seed)
-    n = 0
+    n = ties = 0
     for t in range(n_random):
         k = (1, 2, 3, 9, 24, 100, 1000)[t % 7]
         scale = float(rng.uniform(1.0, 5000.0))
@@ -126,7 +143,7 @@ def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> int:
             values, weights = np.sort(values, axis=1), optimizer.QUANTILE_MASSES
         elif t % 4 == 1:
             weights = rng.dirichlet(np.ones(k), size=24)
-        assert_same({"values": values, "scale": scale, "shortage": shortage_weights(t % 7), "weights": weights}, f"random #{t} (k={k})")
+        ties += compare({"values": values, "scale": scale, "shortage": shortage_weights(t % 7), "weights": weights}, f"random #{t} (k={k})")
         n += 1
     # real cases: every free classical method's distribution, and the perfect-demand plan
     from fwgym.cases import build_cases
@@ -137,12 +154,12 @@ def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> int:
     for case in cases[::step][:n_cases]:
         for m in CLASSICAL_METHODS:
             samples = classical_distribution(m, case.history, case.history_hours, case.target_hours)
-            assert_same({"values": samples, "scale": case.scale, "shortage": case.shortage, "weights": None}, f"{case.case_id}/{m}")
+            ties += compare({"values": samples, "scale": case.scale, "shortage": case.shortage, "weights": None}, f"{case.case_id}/{m}")
             n += 1
-        assert_same({"values": case.target().reshape(-1, 1), "scale": case.scale, "shortage": case.shortage, "weights": None},
-                    f"{case.case_id}/perfect")
+        ties += compare({"values": case.target().reshape(-1, 1), "scale": case.scale, "shortage": case.shortage, "weights": None},
+                        f"{case.case_id}/perfect")
         n += 1
-    return n
+    return n, ties
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,12 +213,12 @@ def run_timings(target_s: float = TARGET_SECONDS) -> dict:
     res = {}
     for label, k in INPUTS:
         inputs = make_inputs(k)
-        for i, inp in enumerate(inputs):
-            assert_same(inp, f"{label} input #{i}")
+        ties = sum(compare(inp, f"{label} input #{i}") for i, inp in enumerate(inputs))
         plain = [(d["values"], d["scale"], d["shortage"], d["weights"]) for d in inputs]
         fns = {"numba": optimizer.optimal_plan, "kernel": optimizer._plan_kernel, "numpy": numpy_dp.optimal_plan}
         args = {"numba": plain, "kernel": [kernel_args(d) for d in inputs], "numpy": plain}
         res[label] = time_interleaved(fns, args, target_s)
+        res[label]["ties"] = ties
     return res
 
 
@@ -209,18 +226,15 @@ def wrapper_breakdown(target_s: float = TARGET_SECONDS / 2) -> dict:
     """Where the wrapper time of ``optimal_plan`` goes, for the 9-quantile inputs (medians, us)."""
     inputs = make_inputs(9)
     plain = [(d["values"], d["weights"]) for d in inputs]
-    prepared = [optimizer._as_distribution(*a) for a in plain]
     scale_args = [(d["scale"], d["shortage"]) for d in inputs]
     idx = [(optimizer._plan_kernel(*kernel_args(d))[0], d["scale"]) for d in inputs]
     fns = {
         "_as_distribution (shape/finite/weight checks, copies)": optimizer._as_distribution,
-        "  of which np.allclose(w.sum(axis=1), 1)": lambda w: np.allclose(w.sum(axis=1), 1.0, atol=1e-9),
         "_check_scale_shortage": optimizer._check_scale_shortage,
         "plan_from_indices + PlanResult": lambda i, sc: optimizer.PlanResult(plan_from_indices(i, sc), 0.0, None),
     }
     args = {
         "_as_distribution (shape/finite/weight checks, copies)": plain,
-        "  of which np.allclose(w.sum(axis=1), 1)": [(w,) for _, w in prepared],
         "_check_scale_shortage": scale_args,
         "plan_from_indices + PlanResult": idx,
     }
@@ -231,11 +245,16 @@ def print_table(res: dict, title: str) -> None:
     print(f"\n{title}")
     hdr = f"  {'input':<16}{'numba optimal_plan':>20}{'numba _plan_kernel':>20}{'numpy DP':>14}{'numpy/numba':>13}{'numpy/kernel':>14}{'wrapper':>22}"
     print(hdr)
+    ties = []
     for label, r in res.items():
+        if r.get("ties"):
+            ties.append(f"{label}: {r['ties']} of {N_VARIANTS}")
         nb, kn, npy = r["numba"]["median_us"], r["kernel"]["median_us"], r["numpy"]["median_us"]
         over = nb - kn
         print(f"  {label:<16}{nb:>17.1f} us{kn:>17.1f} us{npy:>11.1f} us{npy / nb:>12.1f}x{npy / kn:>13.1f}x"
               f"{over:>9.1f} us ({100 * over / nb:4.0f}%)")
+    if ties:
+        print("  inputs with an exact tie broken differently (plans of equal expected loss): " + "; ".join(ties))
     print("  (median of individually timed calls; wrapper = optimal_plan - _plan_kernel: input checks, "
           "array preparation, PlanResult)")
 
@@ -328,6 +347,9 @@ def print_first_call(warm_runs: list[dict], cold: dict) -> None:
     print(f"    import numpy {med('import_numpy_s') * 1e3:7.0f} ms | import fwgym.optimizer {med('import_fwgym_optimizer_s') * 1e3:7.0f} ms"
           f" (imports all of fwgym: gymnasium, envs, data) | first call {med('first_call_s') * 1e3:7.0f} ms"
           f" | second call {med('second_call_s') * 1e6:5.0f} us | whole process {med('process_wall_s'):5.2f} s")
+    if cold is None:
+        print("  with an empty cache dir: skipped (--quick / --no-compile)")
+        return
     print("  with an empty cache dir (full numba compile; cache hits "
           f"{cold['cache_hits']}, misses {cold['cache_misses']}):")
     print(f"    import fwgym.optimizer {cold['import_fwgym_optimizer_s'] * 1e3:7.0f} ms | first call {cold['first_call_s']:6.2f} s"
@@ -339,8 +361,9 @@ def print_first_call(warm_runs: list[dict], cold: dict) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="self-check only: NumPy reference == fwgym optimizer (bit for bit)")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    ap.add_argument("--check", action="store_true", help="self-check only: NumPy reference agrees with fwgym optimizer")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions, no cold-compile measurement (smoke test)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the empty-cache (full compile) first-call measurement")
     ap.add_argument("--timings-json", action="store_true", help=argparse.SUPPRESS)  # internal: subprocess mode
     args = ap.parse_args(argv)
     target = TARGET_SECONDS / 4 if args.quick else TARGET_SECONDS
@@ -350,9 +373,10 @@ def main(argv=None) -> int:
         return 0
     if args.check:
         t = time.perf_counter()
-        n = self_check(n_random=500 if args.quick else 3000, n_cases=10 if args.quick else 60)
-        print(f"self-check OK: {n} inputs, NumPy DP == fwgym.optimizer (indices, expected loss, cost table, bit for bit) "
-              f"in {time.perf_counter() - t:.1f} s")
+        n, ties = self_check(n_random=500 if args.quick else 3000, n_cases=10 if args.quick else 60)
+        print(f"self-check OK: {n} inputs in {time.perf_counter() - t:.1f} s; NumPy DP agrees with fwgym.optimizer "
+              f"(cost table and expected loss to {LOSS_TOL:g}, same plan indices except {ties} exact ties "
+              f"broken differently by rounding, each checked to be an optimal plan of equal loss)")
         return 0
 
     t_start = time.perf_counter()
@@ -361,11 +385,11 @@ def main(argv=None) -> int:
         print(f"  {k:<16} {v}")
 
     warm = [first_call(cold=False) for _ in range(1 if args.quick else 3)]
-    cold = first_call(cold=True)
+    cold = None if (args.quick or args.no_compile) else first_call(cold=True)
     print_first_call(warm, cold)
 
     res = run_timings(target)
-    print_table(res, "Median time per plan (default allocator; all benchmark inputs checked equal)")
+    print_table(res, "Median time per plan (default allocator; all benchmark inputs checked: same plans)")
     print("\nWrapper breakdown, 9 quantiles (median us per call):")
     for name, r in wrapper_breakdown(target / 2).items():
         print(f"  {name:<56}{r['median_us']:8.1f} us")

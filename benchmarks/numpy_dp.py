@@ -12,8 +12,12 @@ Same formula and tie-breaking as fwgym:
   ties to the lowest index (``np.argmin`` returns the first minimum), then backtracking;
 * expected loss = minimal total / 24.
 
-Sums are taken in the kernel's order (samples in index order, hours in block order), so the cost
-table, the plan indices and the expected loss equal fwgym's bit for bit, ties included.
+Agreement: the cost table follows the formula literally (samples summed in index order, hours in
+block order). Up to fwgym commit 4790688 the numba kernel did exactly the same arithmetic and the
+two agreed bit for bit; since 9f12247 fwgym uses a sorted sweep (``alpha*(W*G - M) + s*(...)``), so
+tables and expected losses agree to ~1e-14 and an exact tie between plans of equal loss (these do
+occur, e.g. values on the grid, or 9 quantiles with shortage weight 1.5) may be broken differently
+by rounding. ``bench_optimizer.py --check`` checks this.
 """
 from __future__ import annotations
 
@@ -39,9 +43,8 @@ def cost_table(values, scale: float, shortage, weights=None) -> np.ndarray:
         w = np.full(v.shape, 1.0 / v.shape[1])
     else:
         w = np.broadcast_to(np.asarray(weights, dtype=np.float64), v.shape)
-    # Layout (K, 24, 33): summing over axis 0 adds the K slices one after the other, the same order
-    # (and the same products, (w * price) * d) as the numba kernel, so the table is bit-identical
-    # and exact ties in the DP (they do occur, e.g. 9 quantiles with shortage weight 1.5) break the same way.
+    # Layout (K, 24, 33): summing over axis 0 adds the K slices one after the other (sample order),
+    # with the products (w * price) * d of the literal formula.
     y = np.maximum(v, 0.0).T * (1.0 / float(scale))                     # (K, 24)
     wt = w.T                                                            # (K, 24)
     d = GRID[None, None, :] - y[:, :, None]                             # (K, 24, 33): level - demand

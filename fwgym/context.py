@@ -97,9 +97,10 @@ def calendar_facts(case: Case) -> str:
     return text
 
 
+@lru_cache(maxsize=8192)
 def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ...], scenario_text: str | None = None,
                    task: str = "decision") -> str:
-    """Context text of ``case`` (printable ASCII, newline-separated).
+    """Context text of ``case`` (printable ASCII, newline-separated); cached (RL replays the same cases).
 
     Args:
         case: the case. budget, max_calls, tools: the episode's limits and tool names.

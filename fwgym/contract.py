@@ -138,29 +138,28 @@ def _records_to_values(decisions: Any) -> list[Any]:
 
 
 def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
-    idx = np.empty(N_BLOCKS, dtype=np.int64)
     for b, v in enumerate(values):
-        did = DECISION_IDS[b]
         if not _is_number(v):
-            raise PlanError("not_a_number", f"{did}: value {v!r} is not a JSON number")
-        try:
-            v = float(v)
-        except OverflowError:
-            raise PlanError("non_finite", f"{did}: value is too large to be a capacity") from None
-        if not math.isfinite(v):
-            raise PlanError("non_finite", f"{did}: value {v} is not finite")
-        g = int(np.argmin(np.abs(GRID * scale - v)))
-        target = float(GRID[g] * scale)
-        if not math.isclose(v, target, rel_tol=VALUE_REL_TOL, abs_tol=VALUE_ABS_TOL):
-            lo = float(GRID[0] * scale)
-            hi = float(GRID[-1] * scale)
-            raise PlanError(
-                "off_grid",
-                f"{did}: value {v!r} is not on the capacity grid (nearest grid value {target!r}; "
-                f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {lo:.6g}..{hi:.6g} {unit_label} in steps of {0.05 * scale:.6g})",
-            )
-        idx[b] = g
-    return idx
+            raise PlanError("not_a_number", f"{DECISION_IDS[b]}: value {v!r:.60} is not a JSON number")
+    try:
+        arr = np.array([float(v) for v in values])
+    except OverflowError:
+        raise PlanError("non_finite", "a value is too large to be a capacity") from None
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if len(bad):
+        raise PlanError("non_finite", f"{DECISION_IDS[bad[0]]}: value {arr[bad[0]]} is not finite")
+    grid = GRID * scale
+    idx = np.abs(grid[None, :] - arr[:, None]).argmin(axis=1)
+    target = grid[idx]
+    ok = np.abs(arr - target) <= np.maximum(VALUE_REL_TOL * np.maximum(np.abs(arr), np.abs(target)), VALUE_ABS_TOL)
+    if not ok.all():
+        b = int(np.flatnonzero(~ok)[0])
+        raise PlanError(
+            "off_grid",
+            f"{DECISION_IDS[b]}: value {float(arr[b])!r} is not on the capacity grid (nearest grid value {float(target[b])!r}; "
+            f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid[0]:.6g}..{grid[-1]:.6g} {unit_label} in steps of {0.05 * scale:.6g})",
+        )
+    return idx.astype(np.int64)
 
 
 def _check_ramp(idx: np.ndarray) -> None:

@@ -42,10 +42,7 @@ QUANTILE_MASSES.flags.writeable = False
 
 @njit(cache=True, nogil=True)
 def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no cover - compiled
-    # For each hour: sort the clipped, scaled samples once, then sweep the (sorted) grid keeping the
-    # weight W and weighted sum M of samples below the level:
-    #   C[h, g] = alpha * (W * G_g - M) + s_h * ((M_tot - M) - (W_tot - W) * G_g)
-    # which is O(K log K + G + K) per hour instead of O(G * K).
+    # literal summation of the formula (branch-free), O(G * K) per hour
     n_hours, n_samples = values.shape
     n_levels = grid.shape[0]
     out = np.empty((n_hours, n_levels))
@@ -58,22 +55,13 @@ def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no co
         for k in range(n_samples):
             y = values[h, k]
             z[k] = (y if y > 0.0 else 0.0) * inv
-        order = np.argsort(z)
-        w_tot = 0.0
-        m_tot = 0.0
-        for k in range(n_samples):
-            w_tot += weights[wr, k]
-            m_tot += weights[wr, k] * z[k]
-        w_below = 0.0
-        m_below = 0.0
-        i = 0
         for g in range(n_levels):
             level = grid[g]
-            while i < n_samples and z[order[i]] < level:
-                w_below += weights[wr, order[i]]
-                m_below += weights[wr, order[i]] * z[order[i]]
-                i += 1
-            out[h, g] = alpha * (w_below * level - m_below) + s_h * ((m_tot - m_below) - (w_tot - w_below) * level)
+            acc = 0.0
+            for k in range(n_samples):
+                d = level - z[k]
+                acc += weights[wr, k] * (alpha * max(d, 0.0) + s_h * max(-d, 0.0))
+            out[h, g] = acc
     return out
 
 
@@ -157,10 +145,11 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"weights shape {np.shape(weights)} does not match values shape {v.shape}")
         if not np.isfinite(w).all() or w.min() < 0 or np.abs(w.sum(axis=1) - 1.0).max() > 1e-9:
             raise ValueError("weights must be finite, >= 0 and sum to 1 for every hour")
-    if not v.flags.c_contiguous:
-        v = np.ascontiguousarray(v)
-    if not w.flags.c_contiguous:
-        w = np.ascontiguousarray(w)
+    # contiguous and writeable: read-only arrays would make numba compile a second specialisation
+    if not (v.flags.c_contiguous and v.flags.writeable):
+        v = np.array(v, order="C")
+    if not (w.flags.c_contiguous and w.flags.writeable):
+        w = np.array(w, order="C")
     return v, w
 
 
@@ -168,6 +157,8 @@ def _check_scale_shortage(scale: float, shortage: np.ndarray) -> np.ndarray:
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
     s = np.asarray(shortage, dtype=np.float64)
+    if not s.flags.writeable:
+        s = s.copy()
     if s.shape != (TARGET_HOURS,):
         raise ValueError(f"shortage weights must have shape (24,), got {s.shape}")
     if not np.isfinite(s).all() or s.min() < 0:
@@ -223,7 +214,7 @@ def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tupl
     Raises:
         ValueError: wrong shape, non-finite costs or negative ``max_step``.
     """
-    c = np.ascontiguousarray(block_cost, dtype=np.float64)
+    c = np.array(block_cost, dtype=np.float64, order="C")
     if c.ndim != 2 or c.shape[0] < 1 or c.shape[1] < 1:
         raise ValueError(f"block_cost must have shape (B, L) with B, L >= 1, got {c.shape}")
     if not np.all(np.isfinite(c)):
@@ -265,7 +256,7 @@ def invalid_loss(cost: np.ndarray) -> float:
 
 def perfect_demand_plan(actual: np.ndarray, scale: float, shortage: np.ndarray) -> PlanResult:
     """Optimal plan on the realised demand (one sample, weight 1): ``expected_loss`` is the floor F."""
-    a = np.asarray(actual, dtype=np.float64).reshape(TARGET_HOURS, 1)
+    a = np.array(actual, dtype=np.float64).reshape(TARGET_HOURS, 1)
     return optimal_plan(a, scale, shortage)
 
 
