@@ -70,7 +70,7 @@ class Series:
     _valid_cumsum: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        csum = np.concatenate([[0], np.cumsum(np.isfinite(self.values), dtype=np.int64)])
+        csum = np.concatenate([[0], np.cumsum(np.isfinite(self.values), dtype=np.int32)]).astype(np.int32)
         csum.flags.writeable = False
         object.__setattr__(self, "_valid_cumsum", csum)
 

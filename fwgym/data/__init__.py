@@ -72,6 +72,22 @@ def verify_file(path: Path, expected_sha256: str) -> None:
         )
 
 
+def _release_memory() -> None:
+    """Return the parse temporaries (tens of MB) to the OS: Arrow's pool and glibc's free lists."""
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except Exception:  # pragma: no cover - best effort
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except Exception:  # pragma: no cover - not glibc
+        pass
+
+
 def _domain_entry(domain: str) -> tuple[str, str, str]:
     if domain not in DATA_FILES:
         raise ValueError(f"unknown domain {domain!r}; expected one of {list(DATA_FILES)}")
@@ -150,5 +166,7 @@ def load_series(domain: str, data_dir: str | Path | None = None) -> dict[str, Se
             out[sid] = Series(series_id=sid, domain=domain, name=name, unit=unit,
                               start_hour=int(h[0]), values=dense)
         out = dict(sorted(out.items()))
+        del table, enc, codes, stamps, values, micro, hours
+        _release_memory()
         _CACHE[key] = out
         return out
