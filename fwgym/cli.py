@@ -1,4 +1,4 @@
-"""Command line: ``fwgym evaluate``, ``fwgym cases``, ``fwgym leaderboard``, ``fwgym calibrate-sigma``."""
+"""Command line: ``fwgym evaluate``, ``fwgym cases``, ``fwgym leaderboard``, ``fwgym plot``, ``fwgym calibrate-sigma``."""
 from __future__ import annotations
 
 import argparse
@@ -67,17 +67,47 @@ def cmd_cases(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from fwgym.evaluation import format_leaderboard, leaderboard, read_results
+    from fwgym.evaluation import (DEFAULT_REFERENCE, coverage, format_breakdowns, format_leaderboard, leaderboard,
+                                  read_results, write_csv)
 
-    rows = leaderboard(read_results(args.results))
+    records = read_results(args.results, allow_partial=args.allow_partial)
+    if not records:
+        raise ValueError(f"no result records in {args.results}")
+    policies = list(dict.fromkeys(r["policy"] for r in records))
+    ref = args.reference
+    if ref is None:
+        ref = DEFAULT_REFERENCE if DEFAULT_REFERENCE in policies else None
+    elif ref.lower() == "none":
+        ref = None
+    elif ref not in policies:
+        raise ValueError(f"--reference {ref!r} is not among the policies {policies}")
+    rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
+    cov = coverage([r for r in records if r["policy"] == policies[0]])
+    parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())
+    print(f"fwgym leaderboard: {len(policies)} policies x {cov['cases']} cases ({parts}"
+          f"{'' if cov['complete'] else '; PARTIAL: not the whole split'})"
+          + (f"; intervals: paired series-cluster bootstrap, {args.n_boot:,} draws, seed {args.seed}, "
+             f"policy - {ref}" if ref else "") + "\n")
     print(format_leaderboard(rows))
+    if not args.no_breakdown:
+        print("\n" + format_breakdowns(rows))
     if args.csv:
-        import csv
+        print(f"\nwrote {write_csv(rows, args.csv)}")
+    return 0
 
-        with open(args.csv, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+
+def cmd_plot(args) -> int:
+    from fwgym import plots
+    from fwgym.evaluation import read_results
+
+    records = read_results(args.results)
+    if args.what == "frontier":
+        out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or ())
+    elif args.what == "tools":
+        out = plots.plot_tools(records, args.output, title=args.title)
+    else:
+        out = plots.plot_case(records, args.case_id, args.policy, args.output, history_hours=args.hours)
+    print(f"wrote {out}")
     return 0
 
 
@@ -128,10 +158,36 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="store_true", help="also print the split calendar")
     c.set_defaults(func=cmd_cases)
 
-    lb = sub.add_parser("leaderboard", help="leaderboard from results files (merged)")
-    lb.add_argument("results", nargs="+", help="results.jsonl files or result directories")
-    lb.add_argument("--csv", default=None, help="also write the rows to this CSV file")
+    lb = sub.add_parser("leaderboard", help="leaderboard from results files (merged), with bootstrap intervals")
+    lb.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    lb.add_argument("--reference", default=None,
+                    help="policy the paired bootstrap intervals compare against (default: hour_of_day_empirical "
+                         "when present; 'none' for no intervals)")
+    lb.add_argument("--csv", default=None, help="also write the rows (all columns) to this CSV file")
+    lb.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default 10,000)")
+    lb.add_argument("--seed", type=int, default=1701, help="bootstrap seed (default 1701)")
+    lb.add_argument("--allow-partial", action="store_true",
+                    help="accept result files that cover only part of the split without declaring it")
+    lb.add_argument("--no-breakdown", action="store_true", help="omit the per-cohort and per-lead tables")
     lb.set_defaults(func=cmd_leaderboard)
+
+    pl = sub.add_parser("plot", help="figures from results files: frontier, case view, tool-use mix")
+    psub = pl.add_subparsers(dest="what", required=True)
+    pf = psub.add_parser("frontier", help="aggregate loss vs mean credits, equal-S lines, oracles marked")
+    pf.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    pf.add_argument("--agents", nargs="*", default=None, help="policy names to mark as agents")
+    pc = psub.add_parser("case", help="history tail, forecast band, submitted capacities, realised demand")
+    pc.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    pc.add_argument("--case-id", required=True)
+    pc.add_argument("--policy", required=True)
+    pc.add_argument("--hours", type=int, default=168, help="hours of visible history shown (default 168)")
+    pt = psub.add_parser("tools", help="mean tool calls per case, stacked by tool")
+    pt.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    for sp in (pf, pt):
+        sp.add_argument("--title", default=None, help="figure title")
+    for sp in (pf, pc, pt):
+        sp.add_argument("-o", "--output", required=True, help="output image (.png, .svg or .pdf)")
+        sp.set_defaults(func=cmd_plot, title=None)
 
     s = sub.add_parser("calibrate-sigma", help="recompute the per-domain sigma on the dev split")
     s.add_argument("--split", default="dev", choices=["train", "dev"])

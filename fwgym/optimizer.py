@@ -243,10 +243,24 @@ def optimal_plan(values, scale: float, shortage: np.ndarray, weights=None) -> Pl
     return PlanResult(plan=plan_from_indices(path, scale), expected_loss=float(loss), cost=cost)
 
 
+@njit(cache=True, nogil=True)
+def _path_total(cost, indices, block_hours):  # pragma: no cover - compiled
+    # the same additions, in the same order, as _block_costs + _solve_blocks, so that the DP optimum
+    # (e.g. the floor F) is <= the value of every plan exactly, not just up to rounding
+    total = 0.0
+    for b in range(indices.shape[0]):
+        block = 0.0
+        for h in range(b * block_hours, (b + 1) * block_hours):
+            block += cost[h, indices[b]]
+        total = total + block
+    return total
+
+
 def plan_loss(cost: np.ndarray, indices: np.ndarray) -> float:
-    """Mean hourly cost of a plan (grid indices, shape (8,)) under a cost table (24, 33)."""
-    idx = np.repeat(np.asarray(indices, dtype=np.int64), BLOCK_HOURS)
-    return float(cost[np.arange(TARGET_HOURS), idx].mean())
+    """Mean hourly cost of a plan (grid indices, shape (8,)) under a cost table (24, 33), summed in the
+    DP's order (so ``plan_loss(C, optimal) <= plan_loss(C, any plan)`` holds exactly)."""
+    idx = np.array(indices, dtype=np.int64)
+    return float(_path_total(np.asarray(cost, dtype=np.float64), idx, BLOCK_HOURS) / TARGET_HOURS)
 
 
 def invalid_loss(cost: np.ndarray) -> float:

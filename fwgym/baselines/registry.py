@@ -5,14 +5,24 @@ from typing import Any, Callable
 
 from fwgym.baselines.fixed import FixedMethodAgent
 from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
-from fwgym.baselines.oracles import PerfectDemandOracle
+from fwgym.baselines.oracles import PerfectDemandOracle, catalog_oracle, free_menu_oracle
+from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
 
 _FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
 _FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS})
 _FACTORIES["routing_reference"] = RoutingAgent
+_FACTORIES["backtest_selector_4"] = lambda: backtest_selector(4)
+_FACTORIES["backtest_selector_8"] = lambda: backtest_selector(8)
+_FACTORIES["lead_matched_selector"] = lead_matched_selector
+_FACTORIES["free_menu_oracle"] = free_menu_oracle
+_FACTORIES["catalog_oracle"] = catalog_oracle
 _FACTORIES["perfect_demand"] = PerfectDemandOracle
+
+#: backtest selectors (free, visible data only) and hindsight menu oracles, in table order
+SELECTOR_POLICIES: tuple[str, ...] = ("backtest_selector_4", "backtest_selector_8", "lead_matched_selector")
+ORACLE_POLICIES: tuple[str, ...] = ("free_menu_oracle", "catalog_oracle", "perfect_demand")
 
 #: the main job's policies: the 8 fixed classical policies and the perfect-demand oracle
 DEFAULT_POLICIES: tuple[str, ...] = tuple(CLASSICAL_METHODS) + ("perfect_demand",)
@@ -22,8 +32,9 @@ TSFM_POLICIES: dict[str, str] = {"chronos_bolt_tiny": "chronos_bolt_tiny", "chro
 
 
 def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:
-    """The main job's policy list: 8 fixed classical, fixed seasonal_empirical, the TSFM policies whose
-    weights load in this process, and the perfect-demand oracle.
+    """The main job's policy list (the rows of the paper's Table 2): 8 fixed classical, fixed
+    seasonal_empirical, the TSFM policies whose weights load in this process, the backtest selectors
+    (:data:`SELECTOR_POLICIES`), the free-menu and catalog oracles and the perfect-demand oracle.
 
     Returns:
         ``(policies, skipped)`` with ``skipped = {policy: reason}``.
@@ -39,7 +50,7 @@ def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, st
                 policies.append(policy)
             except ModelUnavailable as exc:
                 skipped[policy] = str(exc)
-    return policies + ["perfect_demand"], skipped
+    return policies + list(SELECTOR_POLICIES) + list(ORACLE_POLICIES), skipped
 
 
 def policy_names() -> list[str]:

@@ -65,6 +65,7 @@ class HubForecaster(QuantileForecaster):
         self.torch_threads = torch_threads
         self._model = None
         self._load_error: str | None = None
+        self._availability: Availability | None = None
         self._lock = threading.Lock()
 
     # -- resolution ----------------------------------------------------------------------------
@@ -93,12 +94,15 @@ class HubForecaster(QuantileForecaster):
         return self.model_id, "hub", ""
 
     def availability(self) -> Availability:
+        """Whether weights can be found (checked once per instance; loading errors are remembered)."""
         if self._load_error:
             return Availability(False, self._load_error)
         if self._model is not None:
             return Availability(True, source="loaded")
-        path, source, reason = self._source()
-        return Availability(path is not None, reason, source)
+        if self._availability is None:
+            path, source, reason = self._source()
+            self._availability = Availability(path is not None, reason, source)
+        return self._availability
 
     def load(self) -> None:
         with self._lock:
