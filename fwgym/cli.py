@@ -22,8 +22,9 @@ def _domains(value: str) -> list[str]:
 
 def cmd_evaluate(args) -> int:
     from fwgym.agents.registry import agent_kinds
-    from fwgym.baselines.registry import default_policies
-    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, run_meta, write_results
+    from fwgym.baselines.registry import suite_policies
+    from fwgym.evaluation import (DEFAULT_REFERENCE, SUITES, evaluate, format_leaderboard, leaderboard, run_meta,
+                                  write_results)
 
     if args.agent:
         kind = agent_kinds()[args.agent]
@@ -31,19 +32,27 @@ def cmd_evaluate(args) -> int:
     elif args.policies:
         policies = args.policies
     else:
-        policies, skipped = default_policies(include_tsfm=not args.no_tsfm)
+        policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
         for policy, reason in skipped.items():
             print(f"skipping policy {policy}: {reason}", file=sys.stderr)
     t0 = time.perf_counter()
     records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
-                       workers=args.workers, progress=not args.no_progress)
+                       workers=args.workers, progress=not args.no_progress, env_kwargs=SUITES[args.suite],
+                       backend=args.backend, ray_address=args.ray_address)
     elapsed = time.perf_counter() - t0
-    out = Path(args.out or f"results/{args.split}")
-    paths = write_results(records, out, run_meta(args.split, policies, args.workers))
+    suffix = "" if args.suite == "decision" else f"-{args.suite}"
+    out = Path(args.out or f"results/{args.split}{suffix}")
+    labels = list(dict.fromkeys(r["policy"] for r in records))
+    meta = run_meta(args.split, labels, args.workers)
+    meta.update({"suite": args.suite, "backend": args.backend})
+    paths = write_results(records, out, meta)
     n_cases = len({r["case_id"] for r in records})
-    print(f"\nfwgym leaderboard — split={args.split}, {n_cases} cases, {len(policies)} policies, "
-          f"{len(records)} episodes in {elapsed:.1f} s\n")
-    print(format_leaderboard(leaderboard(records)))
+    ref = next((p for p in (DEFAULT_REFERENCE, "hour_of_day_empirical_samples") if p in labels), None)
+    ref = ref if len(labels) > 1 else None
+    print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
+          f"{len(records)} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
+          "series-cluster bootstrap)" if ref else "") + "\n")
+    print(format_leaderboard(leaderboard(records, reference=ref)))
     print(f"\nresults: {paths['results']}  leaderboard: {paths['markdown']}, {paths['csv']}")
     return 0
 
@@ -136,12 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--domain", type=_domains, default=list(DOMAINS), help="all (default), electricity or cycle_hire")
     e.add_argument("--lead", choices=["day_ahead", "week_ahead"], default=None)
     e.add_argument("--policies", nargs="+", default=None,
-                   help="policy names (default: 8 fixed classical, seasonal_empirical, TSFM policies whose weights load, perfect_demand)")
+                   help="policy names (default: the suite's reference rows: fixed classical and priced policies whose "
+                        "weights load, selectors and oracles)")
     e.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
     e.add_argument("--limit", type=int, default=None, help="at most N cases per domain (evenly spaced)")
     e.add_argument("--workers", type=int, default=1, help="local worker processes")
     e.add_argument("--out", default=None, help="output directory (default results/<split>)")
     e.add_argument("--no-progress", action="store_true")
+    e.add_argument("--suite", choices=["decision", "context", "forecast"], default="decision",
+                   help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
+    e.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="local processes (default) or a Ray cluster")
+    e.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
     from fwgym.agents.registry import agent_kinds
 
     kinds = agent_kinds()

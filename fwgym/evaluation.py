@@ -59,13 +59,20 @@ def select_cases(split: str = "test", domains: Sequence[str] = DOMAINS, lead: st
 
 _WORKER_ENVS: dict = {}
 
+#: environment settings of the three evaluation suites
+SUITES: dict[str, dict] = {
+    "decision": {},
+    "context": {"scenarios": True},
+    "forecast": {"scenarios": True, "task": "forecast"},
+}
 
-def _env_for(domain: str, split: str, sigma: dict | None):
+
+def _env_for(domain: str, split: str, sigma: dict | None, env_kwargs: dict | None = None):
     from fwgym.envs.fwbench import FWBenchEnv
 
-    key = (domain, split, json.dumps(sigma, sort_keys=True))
+    key = (domain, split, json.dumps(sigma, sort_keys=True), json.dumps(env_kwargs or {}, sort_keys=True))
     if key not in _WORKER_ENVS:
-        _WORKER_ENVS[key] = FWBenchEnv(domain=domain, split=split, sigma=sigma)
+        _WORKER_ENVS[key] = FWBenchEnv(domain=domain, split=split, sigma=sigma, **(env_kwargs or {}))
     return _WORKER_ENVS[key]
 
 
@@ -81,11 +88,11 @@ def policy_label(policy) -> str:
 
 
 def _run_chunk(task: tuple) -> list[dict]:
-    split, policies, chunk, sigma = task
+    split, policies, chunk, sigma, env_kwargs = task
     agents = [_make_agent(p) for p in policies]
     records = []
     for domain, case_id in chunk:
-        env = _env_for(domain, split, sigma)
+        env = _env_for(domain, split, sigma, env_kwargs)
         for agent in agents:
             records.append(run_episode(env, agent, options={"case_id": case_id}).record)
     return records
@@ -94,35 +101,42 @@ def _run_chunk(task: tuple) -> list[dict]:
 def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", domains: Sequence[str] = DOMAINS,
              lead: str | None = None, limit: int | None = None, case_ids: Iterable[str] | None = None,
              workers: int = 1, progress: bool | Callable[[int], None] = True,
-             sigma: dict[str, float] | None = None) -> list[dict]:
+             sigma: dict[str, float] | None = None, env_kwargs: dict | None = None,
+             backend: str = "local", ray_address: str | None = None, chunk_size: int = 16) -> list[dict]:
     """Run every policy on every selected case.
 
     Args:
         policies: names accepted by :func:`fwgym.baselines.make_policy`, or picklable zero-argument
             factories returning an agent (learned or LLM agents); rows are named by ``agent.name``.
         split, domains, lead, limit, case_ids: see :func:`select_cases`.
-        workers: local processes (1 = in this process). Results are identical for any value.
+        workers: local processes (``backend="local"``; 1 = in this process) or Ray CPUs to request
+            for a local Ray cluster. Results are identical for any value and backend.
         progress: show a tqdm bar (True), nothing (False), or call ``progress(n_cases_done)``.
         sigma: per-domain sigma override (default: the frozen calibration).
+        env_kwargs: extra :class:`~fwgym.envs.fwbench.FWBenchEnv` arguments (e.g. ``SUITES["context"]``).
+        backend: ``"local"`` (this process or a process pool) or ``"ray"`` (a Ray cluster: local by
+            default, or the one at ``ray_address``, e.g. ``"auto"`` or ``"ray://head:10001"``).
+        chunk_size: cases per task sent to a worker.
 
     Returns:
         Records (dicts with :data:`RECORD_FIELDS`), sorted by (policy order, domain, case order).
 
     Raises:
-        ValueError: unknown policy, domain or split; no case selected.
+        ValueError: unknown policy, domain, split or backend; no case selected.
+        ImportError: ``backend="ray"`` without the ``ray`` package.
     """
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     labels = [policy_label(p) for p in policies]  # validates names before any work
     if len(set(labels)) != len(labels):
         raise ValueError(f"policy names repeat: {labels}")
     selected = select_cases(split, domains, lead, limit, case_ids)
     if not selected:
         raise ValueError("no case selected")
-    n_chunks = max(1, min(len(selected), workers * 8 if workers > 1 else 1))
-    size = math.ceil(len(selected) / n_chunks)
+    parallel = backend == "ray" or workers > 1
+    size = chunk_size if parallel else 1  # one case at a time in-process, so the bar moves smoothly
     chunks = [selected[i : i + size] for i in range(0, len(selected), size)]
-    if workers > 1:
-        chunks = [selected[i : i + 16] for i in range(0, len(selected), 16)]
-    tasks = [(split, tuple(policies), chunk, sigma) for chunk in chunks]
+    tasks = [(split, tuple(policies), chunk, sigma, env_kwargs) for chunk in chunks]
 
     bar = None
     if progress is True:
@@ -131,17 +145,17 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
         bar = tqdm(total=len(selected), unit="case", desc=f"evaluate {split}", dynamic_ncols=True)
     results: list[list[dict]] = []
     try:
-        if workers > 1:
+        if backend == "ray":
+            results = _run_ray(tasks, workers, ray_address, lambda n: _advance(bar, progress, n))
+        elif workers > 1:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 for chunk, recs in zip(chunks, pool.map(_run_chunk, tasks)):
                     results.append(recs)
                     _advance(bar, progress, len(chunk))
         else:
             for task in tasks:
-                # one case at a time so the bar moves smoothly in a single process
-                for item in task[2]:
-                    results.append(_run_chunk((task[0], task[1], [item], task[3])))
-                    _advance(bar, progress, 1)
+                results.append(_run_chunk(task))
+                _advance(bar, progress, len(task[2]))
     finally:
         if bar is not None:
             bar.close()
@@ -150,6 +164,33 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     records = [r for recs in results for r in recs]
     records.sort(key=lambda r: (order[r["policy"]], case_order[r["case_id"]]))
     return records
+
+
+def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[int], None]) -> list[list[dict]]:
+    """Run the tasks as Ray remote functions, reporting progress as they finish."""
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError("backend='ray' needs the ray package: pip install 'fwgym[ray]'") from exc
+    started = False
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        kw = {"address": address} if address else {"num_cpus": max(1, workers)}
+        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, **kw)
+        started = True
+    try:
+        remote = ray.remote(_run_chunk)
+        pending = {remote.remote(t): len(t[2]) for t in tasks}
+        out = []
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                out.append(ray.get(ref))
+                advance(pending.pop(ref))
+        return out
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def _advance(bar, progress, n: int) -> None:

@@ -138,3 +138,22 @@ def test_leaderboard_command_markdown_csv_and_errors(tmp_path, capsys):
     assert "duplicated result set" in capsys.readouterr().err
     assert main(["leaderboard", str(tmp_path / "a"), "--reference", "nobody"]) == 2
     assert "--reference" in capsys.readouterr().err
+
+
+def test_ray_backend_gives_identical_results():
+    pytest.importorskip("ray")
+    kw = dict(policies=["weekday_empirical", "perfect_demand"], split="test", limit=6, progress=False)
+    local = evaluate(**kw)
+    ray_recs = evaluate(backend="ray", workers=2, chunk_size=3, **kw)
+    assert json.dumps(local, sort_keys=True) == json.dumps(ray_recs, sort_keys=True)
+
+
+def test_suites_run_through_evaluate():
+    from fwgym.evaluation import SUITES
+
+    recs = evaluate(["context_hour_of_day_empirical", "hour_of_day_empirical_samples"], split="test", limit=8,
+                    progress=False, env_kwargs=SUITES["forecast"], domains=["cycle_hire"])
+    assert {r["policy"] for r in recs} == {"context_hour_of_day_empirical", "hour_of_day_empirical_samples"}
+    assert all(r["valid"] and r["floor"] == 0.0 and 0 <= r["S"] <= 5 for r in recs)
+    with pytest.raises(ValueError, match="backend"):
+        evaluate(["weekday_empirical"], limit=1, progress=False, backend="spark")

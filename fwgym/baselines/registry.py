@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from fwgym.baselines.context import ContextAwareAgent
 from fwgym.baselines.fixed import FixedMethodAgent
 from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
 from fwgym.baselines.oracles import PerfectDemandOracle, catalog_oracle, free_menu_oracle
@@ -31,6 +32,29 @@ TSFM_POLICIES: dict[str, str] = {"chronos_bolt_tiny": "chronos_bolt_tiny", "chro
                                  "timesfm25": "timesfm25", "routing_reference": "chronos2"}
 
 
+#: default policies of the context and forecast suites (the text-reading baseline and the same method without the text)
+CONTEXT_POLICIES: tuple[str, ...] = ("context_hour_of_day_empirical", "hour_of_day_empirical_samples")
+
+
+def suite_policies(suite: str, include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:
+    """Default policies of an evaluation suite (``decision``, ``context`` or ``forecast``).
+
+    Returns:
+        ``(policies, skipped)`` as :func:`default_policies`.
+
+    Raises:
+        ValueError: unknown suite.
+    """
+    if suite == "decision":
+        return default_policies(include_tsfm)
+    if suite == "context":
+        policies, skipped = default_policies(include_tsfm)
+        return [p for p in policies if p not in ORACLE_POLICIES] + list(CONTEXT_POLICIES) + ["perfect_demand"], skipped
+    if suite == "forecast":
+        return list(CONTEXT_POLICIES), {}
+    raise ValueError(f"unknown suite {suite!r}; expected decision, context or forecast")
+
+
 def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:
     """The main job's policy list (the rows of the paper's Table 2): 8 fixed classical, fixed
     seasonal_empirical, the TSFM policies whose weights load in this process, the backtest selectors
@@ -51,6 +75,10 @@ def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, st
             except ModelUnavailable as exc:
                 skipped[policy] = str(exc)
     return policies + list(SELECTOR_POLICIES) + list(ORACLE_POLICIES), skipped
+
+
+_FACTORIES["context_hour_of_day_empirical"] = lambda: ContextAwareAgent(use_context=True)
+_FACTORIES["hour_of_day_empirical_samples"] = lambda: ContextAwareAgent(use_context=False)
 
 
 def policy_names() -> list[str]:
