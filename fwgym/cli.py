@@ -1,4 +1,4 @@
-"""Command line: ``fwgym evaluate``, ``fwgym cases``, ``fwgym leaderboard``, ``fwgym plot``, ``fwgym calibrate-sigma``."""
+"""Command line: ``fwgym evaluate``, ``fwgym cases``, ``fwgym leaderboard``, ``fwgym plot``, ``fwgym report``, ``fwgym calibrate-sigma``."""
 from __future__ import annotations
 
 import argparse
@@ -120,6 +120,38 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def _episodes(value: str) -> int | None:
+    if value == "all":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError("--episodes must be 'all' or an integer >= 0")
+    return n
+
+
+def cmd_report(args) -> int:
+    from fwgym.report import build_report
+
+    ref = args.reference
+    if ref is None:
+        ref = "auto"
+    elif ref.lower() == "none":
+        ref = None
+    rep = build_report(args.results, args.output, traces=args.traces, max_episode_pages=args.episodes,
+                       reference=ref, n_boot=args.n_boot, seed=args.seed, replay=not args.no_replay,
+                       history_hours=args.hours, title=args.title, progress=not args.no_progress,
+                       workers=args.workers)
+    for w in rep.warnings:
+        print(f"note: {w}", file=sys.stderr)
+    print(f"wrote {len(rep.pages)} pages ({len(rep.policy_pages)} policies, {len(rep.episode_pages)} episodes) "
+          f"in {rep.seconds:.1f} s" + (f"; intervals vs {rep.reference}" if rep.reference else "")
+          + f"\nopen {rep.index.resolve()}")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from fwgym.evaluation import calibrate_sigma
     from fwgym.scoring import REFERENCE_SIGMA, SIGMA_PATH
@@ -203,6 +235,34 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in (pf, pc, pt):
         sp.add_argument("-o", "--output", required=True, help="output image (.png, .svg or .pdf)")
         sp.set_defaults(func=cmd_plot, title=None)
+
+    from fwgym.agents import trace_cli
+
+    t = sub.add_parser("show-trace", help="print LLM-agent traces (JSONL) as readable transcripts")
+    trace_cli.add_arguments(t)
+    t.set_defaults(func=trace_cli.run)
+
+    rp = sub.add_parser("report", help="static HTML report (leaderboard, figures, episode pages) from results files")
+    rp.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    rp.add_argument("-o", "--output", required=True, help="output folder (open <folder>/index.html)")
+    rp.add_argument("--traces", nargs="+", default=None, help="LLM trace JSONL files (transcripts on episode pages)")
+    rp.add_argument("--reference", default=None,
+                    help="policy of the paired bootstrap intervals (default: hour_of_day_empirical when present; "
+                         "'none' for no intervals)")
+    from fwgym.report.build import DEFAULT_EPISODE_PAGES
+
+    rp.add_argument("--episodes", type=_episodes, default=DEFAULT_EPISODE_PAGES,
+                    help=f"episode pages per policy: the worst, best and random by S (default {DEFAULT_EPISODE_PAGES}), "
+                         "or 'all'")
+    rp.add_argument("--hours", type=int, default=168, help="hours of visible history in episode charts (default 168)")
+    rp.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default 10,000)")
+    rp.add_argument("--seed", type=int, default=1701, help="bootstrap seed (default 1701)")
+    rp.add_argument("--title", default=None, help="report title")
+    rp.add_argument("--workers", type=int, default=1, help="processes writing episode pages (default 1)")
+    rp.add_argument("--no-replay", action="store_true",
+                    help="do not replay baselines to list their tool calls in order (faster)")
+    rp.add_argument("--no-progress", action="store_true")
+    rp.set_defaults(func=cmd_report)
 
     s = sub.add_parser("calibrate-sigma", help="recompute the per-domain sigma on the dev split")
     s.add_argument("--split", default="dev", choices=["train", "dev"])

@@ -10,9 +10,9 @@ import json
 import math
 
 _TOOLS = ["catalog", "history", "classical_plan", "plan", "evaluate_plan", "quote", "forecast", "replay", "submit",
-          "nope", ""]
+          "abstain", "nope", ""]
 _KEYS = ["last", "start", "end", "method", "decisions", "levels", "forecast_id", "model", "context_steps", "horizon",
-         "origin", "quantiles", "samples", "x"]
+         "origin", "quantiles", "samples", "reason", "x"]
 
 
 def action_strategy():
@@ -54,13 +54,13 @@ def play_fuzzed(env, actions, seed: int) -> int:
         assert info["calls"] in (before, before + 1)
         if not terminated:
             result = json.loads(obs["last_result"])
-            is_submit = result.get("tool") == "submit"
+            is_submit = result.get("tool") in ("submit", "abstain")
             if not is_submit or not result["ok"]:
                 expected_calls += 1
             if not result["ok"]:
                 assert result["error"]["code"] and len(result["error"]["message"]) >= 10
             assert info["calls"] == expected_calls
         else:
-            assert info["status"] in ("submitted", "invalid_submission", "call_limit_exceeded")
+            assert info["status"] in ("submitted", "invalid_submission", "call_limit_exceeded", "abstained")
             break
     return steps

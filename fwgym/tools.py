@@ -199,6 +199,7 @@ class Episode:
     calls: int = 0
     tool_counts: Counter = field(default_factory=Counter)
     submission: Plan | ForecastSubmission | None = None
+    abstain_reason: str | None = None
     task: str = "decision"
     scenario: Any = None
     models: tuple[str, ...] = PRICED_MODELS
@@ -548,6 +549,15 @@ def _submit(ep: Episode, args: dict) -> dict:
     return {"accepted": True, "plan": plan_payload(ep.case, plan)}
 
 
+def _abstain(ep: Episode, args: dict) -> dict:
+    _check_keys(args, {"reason"}, "abstain")
+    reason = args.get("reason", "")
+    if not isinstance(reason, str):
+        raise ToolError("invalid_arguments", "abstain: 'reason' must be a string")
+    ep.abstain_reason = reason[:500] or "no reason given"
+    return {"abstained": True}
+
+
 _DECISIONS_SCHEMA = {
     "type": "array",
     "minItems": 8,
@@ -592,6 +602,10 @@ REGISTRY: dict[str, Tool] = {
         Tool("replay", "Backtest a model inside the visible history: forecast from origin (ISO hour before the last visible hour) and score the mean pinball loss on visible steps. Charged at the tariff.",
              {"type": "object", "properties": {**_REQUEST_PROPS, "origin": {"type": "string"}}, "required": ["model", "origin"],
               "additionalProperties": False}, _replay),
+        Tool("abstain", "End the episode without an answer (scored as invalid), recording why, e.g. a harness "
+                        "that cannot continue. Does not count toward the call limit.",
+             {"type": "object", "properties": {"reason": {"type": "string"}}, "additionalProperties": False},
+             _abstain, counts_as_call=False),
         Tool("submit", "Submit the final answer (ends the episode): decisions or levels in decision envs; quantiles "
                        "(24 x 9) or samples (n x 24) in forecast envs. Does not count toward the call limit.",
              {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA,

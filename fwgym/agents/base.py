@@ -3,10 +3,13 @@
 An agent is any object with ``act(observation) -> action`` (a JSON tool-call string or dict) and,
 optionally, ``reset()`` (called at the start of each episode) and a ``name`` attribute. Oracles that
 need hindsight set ``requires_hindsight = True`` and implement ``set_hindsight(hindsight: dict)``;
-the loop then passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly.
+the loop then passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly. An agent may
+also define ``end_episode(record)``: the loop calls it once after the last step with a copy of the
+episode's record (e.g. so an LLM agent can write its trace with the score); it cannot change the record.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -75,5 +78,8 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         total += float(reward)
         if terminated or truncated:
             record = {"policy": agent_name(agent), **info}
+            end = getattr(agent, "end_episode", None)
+            if callable(end):
+                end(copy.deepcopy(record))
             return EpisodeResult(record=record, total_reward=total, steps=step, actions=actions)
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")

@@ -19,6 +19,7 @@ from types import ModuleType
 
 KIND_MODULES: tuple[str, ...] = (
     "fwgym.agents.llm_cli",
+    "fwgym.agents.transformers_cli",
     "fwgym.wrappers.sb3_cli",
 )
 

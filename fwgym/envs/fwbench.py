@@ -14,8 +14,9 @@ or an already parsed dict. Malformed actions return an error result and count as
 Reward: ``reward="terminal"`` (default) pays ``-S`` at termination; ``reward="dense"`` pays
 ``-0.5 * credits / budget`` when credits are charged and ``-0.5 * R`` at termination, summing to ``-S``.
 
-Termination: a ``submit`` (valid plan, or an invalid one when ``invalid_submission="terminate"``)
-or call ``max_calls + 1`` (status ``call_limit_exceeded``, invalid) when ``call_limit="terminate"``.
+Termination: a ``submit`` (valid plan, or an invalid one when ``invalid_submission="terminate"``),
+an ``abstain`` (status ``abstained``, invalid, with the agent's reason), or call ``max_calls + 1``
+(status ``call_limit_exceeded``, invalid) when ``call_limit="terminate"``.
 """
 from __future__ import annotations
 
@@ -219,7 +220,7 @@ class FWBenchEnv(gym.Env):
             raise RuntimeError("call reset() before step() (the episode has ended)")
         call = parse_action(action)
         name = call.tool if isinstance(call, ToolCall) else "invalid"
-        counts = not (isinstance(call, ToolCall) and call.tool == "submit")
+        counts = not (isinstance(call, ToolCall) and call.tool in ("submit", "abstain") and call.tool in self.tools)
         if counts and ep.calls >= ep.max_calls:
             if self.call_limit == TERMINATE:
                 ep.calls += 1
@@ -244,6 +245,8 @@ class FWBenchEnv(gym.Env):
                     return self._terminate("invalid_submission", res["error"]["message"])
                 ep.calls += 1
         reward = -0.5 * (ep.spent - spent_before) / self.budget if self.reward_mode == "dense" and self.budget else 0.0
+        if ep.abstain_reason is not None:
+            return self._terminate("abstained", ep.abstain_reason)
         if ep.submission is not None:
             obs, r, term, trunc, info = self._terminate("submitted", "")
             return obs, r + reward, term, trunc, info

@@ -284,3 +284,14 @@ def fuzz_envs():
 @given(seq=st.lists(action_strategy(), min_size=1, max_size=14), seed=st.integers(0, 10_000), which=st.integers(0, 100))
 def test_fuzzed_actions_never_crash(fuzz_envs, seq, seed, which):
     play_fuzzed(fuzz_envs[which % len(fuzz_envs)], seq, seed)
+
+
+def test_abstain_ends_the_episode_invalid_with_the_reason(env):
+    env.reset(options={"case_id": CASE})
+    env.step({"tool": "catalog"})
+    _, r, term, _, info = env.step({"tool": "abstain", "args": {"reason": "context_exhausted: prompt too long"}})
+    assert term and not info["valid"] and info["status"] == "abstained" and info["calls"] == 1
+    assert info["reason"] == "context_exhausted: prompt too long" and r == pytest.approx(-info["S"])
+    env.reset(options={"case_id": CASE})
+    obs, _, term, _, info = env.step({"tool": "abstain", "args": {"reason": 5}})
+    assert not term and info["calls"] == 1 and json.loads(obs["last_result"])["error"]["code"] == "invalid_arguments"

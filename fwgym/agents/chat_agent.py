@@ -1,0 +1,306 @@
+"""Backend-neutral chat agent: the agent protocol on top of :class:`fwgym.wrappers.chat.ChatSession`.
+
+:class:`ChatAgent` implements ``act(observation) -> action`` and ``reset()``; a backend subclass only
+implements :meth:`ChatAgent.complete` (messages in, one :class:`~fwgym.wrappers.chat.ModelReply` out).
+Episodes run through :func:`fwgym.agents.run_episode` like every other agent, so scores always come
+from the env's records.
+
+Ending an episode early. When the backend cannot go on, :meth:`complete` raises
+:class:`ContextExhausted` (the prompt no longer fits: HTTP 400 mentioning the context, or a prompt
+longer than the local model's window) or :class:`BackendUnavailable` (transport failures after the
+retries); the agent then records the status (``"context_exhausted"`` / ``"backend_error"``; also
+``"max_turns"`` when the safety bound on model turns is hit) and abandons with the env's ``abstain``
+tool: the episode ends invalid with status ``abstained`` and ``reason`` starting with the agent
+status (e.g. ``"context_exhausted: ..."``), at no call and no credit. Configuration errors (bad API key, unknown model, a request the server
+refuses for another reason) raise :class:`LLMRequestError` instead: they are not the model's fault.
+
+Traces. With ``trace_out`` set, one JSON line per episode is appended to that file (the file is
+locked while writing, so evaluation worker processes can share it): every message, every tool call
+with its env result, the model replies (text, tool calls, reasoning, latency, token usage), credits,
+calls, statuses, the final plan and the score. The score and final plan come from the env record
+that :func:`fwgym.agents.run_episode` passes to :meth:`ChatAgent.end_episode` after the last step;
+an episode ended by other means is flushed without them at the next episode or :meth:`ChatAgent.close`.
+Credentials are never part of a trace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from fwgym.wrappers.chat import REPLY_ERROR_TOOL, ChatSession, ModelReply
+
+TRACE_VERSION = 1
+ABANDON_STATUSES = ("context_exhausted", "backend_error", "max_turns")
+
+
+class ContextExhausted(RuntimeError):
+    """The conversation no longer fits the model's context window (ends the episode)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend could not answer after the allowed retries (ends the episode)."""
+
+
+class LLMRequestError(RuntimeError):
+    """The backend refused the request for a reason that is not the model's fault (bad key, unknown
+    model, unsupported parameter). Raised to the caller; fix the configuration and rerun."""
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "item") and callable(o.item):
+        try:
+            return o.item()
+        except (TypeError, ValueError):
+            pass
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+def append_jsonl(path: str | os.PathLike, record: Mapping) -> None:
+    """Append one JSON line to ``path`` (parent folders created; exclusive lock while writing).
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, ensure_ascii=False, default=_jsonable, allow_nan=True) + "\n"
+    with open(p, "a", encoding="utf-8") as fh:
+        try:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except (ImportError, OSError):  # pragma: no cover - non-POSIX
+            pass
+        fh.write(line)
+        fh.flush()
+
+
+def read_traces(path: str | os.PathLike) -> list[dict]:
+    """All trace records of a JSONL file, in order.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: a line is not JSON (its number is given).
+    """
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for i, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{i}: not a JSON line ({exc})") from None
+    return out
+
+
+class ChatAgent:
+    """Base class of chat-model agents (subclasses implement :meth:`complete`).
+
+    Args:
+        name: policy name shown in results and leaderboards.
+        native_tools: offer tools by native function calling (else JSON tool calls in text).
+        text_tool_calls: also accept JSON tool calls in reply text.
+        tools: the env's tool names (default: read from the context).
+        max_tool_chars: truncate tool results longer than this in the chat (``None``: never).
+        max_turns: safety bound on model replies per episode (default ``2 * calls + 4``).
+        trace_out: JSONL file to append one trace per episode to (``None``: no file; the last
+            episode's trace is still in :attr:`trace`).
+        system: replace the system message.
+        history_hours: show only the last N visible hours in the first message (``None``: all).
+
+    Attributes:
+        trace: the current (or last finished) episode's trace dict.
+        status: ``"running"``, ``"answered"`` (the last action was a submit), ``"no_answer"`` (the env
+            ended the episode first, e.g. at the call limit), ``"context_exhausted"``, ``"backend_error"``,
+            ``"max_turns"``.
+    """
+
+    backend = "chat"
+
+    def __init__(self, name: str, *, native_tools: bool = True, text_tool_calls: bool = True,
+                 tools: Sequence[str] | None = None, max_tool_chars: int | None = None, max_turns: int | None = None,
+                 trace_out: str | os.PathLike | None = None, system: str | None = None,
+                 history_hours: int | None = None):
+        self.name = str(name)
+        self.native_tools = bool(native_tools)
+        self.text_tool_calls = bool(text_tool_calls)
+        self.tools = tuple(tools) if tools is not None else None
+        self.max_tool_chars = max_tool_chars
+        self.max_turns = max_turns
+        self.trace_out = str(trace_out) if trace_out is not None else None
+        self.system = system
+        self.history_hours = history_hours
+        self.session: ChatSession | None = None
+        self.trace: dict | None = None
+        self.status = "idle"
+        self._flushed = True
+        self._t0 = 0.0
+
+    # -- backend -------------------------------------------------------------------------------
+
+    def complete(self, messages: list[dict], tools: list[dict] | None) -> ModelReply:  # pragma: no cover - abstract
+        """One model reply to ``messages`` (OpenAI message dicts); ``tools`` are function schemas or ``None``.
+
+        Raises:
+            ContextExhausted, BackendUnavailable, LLMRequestError.
+        """
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Backend settings recorded in traces (never credentials)."""
+        return {}
+
+    # -- agent protocol ------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Start a new episode (flushes an unfinished trace of the previous one)."""
+        self._flush()
+        self.session = None
+        self.status = "idle"
+
+    def act(self, observation: Mapping) -> dict:
+        """The next env action (a dict ``{"tool": NAME, "args": {...}}``). Never raises for model output;
+        raises :class:`LLMRequestError` for configuration errors."""
+        if self.session is None or observation.get("last_result", "") == "":
+            self._begin(observation)
+        else:
+            self.session.observe(observation)
+        s = self.session
+        if self.status in ABANDON_STATUSES:
+            return {"tool": REPLY_ERROR_TOOL, "args": {}}
+        if s.has_pending():
+            return self._hand(s.next_action())
+        limit = self.max_turns if self.max_turns is not None else 2 * max(s.max_calls, 1) + 4
+        if s.turns >= limit:
+            return self._abandon("max_turns", f"{s.turns} model replies without the episode ending")
+        try:
+            reply = self.complete(list(s.messages), s.tool_schemas())
+        except ContextExhausted as exc:
+            return self._abandon("context_exhausted", str(exc))
+        except BackendUnavailable as exc:
+            return self._abandon("backend_error", str(exc))
+        self.trace["replies"].append(_reply_json(s.turns + 1, reply))
+        s.add_reply(reply)
+        return self._hand(s.next_action())
+
+    def _hand(self, action: dict) -> dict:
+        self.status = "answered" if action.get("tool") == "submit" else "running"
+        return action
+
+    def end_episode(self, record: Mapping) -> None:
+        """Called by :func:`fwgym.agents.run_episode` with the env's final record: completes and writes the trace."""
+        if self.session is None or self.trace is None:
+            return
+        self.session.record_final()
+        if self.status == "running":
+            self.status = "no_answer"  # the env ended the episode (e.g. call limit) before an answer
+        rec = dict(record)
+        self.trace["record"] = rec
+        self.trace["case_id"] = rec.get("case_id")
+        self.trace["score"] = {k: rec.get(k) for k in ("S", "R", "loss", "floor", "credits", "calls", "valid", "status", "reason")}
+        self.trace["final_plan"] = {"levels": rec.get("levels"), "submitted": self._last_submit()}
+        self._flush()
+
+    def close(self) -> None:
+        """Write the trace of an episode that ended without :meth:`end_episode`."""
+        self._flush()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _begin(self, observation: Mapping) -> None:
+        self._flush()
+        self.session = ChatSession(native_tools=self.native_tools, text_tool_calls=self.text_tool_calls, tools=self.tools,
+                                   max_tool_chars=self.max_tool_chars, system=self.system,
+                                   history_hours=self.history_hours)
+        self.session.start(observation)
+        self.status = "running"
+        self._t0 = time.perf_counter()
+        self.trace = {
+            "trace_version": TRACE_VERSION, "trace_id": uuid.uuid4().hex, "policy": self.name, "backend": self.backend,
+            "settings": self.describe(), "native_tools": self.native_tools, "tools": list(self.session.tools),
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "case_id": None,
+            "agent_status": "running", "agent_status_detail": None, "replies": [], "messages": None, "steps": None,
+            "record": None, "score": None, "final_plan": None,
+        }
+        self._flushed = False
+
+    def _abandon(self, status: str, detail: str) -> dict:
+        self.status = status
+        if self.trace is not None:
+            self.trace["agent_status"], self.trace["agent_status_detail"] = status, detail[:2000]
+        action = {"tool": "abstain", "args": {"reason": f"{status}: {detail}"[:500]}}
+        if self.session is not None:
+            self.session.steps.append({"turn": self.session.turns, "source": "agent", "kind": "abandon", "action": action,
+                                       "error": {"code": status, "message": detail[:2000]}, "env_result": None,
+                                       "calls_left": None, "budget_left": None})
+        return action
+
+    def _last_submit(self) -> Any:
+        for step in reversed(self.session.steps if self.session else []):
+            if step["action"].get("tool") == "submit":
+                return step["action"].get("args")
+        return None
+
+    def _flush(self) -> None:
+        if self._flushed or self.trace is None or self.session is None:
+            return
+        self._flushed = True
+        t = self.trace
+        if t["agent_status"] == "running":
+            t["agent_status"] = self.status
+        t["settings"] = self.describe()  # refreshed: a lazily loaded backend knows more now
+        t["messages"] = self.session.messages
+        t["steps"] = self.session.steps
+        t["turns"] = self.session.turns
+        t["wall_s"] = round(time.perf_counter() - self._t0, 3)
+        usage: dict[str, int] = {}
+        for r in t["replies"]:
+            for k, v in (r.get("usage") or {}).items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    usage[k] = usage.get(k, 0) + v
+        t["usage"] = usage
+        if self.trace_out:
+            append_jsonl(self.trace_out, t)
+
+
+def _reply_json(turn: int, reply: ModelReply) -> dict:
+    out = {"turn": turn, "content": reply.content, "finish_reason": reply.finish_reason,
+           "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]}
+    if reply.reasoning:
+        out["reasoning"] = reply.reasoning
+    out.update(reply.meta or {})
+    return out
+
+
+class LLMAgentFactory(dict):
+    """A picklable, JSON-serialisable zero-argument factory of LLM agents (``fwgym evaluate --agent``).
+
+    It is a ``dict`` ``{"kind": "openai" | "transformers", **constructor kwargs}`` (so run metadata can
+    record it as JSON; it never holds credentials) and calling it builds a fresh agent.
+
+    Raises:
+        ValueError: unknown kind (when called).
+    """
+
+    def __call__(self):
+        kwargs = {k: v for k, v in self.items() if k != "kind"}
+        kind = self.get("kind")
+        if kind == "openai":
+            from fwgym.agents.openai_agent import OpenAIChatAgent
+
+            return OpenAIChatAgent(**kwargs)
+        if kind == "transformers":
+            from fwgym.agents.transformers_agent import TransformersChatAgent
+
+            return TransformersChatAgent(**kwargs)
+        raise ValueError(f"unknown LLM agent kind {kind!r}; expected 'openai' or 'transformers'")
+
+
+__all__ = ["ChatAgent", "ContextExhausted", "BackendUnavailable", "LLMRequestError", "LLMAgentFactory",
+           "append_jsonl", "read_traces", "TRACE_VERSION"]

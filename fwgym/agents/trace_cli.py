@@ -1,0 +1,159 @@
+"""``fwgym show-trace FILE``: print LLM-agent traces (JSONL, one episode per line) as readable transcripts.
+
+Usage::
+
+    fwgym show-trace results/test/traces.jsonl --list          # one line per episode
+    fwgym show-trace results/test/traces.jsonl --case elec-PJM-2024-02-11-day_ahead
+    fwgym show-trace traces.jsonl --episode 0 --full           # no truncation of long messages
+
+The function :func:`main` takes the arguments after ``show-trace``; :func:`add_arguments` and
+:func:`run` let a parent parser host the subcommand.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence, TextIO
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``show-trace``."""
+    p.add_argument("file", help="a traces JSONL file (fwgym evaluate --agent openai|transformers writes <out>/traces.jsonl)")
+    p.add_argument("--list", action="store_true", help="one summary line per episode")
+    p.add_argument("--case", default=None, help="only episodes of this case id")
+    p.add_argument("--policy", default=None, help="only episodes of this policy")
+    p.add_argument("--episode", type=int, default=None, help="only the N-th episode of the file (0-based, after filters)")
+    p.add_argument("--full", action="store_true", help="do not truncate long messages")
+    p.add_argument("--max-chars", type=int, default=800, help="truncate each message to this many characters (default 800)")
+    p.add_argument("--no-system", action="store_true", help="omit the system message")
+
+
+def _short(text: Any, limit: int | None) -> str:
+    s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    if limit is not None and len(s) > limit:
+        return s[: max(0, limit - 40)] + f" ...[{len(s) - limit + 40} more characters]"
+    return s
+
+
+def _fmt_num(v: Any, spec: str) -> str:
+    return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+
+def summary_line(i: int, t: dict) -> str:
+    """One line: index, policy, case, env status, agent status, valid, S, loss, credits, calls, turns."""
+    sc = t.get("score") or {}
+    return (f"[{i}] {t.get('policy')} | case {t.get('case_id') or '?'} | status {sc.get('status', '-')} "
+            f"| agent {t.get('agent_status')} | valid {sc.get('valid', '-')} | S {_fmt_num(sc.get('S'), '.4f')} "
+            f"| loss {_fmt_num(sc.get('loss'), '.5f')} | credits {_fmt_num(sc.get('credits'), ',')} "
+            f"| calls {sc.get('calls', '-')} | turns {t.get('turns', '-')} | {_fmt_num(t.get('wall_s'), '.1f')} s")
+
+
+def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -> str:
+    """A readable transcript of one trace record."""
+    lines = ["=" * 100]
+    st = t.get("settings") or {}
+    lines.append(f"policy {t.get('policy')}  backend {t.get('backend')}  case {t.get('case_id') or '?'}  started {t.get('started')}")
+    shown = {k: v for k, v in st.items() if v is not None}
+    if shown:
+        lines.append("settings " + json.dumps(shown, ensure_ascii=False))
+    sc = t.get("score") or {}
+    lines.append(f"env status {sc.get('status', '-')}  valid {sc.get('valid', '-')}  S {_fmt_num(sc.get('S'), '.4f')}  "
+                 f"R {_fmt_num(sc.get('R'), '.4f')}  loss {_fmt_num(sc.get('loss'), '.5f')}  floor {_fmt_num(sc.get('floor'), '.5f')}  "
+                 f"credits {sc.get('credits', '-')}  calls {sc.get('calls', '-')}")
+    lines.append(f"agent status {t.get('agent_status')}" + (f" ({t['agent_status_detail']})" if t.get("agent_status_detail") else "")
+                 + f"  turns {t.get('turns', '-')}  wall {_fmt_num(t.get('wall_s'), '.1f')} s  usage {json.dumps(t.get('usage') or {})}")
+    if sc.get("reason"):
+        lines.append(f"reason: {sc['reason']}")
+    fp = t.get("final_plan") or {}
+    if fp.get("levels"):
+        lines.append("final plan (levels): " + ", ".join(f"{x:g}" for x in fp["levels"]))
+    replies = {r.get("turn"): r for r in t.get("replies") or []}
+    steps = t.get("steps") or []
+    lines.append("-" * 100)
+    turn = 0
+    for m in t.get("messages") or []:
+        role = m.get("role")
+        if role == "system" and not system:
+            continue
+        if role == "assistant":
+            turn += 1
+            r = replies.get(turn, {})
+            extra = []
+            if r.get("finish_reason"):
+                extra.append(f"finish {r['finish_reason']}")
+            if r.get("latency_s") is not None:
+                extra.append(f"{r['latency_s']} s")
+            if (r.get("attempts") or 1) > 1:
+                extra.append(f"{r['attempts']} attempts")
+            lines.append(f"[assistant #{turn}]" + (f" ({', '.join(extra)})" if extra else ""))
+            if r.get("reasoning"):
+                lines.append("  (reasoning) " + _short(r["reasoning"], max_chars).replace("\n", "\n  "))
+            if m.get("content"):
+                lines.append("  " + _short(m["content"], max_chars).replace("\n", "\n  "))
+            for tc in m.get("tool_calls") or []:
+                fn = tc.get("function", {})
+                lines.append(f"  -> tool call {fn.get('name')}({_short(fn.get('arguments'), max_chars)})  id {tc.get('id')}")
+            for s in steps:
+                if s.get("turn") == turn and s.get("source") != "native":
+                    if s.get("kind") == "error":
+                        lines.append(f"  !! not used: {s['error']['code']}")
+                    elif s.get("kind") == "answer":
+                        lines.append("  -> answer: submit")
+                    else:
+                        lines.append(f"  -> tool call {s['action'].get('tool')}({_short(s['action'].get('args'), max_chars)}) [JSON in text]")
+        elif role == "tool":
+            lines.append(f"[tool result {m.get('tool_call_id')}]")
+            lines.append("  " + _short(m.get("content"), max_chars).replace("\n", "\n  "))
+        else:
+            # the system message and the case message are long: allow them 4x the limit
+            limit = max_chars * 4 if max_chars is not None and turn == 0 else max_chars
+            lines.append(f"[{role}]")
+            lines.append("  " + _short(m.get("content"), limit).replace("\n", "\n  "))
+    for s in steps:
+        if s.get("kind") == "abandon":
+            lines.append(f"[agent] abandoned the episode: {s['error']['code']}: {_short(s['error']['message'], max_chars)}")
+    return "\n".join(lines)
+
+
+def run(args, out: TextIO | None = None) -> int:
+    """Run the subcommand on parsed ``args``; returns the exit code."""
+    from fwgym.agents.chat_agent import read_traces
+
+    out = out or sys.stdout
+    try:
+        traces = read_traces(args.file)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"fwgym show-trace: error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"fwgym show-trace: error: {exc}", file=sys.stderr)
+        return 2
+    sel = [(i, t) for i, t in enumerate(traces)
+           if (args.case is None or t.get("case_id") == args.case) and (args.policy is None or t.get("policy") == args.policy)]
+    if args.episode is not None:
+        if not 0 <= args.episode < len(sel):
+            print(f"fwgym show-trace: error: --episode {args.episode} out of range (0..{len(sel) - 1})", file=sys.stderr)
+            return 2
+        sel = [sel[args.episode]]
+    if not sel:
+        print(f"fwgym show-trace: no episodes match ({len(traces)} in {args.file})", file=sys.stderr)
+        return 1
+    if args.list:
+        for i, t in sel:
+            print(summary_line(i, t), file=out)
+        return 0
+    for _, t in sel:
+        print(render_trace(t, max_chars=None if args.full else args.max_chars, system=not args.no_system), file=out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``fwgym show-trace`` (``argv`` = the arguments after ``show-trace``)."""
+    p = argparse.ArgumentParser(prog="fwgym show-trace", description="print LLM-agent traces as readable transcripts")
+    add_arguments(p)
+    return run(p.parse_args(None if argv is None else list(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""One-call construction of the RL environment (issue 5): :func:`make_rl_env`.
+
+Single env::
+
+    from fwgym.wrappers import make_rl_env
+    env = make_rl_env(domain="all", split="train")          # MacroActionWrapper, Box(403,) -> Discrete(12)
+
+Vector envs (each sub-env gets its own seed ``seed + i`` at the first ``reset(seed=seed)``; later
+resets continue each env's own generator, so case streams are distinct and reproducible)::
+
+    import gymnasium as gym
+    from functools import partial
+    venv = gym.vector.SyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)])
+    venv = gym.vector.AsyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)],
+                                     shared_memory=False)   # shared_memory=False is required for the raw Text obs;
+                                                            # harmless for the numeric wrappers
+    venv = gym.make_vec("FWBench-v0", num_envs=4, vectorization_mode="async", split="train", reward="dense",
+                        vector_kwargs={"shared_memory": False}, wrappers=[MacroActionWrapper])
+
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+    venv = make_vec_env(make_rl_env, n_envs=4, seed=0, vec_env_cls=SubprocVecEnv, env_kwargs={"split": "train"})
+
+Scripts that use subprocess vector envs need an ``if __name__ == "__main__":`` guard.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import gymnasium as gym
+
+from fwgym.data import DOMAINS
+from fwgym.wrappers.features import FeatureObservation
+from fwgym.wrappers.macro import MacroActionWrapper
+
+VARIANTS = ("macro", "sequential", "features")
+
+
+def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead: str | None = None,
+                variant: str = "macro", reward: str = "dense", features: str | Sequence[str] = "all",
+                cycle_hire_stations: str = "all", **env_kwargs) -> gym.Env:
+    """The FWBench decision env wrapped for RL.
+
+    Args:
+        domain: ``"all"`` (both domains, each drawn half the time as in ``FWBench-v0``),
+            ``"electricity"``, ``"cycle_hire"`` or a sequence of them.
+        split: ``"train"`` (default; train policies here), ``"dev"`` or ``"test"``.
+        lead: ``None`` (both), ``"day_ahead"`` or ``"week_ahead"``.
+        variant: ``"macro"`` (:class:`~fwgym.wrappers.macro.MacroActionWrapper`, Discrete(12), one step
+            per episode), ``"sequential"`` (:class:`~fwgym.wrappers.macro.SequentialMacroWrapper`,
+            Discrete(28)) or ``"features"`` (:class:`~fwgym.wrappers.features.FeatureObservation`:
+            numeric observations, JSON tool-call actions).
+        reward: the inner env's reward mode, ``"dense"`` (default: purchases pay ``-0.5*c/B`` when
+            made, the submission ``-0.5*R``; the episode sum is ``-S``) or ``"terminal"``.
+        cycle_hire_stations: ``"all"`` (default: every station of the split; the train split has
+            100) or ``"busiest"``: only the 20 stations the dev and test splits use
+            (:func:`fwgym.cases.busiest_stations`, chosen on train-period departures), so a policy
+            trains on the station population it is evaluated on.
+        **env_kwargs: further :class:`~fwgym.envs.fwbench.FWBenchEnv` arguments (budget,
+            max_calls, tools, case_ids, models, forecasters, sigma ...).
+
+    Returns:
+        the wrapped env (observation ``Box(n,)`` float32).
+
+    Raises:
+        ValueError: unknown variant or feature set, or any :class:`~fwgym.envs.fwbench.FWBenchEnv` argument error.
+    """
+    from fwgym.envs.fwbench import FWBenchEnv
+
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+    if cycle_hire_stations not in ("all", "busiest"):
+        raise ValueError(f"cycle_hire_stations must be 'all' or 'busiest', got {cycle_hire_stations!r}")
+    domains = tuple(DOMAINS) if domain == "all" else domain
+    domains = (domains,) if isinstance(domains, str) else tuple(domains)
+    if cycle_hire_stations == "busiest" and "cycle_hire" in domains:
+        from fwgym.cases import build_cases, busiest_stations
+
+        keep = set(busiest_stations())
+        wanted = set(env_kwargs.pop("case_ids")) if env_kwargs.get("case_ids") is not None else None
+        env_kwargs["case_ids"] = [c.case_id for d in domains if d in DOMAINS for c in build_cases(d, split)
+                                  if (d != "cycle_hire" or c.series_id in keep) and (wanted is None or c.case_id in wanted)]
+    env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)
+    if variant == "features":
+        return FeatureObservation(env, features=features)
+    return MacroActionWrapper(env, variant=variant, features=features)

