@@ -22,12 +22,13 @@ class SeasonalEmpirical(QuantileForecaster):
     revision = "v1"
 
     def _predict(self, context: np.ndarray, horizon: int) -> np.ndarray:
-        n = len(context)
-        out = np.empty((horizon, len(QUANTILE_LEVELS)))
         steps = np.arange(1, horizon + 1)
-        # position in the context of the most recent value in phase with step j: n - 1 + j - 168*k
-        last = n - 1 + steps - WEEK * np.ceil(steps / WEEK).astype(int)
-        for j in range(horizon):
-            vals = context[last[j] :: -WEEK]
-            out[j] = np.quantile(vals, QUANTILE_LEVELS, method="inverted_cdf")
+        # position in the context of the most recent value in phase with step j: n - 1 + j - 168*ceil(j/168)
+        last = len(context) - 1 + steps - WEEK * np.ceil(steps / WEEK).astype(np.int64)
+        counts = last // WEEK + 1  # values in phase; at most two distinct counts
+        out = np.empty((horizon, len(QUANTILE_LEVELS)))
+        for c in np.unique(counts):
+            rows = np.flatnonzero(counts == c)
+            vals = context[last[rows, None] - WEEK * np.arange(c)[None, :]]
+            out[rows] = np.quantile(vals, QUANTILE_LEVELS, axis=1, method="inverted_cdf").T
         return out

@@ -9,7 +9,6 @@ from gymnasium.utils.env_checker import check_env
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*different from the unwrapped")
 
-import fwgym
 from fwgym.cases import get_case
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.classical import CLASSICAL_METHODS
