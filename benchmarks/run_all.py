@@ -4,7 +4,7 @@
     python benchmarks/run_all.py --quick    # smoke test
 
 Steps: the optimizer self-check (NumPy reference == fwgym, quick mode), the optimizer benchmark,
-the env benchmark. Each runs in its own interpreter (so first-call and import figures are clean);
+the env benchmark, memory, forecast adapters, RL wrappers. Each runs in its own interpreter (so first-call and import figures are clean);
 the exit status is non-zero if any step fails.
 """
 from __future__ import annotations
@@ -28,6 +28,9 @@ def main(argv=None) -> int:
         ("optimizer self-check", [HERE / "bench_optimizer.py", "--check", "--quick"]),
         ("optimizer benchmark", [HERE / "bench_optimizer.py", *quick]),
         ("env benchmark", [HERE / "bench_env.py", *quick]),
+        ("memory", [HERE / "bench_memory.py"]),
+        ("forecast adapters", [HERE / "bench_forecasters.py"]),
+        ("RL wrappers and PPO", [HERE / "bench_rl.py", *quick]),
     ]
     failed = []
     t0 = time.perf_counter()

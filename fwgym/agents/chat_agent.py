@@ -24,6 +24,8 @@ Credentials are never part of a trace.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import time
@@ -108,6 +110,8 @@ class ChatAgent:
         text_tool_calls: also accept JSON tool calls in reply text.
         tools: the env's tool names (default: read from the context).
         max_tool_chars: truncate tool results longer than this in the chat (``None``: never).
+        max_reply_chars: truncate model replies longer than this (default 100,000 characters) and append a
+            notice saying so; the truncated text is what the harness parses and what the trace keeps.
         max_turns: safety bound on model replies per episode (default ``2 * calls + 4``).
         trace_out: JSONL file to append one trace per episode to (``None``: no file; the last
             episode's trace is still in :attr:`trace`).
@@ -126,12 +130,15 @@ class ChatAgent:
     def __init__(self, name: str, *, native_tools: bool = True, text_tool_calls: bool = True,
                  tools: Sequence[str] | None = None, max_tool_chars: int | None = None, max_turns: int | None = None,
                  trace_out: str | os.PathLike | None = None, system: str | None = None,
-                 history_hours: int | None = None):
+                 history_hours: int | None = None, max_reply_chars: int = 100_000):
         self.name = str(name)
         self.native_tools = bool(native_tools)
         self.text_tool_calls = bool(text_tool_calls)
         self.tools = tuple(tools) if tools is not None else None
         self.max_tool_chars = max_tool_chars
+        if not isinstance(max_reply_chars, int) or max_reply_chars < 100:
+            raise ValueError(f"max_reply_chars must be an integer >= 100, got {max_reply_chars!r}")
+        self.max_reply_chars = max_reply_chars
         self.max_turns = max_turns
         self.trace_out = str(trace_out) if trace_out is not None else None
         self.system = system
@@ -185,6 +192,12 @@ class ChatAgent:
             return self._abandon("context_exhausted", str(exc))
         except BackendUnavailable as exc:
             return self._abandon("backend_error", str(exc))
+        if reply.content and len(reply.content) > self.max_reply_chars:
+            n = len(reply.content)
+            reply = dataclasses.replace(
+                reply, content=reply.content[: self.max_reply_chars]
+                + f"\n[fwgym: reply truncated from {n} to {self.max_reply_chars} characters]",
+                meta={**reply.meta, "truncated_from_chars": n})
         self.trace["replies"].append(_reply_json(s.turns + 1, reply))
         s.add_reply(reply)
         return self._hand(s.next_action())

@@ -241,15 +241,18 @@ ADVERSARIAL = [
 ]
 
 
+@pytest.mark.parametrize("suite", [{}, {"scenarios": True}, {"scenarios": True, "task": "forecast"}],
+                         ids=["decision", "context", "forecast"])
 @pytest.mark.parametrize("case_id", [CASE, "elec-ERCO-2024-02-27-week_ahead", "cycle-14-2015-10-05-day_ahead"])
-def test_no_value_at_or_after_cutoff_reaches_the_agent(case_id):
+def test_no_value_at_or_after_cutoff_reaches_the_agent(case_id, suite):
     domain = "cycle_hire" if case_id.startswith("cycle") else "electricity"
-    e = FWBenchEnv(domain)
+    e = FWBenchEnv(domain, **suite)
     obs, info = e.reset(options={"case_id": case_id})
     case = e.episode.case
     future = case.series.window(case.as_of - 2, case.target_start + 24 - (case.as_of - 2))
     history_vals = set(np.asarray(case.history, dtype=float).tolist())
-    secret = {float(v) for v in future if v not in history_vals and v != 0}
+    scored = e.episode.target()  # the (scenario-transformed) target the episode is scored on
+    secret = {float(v) for v in np.concatenate([future, scored]) if v not in history_vals and v != 0}
     assert secret, "probe needs values that are not also in the history"
     seen = _numbers(obs["context"])
     for a in ADVERSARIAL + [{"tool": "classical_plan", "args": {"method": m}} for m in fwgym.forecasters.CLASSICAL_METHODS]:

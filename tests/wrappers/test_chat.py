@@ -307,3 +307,15 @@ def test_session_guards():
     assert s.next_action() == {"tool": REPLY_ERROR_TOOL, "args": {}}
     with pytest.raises(RuntimeError):
         s.next_action()
+
+
+def test_oversized_reply_is_truncated_with_a_notice(env, case_id, tmp_path):
+    huge = "x" * 5000 + '{"tool": "catalog"}'
+    agent = ScriptedChatAgent([huge, ContextExhausted("stop")], max_reply_chars=1000, trace_out=tmp_path / "t.jsonl")
+    rec = run_episode(env, agent, options={"case_id": case_id}).record
+    t = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+    reply = json.dumps(t["replies"][0])
+    assert "reply truncated from 5019 to 1000 characters" in reply and "x" * 1001 not in reply
+    assert rec["calls"] == 1  # the truncated reply holds no usable action: one wasted call
+    with pytest.raises(ValueError):
+        ScriptedChatAgent([], max_reply_chars=5)
