@@ -249,11 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--reference", default=None,
                     help="policy of the paired bootstrap intervals (default: hour_of_day_empirical when present; "
                          "'none' for no intervals)")
-    from fwgym.report.build import DEFAULT_EPISODE_PAGES
-
-    rp.add_argument("--episodes", type=_episodes, default=DEFAULT_EPISODE_PAGES,
-                    help=f"episode pages per policy: the worst, best and random by S (default {DEFAULT_EPISODE_PAGES}), "
-                         "or 'all'")
+    rp.add_argument("--episodes", type=_episodes, default=6,  # = fwgym.report.DEFAULT_EPISODE_PAGES (not imported here)
+                    help="episode pages per policy: the worst, best and random by S (default 6), or 'all'")
     rp.add_argument("--hours", type=int, default=168, help="hours of visible history in episode charts (default 168)")
     rp.add_argument("--n-boot", type=int, default=10_000, help="bootstrap draws (default 10,000)")
     rp.add_argument("--seed", type=int, default=1701, help="bootstrap seed (default 1701)")

@@ -84,7 +84,8 @@ def _points(records: Sequence[dict]) -> list[dict]:
 
 
 def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None = None,
-                  budget: float = BUDGET, agents: Sequence[str] = (), n_lines: int = 6) -> Path:
+                  budget: float = BUDGET, agents: Sequence[str] = (), n_lines: int = 6,
+                  domain_panels: bool = True) -> Path:
     """Loss-credits frontier of result records.
 
     Args:
@@ -95,6 +96,7 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         budget: B of the score (credits term), default 113,726.
         agents: policy names to draw as agents (purple triangles) rather than by name pattern.
         n_lines: number of equal-S lines per panel.
+        domain_panels: add one panel per domain when several are present (``False``: the all-cases panel only).
 
     Returns:
         The path written.
@@ -107,8 +109,8 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
     p = _check_path(path)
     check_result_set(records)
     domains = sorted({r["domain"] for r in records})
-    panels = [("all cases", list(records))] + ([(d, [r for r in records if r["domain"] == d]) for d in domains]
-                                               if len(domains) > 1 else [])
+    panels = [("all cases" if len(domains) > 1 else domains[0], list(records))] + ([(d, [r for r in records if r["domain"] == d]) for d in domains]
+                                               if len(domains) > 1 and domain_panels else [])
     fig = _figure(6.2 * len(panels), 5.4)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     handles = {}
