@@ -35,13 +35,15 @@ def cmd_evaluate(args) -> int:
         policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
         for policy, reason in skipped.items():
             print(f"skipping policy {policy}: {reason}", file=sys.stderr)
+    suffix = "" if args.suite == "decision" else f"-{args.suite}"
+    out = Path(args.out or f"results/{args.split}{suffix}")
+    if (out / "results.jsonl").exists():
+        print(f"note: {out}/ already holds results; they will be replaced (use --out to keep both)", file=sys.stderr)
     t0 = time.perf_counter()
     records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
                        workers=args.workers, progress=not args.no_progress, env_kwargs=SUITES[args.suite],
                        backend=args.backend, ray_address=args.ray_address)
     elapsed = time.perf_counter() - t0
-    suffix = "" if args.suite == "decision" else f"-{args.suite}"
-    out = Path(args.out or f"results/{args.split}{suffix}")
     labels = list(dict.fromkeys(r["policy"] for r in records))
     meta = run_meta(args.split, labels, args.workers)
     meta.update({"suite": args.suite, "backend": args.backend})

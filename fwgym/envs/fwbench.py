@@ -123,8 +123,7 @@ class FWBenchEnv(gym.Env):
         unknown = [t for t in tools if t not in REGISTRY]
         if unknown:
             raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
-        if "submit" not in tools:
-            tools += ("submit",)
+        tools += tuple(t for t in ("submit", "abstain") if t not in tools)  # always available
         models = tuple(PRICED_MODELS if models is None else models)
         bad_models = [m for m in models if m not in PRICED_MODELS]
         if bad_models:
@@ -225,7 +224,8 @@ class FWBenchEnv(gym.Env):
             if self.call_limit == TERMINATE:
                 ep.calls += 1
                 ep.tool_counts[name] += 1
-                return self._terminate("call_limit_exceeded", f"call {ep.calls} exceeds the limit of {ep.max_calls} tool calls")
+                return self._terminate("call_limit_exceeded", f"call {ep.calls} exceeds the limit of {ep.max_calls} tool calls",
+                                       tool=name)
             res = {"tool": name, "ok": False, "error": {"code": "call_limit", "message": f"the limit of {ep.max_calls} tool calls is reached; only submit is accepted"}}
             return self._observation(result_json(res)), 0.0, False, False, self._info()
         spent_before = ep.spent
@@ -246,7 +246,7 @@ class FWBenchEnv(gym.Env):
                 ep.calls += 1
         reward = -0.5 * (ep.spent - spent_before) / self.budget if self.reward_mode == "dense" and self.budget else 0.0
         if ep.abstain_reason is not None:
-            return self._terminate("abstained", ep.abstain_reason)
+            return self._terminate("abstained", ep.abstain_reason, tool="abstain")
         if ep.submission is not None:
             obs, r, term, trunc, info = self._terminate("submitted", "")
             return obs, r + reward, term, trunc, info
@@ -285,7 +285,7 @@ class FWBenchEnv(gym.Env):
         ep = self.episode
         return {"case_id": ep.case.case_id, "calls": ep.calls, "credits": ep.spent, "budget_left": ep.budget_left}
 
-    def _terminate(self, status: str, reason: str):
+    def _terminate(self, status: str, reason: str, tool: str = "submit"):
         ep = self.episode
         case = ep.case
         valid = status == "submitted" and ep.submission is not None
@@ -308,8 +308,8 @@ class FWBenchEnv(gym.Env):
                             "levels": [float(x) for x in ep.submission.levels] if valid else None})
             reward = -0.5 * r if self.reward_mode == "dense" else -s
         self._outcome = outcome
-        result = {"tool": "submit", "ok": valid, "result": {"status": status}} if valid else {
-            "tool": "submit", "ok": False, "error": {"code": status, "message": reason}}
+        result = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
+            "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
         info = {**self._info(), **self._outcome}
         return self._observation(result_json(result)), float(reward), True, False, info
 

@@ -72,7 +72,9 @@ from fwgym.wrappers.features import (
 #: the longest replay horizon used by ``replay:<model>`` entries
 REPLAY_MAX_HORIZON = 168
 #: an off-grid plan: submitting it ends the episode as invalid (protocol invalid-plan loss)
-INVALID_SUBMIT: dict = {"tool": "submit", "args": {"levels": [0.0] * 8}}
+def _give_up(reason: str) -> dict:
+    """End the episode invalid through the env's ``abstain`` tool, saying why."""
+    return {"tool": "abstain", "args": {"reason": reason}}
 
 FINAL_KINDS = ("plan_submit", "buy_plan_submit")
 INFO_KINDS = ("inspect", "replay", "buy")
@@ -184,7 +186,7 @@ class MacroProgram:
 
     Args:
         entry: the chosen :class:`MacroEntry`.
-        valid: its mask value when chosen; an invalid choice only ever emits :data:`INVALID_SUBMIT`.
+        valid: its mask value when chosen; an invalid choice only ever emits an ``abstain`` call.
     """
 
     def __init__(self, entry: MacroEntry, valid: bool):
@@ -200,16 +202,17 @@ class MacroProgram:
     def next_call(self, tracker: EpisodeTracker) -> dict | None:
         """The next tool call, or ``None`` when an information entry has finished.
 
-        A final entry always ends with a ``submit``: its plan, or :data:`INVALID_SUBMIT` when a
-        step failed (never a different plan).
+        A final entry always ends with a ``submit`` of its plan, or with an ``abstain`` (episode
+        invalid, reason given) when the entry was masked or a step failed (never a different plan).
         """
         if not self.valid:
-            return INVALID_SUBMIT
+            return _give_up(f"masked macro entry {self.entry.name!r} chosen (unavailable, unaffordable or not allowed)")
         k, t = self.entry.kind, self.entry.target
         if k == "plan_submit":
             if t in tracker.plans:
                 return _submit(tracker.plans[t]["decisions"])
-            return {"tool": "classical_plan", "args": {"method": t}} if self._once("plan") else INVALID_SUBMIT
+            return ({"tool": "classical_plan", "args": {"method": t}} if self._once("plan")
+                    else _give_up(f"macro entry {self.entry.name!r}: classical_plan failed"))
         if k == "inspect":
             return {"tool": "classical_plan", "args": {"method": t}} if self._once("plan") else None
         if k == "replay":
@@ -223,7 +226,7 @@ class MacroProgram:
                 return _forecast_call(tracker, t)
         elif self._once("plan"):
             return {"tool": "plan", "args": {"forecast_id": tracker.bought[t]}}
-        return INVALID_SUBMIT if k == "buy_plan_submit" else None
+        return _give_up(f"macro entry {self.entry.name!r}: the forecast or its plan failed") if k == "buy_plan_submit" else None
 
 
 class MacroController:

@@ -144,7 +144,8 @@ def test_masked_choice_ends_invalid_without_fallback_or_charge():
     env.reset(options={"case_id": DAY})
     assert not env.action_masks()[8]
     x, r, term, trunc, info = env.step(8)  # seasonal_empirical is unaffordable at 500 credits
-    assert term and not info["valid"] and info["status"] == "invalid_submission"
+    assert term and not info["valid"] and info["status"] == "abstained"
+    assert "masked macro entry 'buy_plan_submit:seasonal_empirical'" in info["reason"]
     assert info["credits"] == 0 and "forecast" not in info["tool_counts"] and "classical_plan" not in info["tool_counts"]
     assert info["R"] > 5 and r == pytest.approx(-info["S"])
 
