@@ -16,6 +16,7 @@ scorer: there is no second copy of the formula in fwgym.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,7 +131,7 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
         v = np.broadcast_to(v, (TARGET_HOURS, v.shape[0]))
     if v.ndim != 2 or v.shape[0] != TARGET_HOURS or v.shape[1] == 0:
         raise ValueError(f"values must have shape (24, K) or (K,) with K >= 1, got {np.shape(values)}")
-    if not np.isfinite(v).all():
+    if not _all_finite(v):
         raise ValueError("values must be finite")
     if weights is None:
         w = np.full((1, v.shape[1]), 1.0 / v.shape[1])
@@ -153,15 +154,32 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
     return v, w
 
 
+@njit(cache=True, nogil=True)
+def _all_finite(a):  # pragma: no cover - compiled
+    for x in a.flat:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _nonneg_finite(a):  # pragma: no cover - compiled
+    for x in a.flat:
+        if not (np.isfinite(x) and x >= 0.0):
+            return False
+    return True
+
+
 def _check_scale_shortage(scale: float, shortage: np.ndarray) -> np.ndarray:
-    if not (np.isfinite(scale) and scale > 0):
+    scale = float(scale)
+    if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
-    s = np.asarray(shortage, dtype=np.float64)
+    s = shortage if type(shortage) is np.ndarray and shortage.dtype == np.float64 else np.asarray(shortage, dtype=np.float64)
     if not s.flags.writeable:
         s = s.copy()
     if s.shape != (TARGET_HOURS,):
         raise ValueError(f"shortage weights must have shape (24,), got {s.shape}")
-    if not np.isfinite(s).all() or s.min() < 0:
+    if not _nonneg_finite(s):
         raise ValueError("shortage weights must be finite and >= 0")
     return s
 
