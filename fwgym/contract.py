@@ -63,13 +63,17 @@ def shortage_weights(target_weekday: int) -> np.ndarray:
     return np.repeat(np.asarray(pattern, dtype=np.float64), 6)
 
 
-class PlanError(ValueError):
-    """A submitted plan is invalid. ``code`` is a stable machine-readable reason."""
+class CodedError(Exception):
+    """Base of fwgym's agent-facing errors: a stable machine-readable ``code`` and a ``message``."""
 
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class PlanError(CodedError, ValueError):
+    """A submitted plan is invalid. ``code`` is a stable machine-readable reason."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import numpy as np
 from fwgym.cases import HISTORY_HOURS, Case
 from fwgym.contract import (
     ALPHA,
+    CodedError,
     DECISION_IDS,
     GRID,
     RAMP,
@@ -45,13 +46,8 @@ MAX_CALLS = 12
 MAX_ACTION_CHARS = 100_000
 
 
-class ToolError(Exception):
+class ToolError(CodedError):
     """A refused or failed tool call; becomes ``{"error": {"code", "message"}}`` in the result."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

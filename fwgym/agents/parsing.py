@@ -74,7 +74,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from fwgym.contract import DECISION_IDS
+from fwgym.contract import DECISION_IDS, CodedError
 
 #: A strict JSON number (RFC 8259): no sign ``+``, no leading zeros, no hex, no spaces.
 NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -91,18 +91,13 @@ _FORMAT_HINT = ('answer with one JSON object {"decisions": [{"decision_id": "b00
                 '{"decision_id": "b07", "value": <number>}]}')
 
 
-class AnswerError(ValueError):
+class AnswerError(CodedError, ValueError):
     """A reply (or a decisions payload) that cannot be used.
 
     Attributes:
         code: stable machine-readable reason, e.g. ``"ambiguous_candidates"``.
         message: explanation addressed to the model.
     """
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
