@@ -28,7 +28,7 @@ import numpy as np
 
 from fwgym.contract import TARGET_HOURS, shortage_weights
 from fwgym.data import load_series
-from fwgym.series import Series, datetime_to_hour, hour_to_iso, utc_weekday
+from fwgym.series import Series, datetime_to_hour, hour_to_iso
 
 HISTORY_HOURS = 336
 GAP_HOURS = 2  #: hours between the last visible hour and as_of (as_of-2h, as_of-1h are never visible)

@@ -134,7 +134,7 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
             f"Loss: mean over the 24 target hours of {ALPHA}*max(a-y,0) + w_h*max(y-a,0) with a and y divided by scale; "
             f"shortage weights w_h for this day: {', '.join(f'{w:g}' for w in case.shortage[::6])} for hours 0-5, 6-11, 12-17, 18-23.",
             f"Objective: minimise S = 0.5*((loss - best possible loss)/sigma + credits spent/{budget}).",
-            f"Submit with {{\"tool\": \"submit\", \"args\": {{\"decisions\": [{{\"decision_id\": \"b00\", \"value\": <capacity>}}, ...]}}}}.",
+            "Submit with {\"tool\": \"submit\", \"args\": {\"decisions\": [{\"decision_id\": \"b00\", \"value\": <capacity>}, ...]}}.",
         ]
     else:
         lines += [

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import math
 import os
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor

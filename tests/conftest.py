@@ -21,3 +21,33 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+# -- fixtures shared by the chat-wrapper and LLM-agent tests (modules may override them) -----------
+
+
+@pytest.fixture(scope="module")
+def env():
+    """A dev-split electricity decision env."""
+    from fwgym.envs.fwbench import FWBenchEnv
+
+    return FWBenchEnv("electricity", split="dev")
+
+
+@pytest.fixture(scope="module")
+def case_id(env):
+    return env.cases[0].case_id
+
+
+@pytest.fixture(scope="module")
+def plan_and_score(env, case_id):
+    """The hour-of-day plan of the case and the S of submitting it directly to the env."""
+    import json
+
+    env.reset(options={"case_id": case_id})
+    obs, *_ = env.step({"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}})
+    decisions = json.loads(obs["last_result"])["result"]["plan"]["decisions"]
+    env.reset(options={"case_id": case_id})
+    _, _, term, _, info = env.step({"tool": "submit", "args": {"decisions": decisions}})
+    assert term and info["valid"]
+    return decisions, info["S"]

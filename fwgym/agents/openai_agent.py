@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from fwgym.agents.chat_agent import BackendUnavailable, ChatAgent, ContextExhausted, LLMRequestError
 from fwgym.wrappers.chat import ModelReply, ToolRequest

@@ -29,7 +29,6 @@ from gymnasium import spaces
 
 from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case
 from fwgym.context import render_context
-from fwgym.contract import PlanError
 from fwgym.data import DOMAINS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, plan_loss

@@ -14,7 +14,6 @@ from fwgym.agents import run_episode  # noqa: E402
 from fwgym.agents import trace_cli  # noqa: E402
 from fwgym.agents.chat_agent import LLMAgentFactory, LLMRequestError, read_traces  # noqa: E402
 from fwgym.agents.openai_agent import DUMMY_API_KEY, OpenAIChatAgent, is_context_error  # noqa: E402
-from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
 
 METHOD = "hour_of_day_empirical"
 
@@ -102,27 +101,6 @@ def serve():
 
 
 # --- env fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def env():
-    return FWBenchEnv("electricity", split="dev")
-
-
-@pytest.fixture(scope="module")
-def case_id(env):
-    return env.cases[0].case_id
-
-
-@pytest.fixture(scope="module")
-def plan_and_score(env, case_id):
-    env.reset(options={"case_id": case_id})
-    obs, *_ = env.step({"tool": "classical_plan", "args": {"method": METHOD}})
-    decisions = json.loads(obs["last_result"])["result"]["plan"]["decisions"]
-    env.reset(options={"case_id": case_id})
-    _, _, term, _, info = env.step({"tool": "submit", "args": {"decisions": decisions}})
-    assert term and info["valid"]
-    return decisions, info["S"]
 
 
 def answer_text(decisions):

@@ -6,10 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import fwgym
 from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
-from fwgym.cases import build_cases
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.scoring import crps_quantiles, rcrps, rcrps_alpha

@@ -1,6 +1,5 @@
 """FWBenchEnv: registration, env checker, seeding, episode rules, rewards, leakage, fuzzing."""
 import json
-import math
 import re
 
 import gymnasium as gym
@@ -11,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fwgym
-from fwgym.cases import build_cases
 from fwgym.contract import GRID
 from fwgym.envs.fwbench import FWBenchEnv
 

@@ -42,28 +42,6 @@ class ScriptedChatAgent(ChatAgent):
         return ModelReply(content=item) if isinstance(item, str) else item
 
 
-@pytest.fixture(scope="module")
-def env():
-    return FWBenchEnv("electricity", split="dev")
-
-
-@pytest.fixture(scope="module")
-def case_id(env):
-    return env.cases[0].case_id
-
-
-@pytest.fixture(scope="module")
-def plan_and_score(env, case_id):
-    """The hour-of-day plan of the case and the S of submitting it directly."""
-    env.reset(options={"case_id": case_id})
-    obs, *_ = env.step({"tool": "classical_plan", "args": {"method": METHOD}})
-    decisions = json.loads(obs["last_result"])["result"]["plan"]["decisions"]
-    env.reset(options={"case_id": case_id})
-    _, _, term, _, info = env.step({"tool": "submit", "args": {"decisions": decisions}})
-    assert term and info["valid"]
-    return decisions, info["S"]
-
-
 def _answer(decisions):
     return json.dumps({"decisions": decisions})
 
