@@ -1,23 +1,31 @@
-"""Vectorised NumPy reference of :func:`fwgym.optimizer.optimal_plan` (benchmark baseline only).
+"""NumPy references of :func:`fwgym.optimizer.optimal_plan` (benchmark baselines only).
 
-This is *not* part of fwgym (DESIGN §4 keeps one optimizer there); it exists so the benchmarks can
-report a speed ratio against a straightforward NumPy implementation and cross-check the numba DP.
+These are *not* part of fwgym (DESIGN §4 keeps one optimizer there); they exist so the benchmarks
+can report speed ratios against NumPy implementations and cross-check the numba DP.
+
+Two DPs, same cost table:
+
+* :func:`optimal_plan_loops` - the straightforward NumPy DP: the textbook recurrence
+  ``V_b[j] = C_b[j] + min_{|i - j| <= 6} V_{b-1}[i]`` written as Python loops over blocks and
+  states, each state's window minimum taken with ``np.argmin`` on a slice of the previous values;
+* :func:`optimal_plan` - a vectorised DP: one fancy-indexed (33, 13) window matrix and one
+  ``np.argmin(axis=1)`` per block, no per-state Python loop.
 
 Same formula and tie-breaking as fwgym:
 
 * values clipped at 0, multiplied by ``1/scale`` (as the numba kernel does);
-* ``C[h, g] = sum_k w[h, k] * (ALPHA * (G_g - y)_+ + s_h * (y - G_g)_+)``;
+* ``C[h, g] = sum_k w[h, k] * (ALPHA * (G_g - y)_+ + s_h * (y - G_g)_+)`` (broadcast over a
+  (K, 24, 33) array, summed over the samples in index order);
 * block costs = sums of 3 consecutive hourly rows (summed in hour order);
 * exact forward DP over the 8 blocks, transitions of at most ``MAX_RAMP_STEPS`` grid steps,
   ties to the lowest index (``np.argmin`` returns the first minimum), then backtracking;
 * expected loss = minimal total / 24.
 
-Agreement: the cost table follows the formula literally (samples summed in index order, hours in
-block order). Up to fwgym commit 4790688 the numba kernel did exactly the same arithmetic and the
-two agreed bit for bit; since 9f12247 fwgym uses a sorted sweep (``alpha*(W*G - M) + s*(...)``), so
-tables and expected losses agree to ~1e-14 and an exact tie between plans of equal loss (these do
-occur, e.g. values on the grid, or 9 quantiles with shortage weight 1.5) may be broken differently
-by rounding. ``bench_optimizer.py --check`` checks this.
+Agreement: the numba kernel sums the same terms in the same order but groups the products as
+``w * (ALPHA * d)`` where NumPy computes ``(w * ALPHA) * d``, so tables and expected losses agree
+to ~1e-15 relative, and an exact tie between plans of equal loss (values on the grid, or 9
+quantiles with shortage weight 1.5) may be broken differently by rounding.
+``bench_optimizer.py --check`` checks all of this.
 """
 from __future__ import annotations
 
@@ -75,12 +83,40 @@ def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tupl
     return path, float(value[last])
 
 
+def solve_blocks_loops(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tuple[np.ndarray, float]:
+    """The same DP as :func:`solve_blocks`, written as loops over blocks and states (textbook form)."""
+    n_blocks, n_levels = block_cost.shape
+    value = block_cost[0].copy()
+    parent = np.zeros((n_blocks, n_levels), dtype=np.int64)
+    for b in range(1, n_blocks):
+        new = np.empty(n_levels)
+        for j in range(n_levels):
+            lo, hi = max(j - max_step, 0), min(j + max_step, n_levels - 1)
+            i = lo + int(np.argmin(value[lo:hi + 1]))
+            parent[b, j] = i
+            new[j] = value[i] + block_cost[b, j]
+        value = new
+    path = np.empty(n_blocks, dtype=np.int64)
+    path[-1] = int(np.argmin(value))
+    for b in range(n_blocks - 1, 0, -1):
+        path[b - 1] = parent[b, path[b]]
+    return path, float(value[path[-1]])
+
+
+def optimal_plan_loops(values, scale: float, shortage, weights=None) -> tuple[np.ndarray, float, np.ndarray]:
+    """Straightforward NumPy DP (:func:`solve_blocks_loops`): ``(indices (8,), expected_loss, cost (24, 33))``."""
+    cost = cost_table(values, scale, shortage, weights)
+    block = cost.reshape(N_BLOCKS, BLOCK_HOURS, _N_LEVELS).sum(axis=1)
+    path, total = solve_blocks_loops(block)
+    return path, total / TARGET_HOURS, cost
+
+
 def optimal_plan(values, scale: float, shortage, weights=None) -> tuple[np.ndarray, float, np.ndarray]:
-    """Optimal plan: ``(indices (8,), expected_loss, cost table (24, 33))``."""
+    """Vectorised NumPy DP: ``(indices (8,), expected_loss, cost table (24, 33))``."""
     cost = cost_table(values, scale, shortage, weights)
     block = cost.reshape(N_BLOCKS, BLOCK_HOURS, _N_LEVELS).sum(axis=1)
     path, total = solve_blocks(block)
     return path, total / TARGET_HOURS, cost
 
 
-__all__ = ["cost_table", "solve_blocks", "optimal_plan"]
+__all__ = ["cost_table", "solve_blocks", "solve_blocks_loops", "optimal_plan", "optimal_plan_loops"]

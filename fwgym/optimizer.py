@@ -31,7 +31,6 @@ from fwgym.contract import (
     N_BLOCKS,
     TARGET_HOURS,
     Plan,
-    plan_from_indices,
 )
 
 #: Quantile levels of every quantile forecast in fwgym.
@@ -41,52 +40,95 @@ QUANTILE_MASSES: np.ndarray = np.array([0.15] + [0.10] * 7 + [0.15])
 QUANTILE_MASSES.flags.writeable = False
 
 
+_GRID = np.array(GRID, dtype=np.float64)  # a writeable module-level copy, frozen into the kernels as a constant
+_N_LEVELS = _GRID.shape[0]
+
+# status codes of the compiled input checks (the Python wrappers turn them into ValueError)
+_OK, _BAD_VALUES, _BAD_SHORTAGE = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
-def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no cover - compiled
-    # literal summation of the formula (branch-free), O(G * K) per hour
+def _check_inputs(values, shortage):  # pragma: no cover - compiled
+    for x in values.flat:
+        if not np.isfinite(x):
+            return _BAD_VALUES
+    for x in shortage.flat:
+        if not (np.isfinite(x) and x >= 0.0):
+            return _BAD_SHORTAGE
+    return _OK
+
+
+@njit(cache=True, nogil=True)
+def _cost_table(values, weights, scale, shortage):  # pragma: no cover - compiled
+    # literal formula, summed over k in input order for every (h, g): cost[h, g] = ((0 + t_0) + t_1) + ...
+    # The loop over levels is innermost (independent lanes, SIMD-friendly, no branches).
     n_hours, n_samples = values.shape
-    n_levels = grid.shape[0]
-    out = np.empty((n_hours, n_levels))
+    out = np.zeros((n_hours, _N_LEVELS))
     inv = 1.0 / scale
     per_hour = weights.shape[0] > 1  # weights (24, K) or one row (1, K) shared by every hour
-    z = np.empty(n_samples)
     for h in range(n_hours):
         s_h = shortage[h]
         wr = h if per_hour else 0
+        row = out[h]
         for k in range(n_samples):
             y = values[h, k]
-            z[k] = (y if y > 0.0 else 0.0) * inv
-        for g in range(n_levels):
-            level = grid[g]
-            acc = 0.0
-            for k in range(n_samples):
-                d = level - z[k]
-                acc += weights[wr, k] * (alpha * max(d, 0.0) + s_h * max(-d, 0.0))
-            out[h, g] = acc
+            z = (y if y > 0.0 else 0.0) * inv
+            w_k = weights[wr, k]
+            for g in range(_N_LEVELS):
+                d = _GRID[g] - z
+                row[g] += w_k * (ALPHA * max(d, 0.0) + s_h * max(-d, 0.0))
     return out
 
 
 @njit(cache=True, nogil=True)
 def _solve_blocks(block_cost, max_step):  # pragma: no cover - compiled
+    # Forward DP; the minimum over the ramp window [j - max_step, j + max_step] of the previous
+    # block's values uses the van Herk / Gil-Werman running-minimum scheme (prefix and suffix minima
+    # over segments of the window width, O(L) per block instead of O(L * width)). Ties go to the
+    # lowest index: prefix scans keep the first minimum (<), suffix scans move left on ties (<=),
+    # and a suffix minimum (lower indices) wins a tie against a prefix minimum.
     n_blocks, n_levels = block_cost.shape
+    width = 2 * max_step + 1
     value = np.empty((n_blocks, n_levels))
     parent = np.zeros((n_blocks, n_levels), dtype=np.int64)
+    pre = np.empty(n_levels)
+    pre_i = np.empty(n_levels, dtype=np.int64)
+    suf = np.empty(n_levels)
+    suf_i = np.empty(n_levels, dtype=np.int64)
     for j in range(n_levels):
         value[0, j] = block_cost[0, j]
     for b in range(1, n_blocks):
-        for j in range(n_levels):
-            lo = j - max_step
-            if lo < 0:
-                lo = 0
-            hi = j + max_step
-            if hi > n_levels - 1:
-                hi = n_levels - 1
-            best = value[b - 1, lo]
-            arg = lo
-            for i in range(lo + 1, hi + 1):
-                if value[b - 1, i] < best:
-                    best = value[b - 1, i]
+        prev = value[b - 1]
+        for start in range(0, n_levels, width):
+            end = min(start + width, n_levels)
+            best = prev[start]
+            arg = start
+            for i in range(start, end):
+                if prev[i] < best:
+                    best = prev[i]
                     arg = i
+                pre[i] = best
+                pre_i[i] = arg
+            best = prev[end - 1]
+            arg = end - 1
+            for i in range(end - 1, start - 1, -1):
+                if prev[i] <= best:
+                    best = prev[i]
+                    arg = i
+                suf[i] = best
+                suf_i[i] = arg
+        for j in range(n_levels):
+            lo = max(j - max_step, 0)
+            hi = min(j + max_step, n_levels - 1)
+            if lo // width == hi // width:  # window inside one segment: starts at its start or ends at its (clipped) end
+                if lo % width == 0:
+                    best, arg = pre[hi], pre_i[hi]
+                else:
+                    best, arg = suf[lo], suf_i[lo]
+            elif suf[lo] <= pre[hi]:
+                best, arg = suf[lo], suf_i[lo]
+            else:
+                best, arg = pre[hi], pre_i[hi]
             value[b, j] = best + block_cost[b, j]
             parent[b, j] = arg
     last = 0
@@ -103,36 +145,46 @@ def _solve_blocks(block_cost, max_step):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _block_costs(cost, block_hours):  # pragma: no cover - compiled
+def _block_costs(cost):  # pragma: no cover - compiled
     n_hours, n_levels = cost.shape
-    n_blocks = n_hours // block_hours
-    out = np.zeros((n_blocks, n_levels))
+    out = np.zeros((n_hours // BLOCK_HOURS, n_levels))
     for h in range(n_hours):
-        b = h // block_hours
+        b = h // BLOCK_HOURS
         for g in range(n_levels):
             out[b, g] += cost[h, g]
     return out
 
 
 @njit(cache=True, nogil=True)
-def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover
-    cost = _cost_table(values, weights, scale, shortage, grid, alpha)
-    path, total = _solve_blocks(_block_costs(cost, block_hours), max_step)
-    return path, total / values.shape[0], cost
+def _plan_kernel(values, weights, scale, shortage):  # pragma: no cover - compiled
+    """Checks, cost table, block sums, DP and the plan's levels/values in one compiled call."""
+    status = _check_inputs(values, shortage)
+    if status != _OK:
+        return status, np.zeros(N_BLOCKS, dtype=np.int64), np.zeros(N_BLOCKS), np.zeros(N_BLOCKS), 0.0, np.zeros((0, _N_LEVELS))
+    cost = _cost_table(values, weights, scale, shortage)
+    path, total = _solve_blocks(_block_costs(cost), MAX_RAMP_STEPS)
+    levels = np.empty(N_BLOCKS)
+    physical = np.empty(N_BLOCKS)
+    for b in range(N_BLOCKS):
+        levels[b] = _GRID[path[b]]
+        physical[b] = levels[b] * scale
+    return status, path, levels, physical, total / values.shape[0], cost
 
 
 _QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
 
 
 def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
-    """Validated ``(values (24, K), weights (24, K) or (1, K))`` as contiguous float64 arrays."""
-    v = np.asarray(values, dtype=np.float64)
+    """``(values (24, K), weights (24, K) or (1, K))`` as contiguous writeable float64 arrays
+    (shape and weight checks; finiteness of ``values`` is checked in the compiled kernel)."""
+    if type(values) is np.ndarray and values.dtype == np.float64:
+        v = values
+    else:
+        v = np.asarray(values, dtype=np.float64)
     if v.ndim == 1:
         v = np.broadcast_to(v, (TARGET_HOURS, v.shape[0]))
     if v.ndim != 2 or v.shape[0] != TARGET_HOURS or v.shape[1] == 0:
         raise ValueError(f"values must have shape (24, K) or (K,) with K >= 1, got {np.shape(values)}")
-    if not _all_finite(v):
-        raise ValueError("values must be finite")
     if weights is None:
         w = np.full((1, v.shape[1]), 1.0 / v.shape[1])
     elif weights is QUANTILE_MASSES:
@@ -147,41 +199,34 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
         if not np.isfinite(w).all() or w.min() < 0 or np.abs(w.sum(axis=1) - 1.0).max() > 1e-9:
             raise ValueError("weights must be finite, >= 0 and sum to 1 for every hour")
     # contiguous and writeable: read-only arrays would make numba compile a second specialisation
-    if not (v.flags.c_contiguous and v.flags.writeable):
+    flags = v.flags
+    if not (flags.c_contiguous and flags.writeable):
         v = np.array(v, order="C")
     if not (w.flags.c_contiguous and w.flags.writeable):
         w = np.array(w, order="C")
     return v, w
 
 
-@njit(cache=True, nogil=True)
-def _all_finite(a):  # pragma: no cover - compiled
-    for x in a.flat:
-        if not np.isfinite(x):
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _nonneg_finite(a):  # pragma: no cover - compiled
-    for x in a.flat:
-        if not (np.isfinite(x) and x >= 0.0):
-            return False
-    return True
-
-
-def _check_scale_shortage(scale: float, shortage: np.ndarray) -> np.ndarray:
+def _check_scale_shortage(scale, shortage) -> tuple[float, np.ndarray]:
+    """``(scale, shortage)`` as float and contiguous writeable float64 (24,) (finiteness and sign of
+    ``shortage`` are checked in the compiled kernel)."""
     scale = float(scale)
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
     s = shortage if type(shortage) is np.ndarray and shortage.dtype == np.float64 else np.asarray(shortage, dtype=np.float64)
-    if not s.flags.writeable:
-        s = s.copy()
     if s.shape != (TARGET_HOURS,):
         raise ValueError(f"shortage weights must have shape (24,), got {s.shape}")
-    if not _nonneg_finite(s):
+    flags = s.flags
+    if not (flags.c_contiguous and flags.writeable):
+        s = np.array(s, order="C")
+    return scale, s
+
+
+def _raise_for_status(status: int) -> None:
+    if status == _BAD_VALUES:
+        raise ValueError("values must be finite")
+    if status == _BAD_SHORTAGE:
         raise ValueError("shortage weights must be finite and >= 0")
-    return s
 
 
 @dataclass(frozen=True)
@@ -214,8 +259,9 @@ def cost_table(values, scale: float, shortage: np.ndarray, weights=None) -> np.n
         ValueError: wrong shapes, non-finite values, bad weights or scale.
     """
     v, w = _as_distribution(values, weights)
-    s = _check_scale_shortage(scale, shortage)
-    return _cost_table(v, w, float(scale), s, GRID, ALPHA)
+    scale, s = _check_scale_shortage(scale, shortage)
+    _raise_for_status(_check_inputs(v, s))
+    return _cost_table(v, w, scale, s)
 
 
 def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tuple[np.ndarray, float]:
@@ -256,9 +302,11 @@ def optimal_plan(values, scale: float, shortage: np.ndarray, weights=None) -> Pl
         ValueError: as :func:`cost_table`.
     """
     v, w = _as_distribution(values, weights)
-    s = _check_scale_shortage(scale, shortage)
-    path, loss, cost = _plan_kernel(v, w, float(scale), s, GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS)
-    return PlanResult(plan=plan_from_indices(path, scale), expected_loss=float(loss), cost=cost)
+    scale, s = _check_scale_shortage(scale, shortage)
+    status, path, levels, physical, loss, cost = _plan_kernel(v, w, scale, s)
+    if status:
+        _raise_for_status(status)
+    return PlanResult(plan=Plan(indices=path, levels=levels, values=physical), expected_loss=loss, cost=cost)
 
 
 @njit(cache=True, nogil=True)
