@@ -24,6 +24,8 @@ import numpy as np
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
 N_LEVELS = 33
+#: spacing of GRID (normalised units)
+GRID_STEP = 0.05
 ALPHA = 0.3  #: surplus (reservation) price per normalised unit-hour
 RAMP = 0.30  #: max |a_b - a_{b-1}| in normalised units
 RAMP_TOL = 1e-9
@@ -103,12 +105,19 @@ def plan_from_indices(indices: Sequence[int] | np.ndarray, scale: float) -> Plan
 
 
 def _is_number(x: Any) -> bool:
+    t = type(x)
+    if t is float or t is int:
+        return True
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_mapping(x: Any) -> bool:
+    return type(x) is dict or isinstance(x, Mapping)
 
 
 def _records_to_values(decisions: Any) -> list[Any]:
     """Map the accepted decision containers to 8 raw values in b00..b07 order."""
-    if isinstance(decisions, Mapping):
+    if _is_mapping(decisions):
         keys = list(decisions.keys())
         unknown = sorted(set(map(str, keys)) - set(DECISION_IDS))
         if unknown:
@@ -125,7 +134,7 @@ def _records_to_values(decisions: Any) -> list[Any]:
         )
     found: dict[str, Any] = {}
     for i, rec in enumerate(decisions):
-        if not isinstance(rec, Mapping):
+        if not _is_mapping(rec):
             raise PlanError("bad_format", f"decision #{i} is a {type(rec).__name__}, expected an object with decision_id and value")
         if "decision_id" not in rec or "value" not in rec:
             raise PlanError("bad_format", f"decision #{i} must have keys 'decision_id' and 'value'")
@@ -141,29 +150,37 @@ def _records_to_values(decisions: Any) -> list[Any]:
     return [found[d] for d in DECISION_IDS]
 
 
+_GRID_LIST: tuple[float, ...] = tuple(float(g) for g in GRID)
+
+
 def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
+    """Grid indices of physical ``values`` (each must equal ``scale * GRID[k]`` within
+    ``VALUE_REL_TOL`` relative / ``VALUE_ABS_TOL`` absolute). Plain Python: 8 values."""
     for b, v in enumerate(values):
         if not _is_number(v):
             raise PlanError("not_a_number", f"{DECISION_IDS[b]}: value {v!r:.60} is not a JSON number")
     try:
-        arr = np.array([float(v) for v in values])
+        xs = [float(v) for v in values]
     except OverflowError:
         raise PlanError("non_finite", "a value is too large to be a capacity") from None
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if len(bad):
-        raise PlanError("non_finite", f"{DECISION_IDS[bad[0]]}: value {arr[bad[0]]} is not finite")
-    grid = GRID * scale
-    idx = np.abs(grid[None, :] - arr[:, None]).argmin(axis=1)
-    target = grid[idx]
-    ok = np.abs(arr - target) <= np.maximum(VALUE_REL_TOL * np.maximum(np.abs(arr), np.abs(target)), VALUE_ABS_TOL)
-    if not ok.all():
-        b = int(np.flatnonzero(~ok)[0])
-        raise PlanError(
-            "off_grid",
-            f"{DECISION_IDS[b]}: value {float(arr[b])!r} is not on the capacity grid (nearest grid value {float(target[b])!r}; "
-            f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid[0]:.6g}..{grid[-1]:.6g} {unit_label} in steps of {0.05 * scale:.6g})",
-        )
-    return idx.astype(np.int64)
+    for b, x in enumerate(xs):
+        if not math.isfinite(x):
+            raise PlanError("non_finite", f"{DECISION_IDS[b]}: value {x} is not finite")
+    n = len(_GRID_LIST) - 1
+    idx = []
+    for b, x in enumerate(xs):
+        pos = (x / scale - _GRID_LIST[0]) / GRID_STEP  # nearest grid index (values beyond the grid snap to its ends)
+        k = 0 if pos <= 0 else n if pos >= n else int(round(pos))
+        target = _GRID_LIST[k] * scale
+        if not abs(x - target) <= max(VALUE_REL_TOL * max(abs(x), abs(target)), VALUE_ABS_TOL):
+            grid0, grid1 = _GRID_LIST[0] * scale, _GRID_LIST[-1] * scale
+            raise PlanError(
+                "off_grid",
+                f"{DECISION_IDS[b]}: value {x!r} is not on the capacity grid (nearest grid value {target!r}; "
+                f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid0:.6g}..{grid1:.6g} {unit_label} in steps of {0.05 * scale:.6g})",
+            )
+        idx.append(k)
+    return np.array(idx, dtype=np.int64)
 
 
 def _check_ramp(idx: np.ndarray) -> None:

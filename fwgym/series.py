@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 import numpy as np
 
@@ -18,8 +19,10 @@ def hour_to_datetime(hour: int) -> datetime:
     return EPOCH + timedelta(hours=int(hour))
 
 
+@lru_cache(maxsize=1 << 17)
 def hour_to_iso(hour: int) -> str:
-    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start)."""
+    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start); cached
+    (tools render the same hours over and over)."""
     return hour_to_datetime(hour).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

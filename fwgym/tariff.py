@@ -6,6 +6,8 @@ the smallest horizon bucket that cover it. Context buckets: 96, 336 steps; horiz
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 CONTEXT_BUCKETS: tuple[int, ...] = (96, 336)
 HORIZON_BUCKETS: tuple[int, ...] = (24, 64, 96, 192, 240, 336)
 
@@ -32,6 +34,12 @@ def price(model: str, context_steps: int, horizon: int) -> dict:
     for name, v in (("context_steps", context_steps), ("horizon", horizon)):
         if isinstance(v, bool) or not isinstance(v, int):
             raise ValueError(f"{name} must be an integer, got {v!r}")
+    return dict(_price(model, int(context_steps), int(horizon)))
+
+
+@lru_cache(maxsize=4096)
+def _price(model: str, context_steps: int, horizon: int) -> dict:
+    # cached on validated arguments (bools are rejected above: True == 1 would share a cache key)
     if horizon < 1 or horizon > HORIZON_BUCKETS[-1]:
         raise ValueError(f"horizon must be in 1..{HORIZON_BUCKETS[-1]}, got {horizon}")
     buckets = sorted(TARIFF[model])

@@ -104,7 +104,7 @@ def parse_action(action: Any) -> ToolCall | ToolError:
                 return ToolError("invalid_json", "action JSON is nested too deeply")
             except ValueError as exc:
                 return ToolError("invalid_json", f"action is not valid JSON: {exc}"[:500])
-        if not isinstance(action, Mapping):
+        if type(action) is not dict and not isinstance(action, Mapping):
             return ToolError(
                 "invalid_action",
                 f'an action must be a JSON object {{"tool": NAME, "args": {{...}}}}, got {type(action).__name__}',
@@ -118,7 +118,7 @@ def parse_action(action: Any) -> ToolCall | ToolError:
         args = action.get("args", {})
         if args is None:
             args = {}
-        if not isinstance(args, Mapping):
+        if type(args) is not dict and not isinstance(args, Mapping):
             return ToolError("invalid_arguments", f'"args" must be a JSON object, got {type(args).__name__}')
         return ToolCall(tool=tool, args=dict(args))
     except Exception as exc:  # pragma: no cover - defensive: parse_action must never raise
@@ -273,11 +273,14 @@ def classical_plan_result(case: Case, method: str) -> PlanResult:
     return hit
 
 
+_LEVEL_LABELS: tuple[float, ...] = tuple(round(float(g), 2) for g in GRID)  # GRID as printed (0.4, 0.45, ...)
+
+
 def plan_payload(case: Case, plan: Plan) -> dict:
     """JSON form of a plan: canonical decisions (physical) and normalised levels."""
     return {
-        "decisions": [{"decision_id": d, "value": float(v)} for d, v in zip(DECISION_IDS, plan.values)],
-        "levels": [round(float(x), 2) for x in plan.levels],
+        "decisions": [{"decision_id": d, "value": v} for d, v in zip(DECISION_IDS, plan.values.tolist())],
+        "levels": [_LEVEL_LABELS[i] for i in plan.indices.tolist()],
         "unit": case.series.unit,
     }
 
@@ -307,12 +310,12 @@ def _catalog(ep: Episode, args: dict) -> dict:
         "contract": {
             "blocks": blocks,
             "scale": c.scale,
-            "normalised_grid": [round(float(g), 2) for g in GRID],
-            "capacity_grid": [float(g * c.scale) for g in GRID],
+            "normalised_grid": list(_LEVEL_LABELS),
+            "capacity_grid": (GRID * c.scale).tolist(),
             "unit": c.series.unit,
             "ramp": RAMP,
             "surplus_price": ALPHA,
-            "shortage_weights": [float(w) for w in c.shortage],
+            "shortage_weights": c.shortage.tolist(),
             "loss": "mean over the 24 target hours of 0.3*max(a-y,0) + w_h*max(y-a,0), a and y divided by scale",
         },
         "methods": list(CLASSICAL_METHODS),

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from fwgym.contract import (
     DECISION_IDS,
     GRID,
+    VALUE_ABS_TOL,
+    VALUE_REL_TOL,
     PlanError,
     shortage_weights,
     validate_decisions,
@@ -353,3 +355,21 @@ def test_huge_integer_is_plan_error():
 def test_huge_integer_level_is_plan_error():
     with pytest.raises(PlanError):
         validate_levels([10**400] * 8, 1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scale=st.floats(1e-3, 1e6), k=st.integers(0, 32), jitter=st.floats(-0.03, 0.03), far=st.floats(-1e12, 1e12))
+def test_snapping_agrees_with_the_nearest_grid_value(scale, k, jitter, far):
+    # the nearest-index arithmetic of _snap_exact equals argmin |GRID*scale - v| for accepted values,
+    # and every refused value is farther than the tolerance from that nearest grid value
+    grid = GRID * scale
+    for v in (float(grid[k]), float(grid[k]) * (1 + 1e-12), (GRID[k] + jitter) * scale, far):
+        nearest = int(np.abs(grid - v).argmin())
+        try:
+            plan = validate_decisions({d: v if i == 0 else float(grid[10]) for i, d in enumerate(DECISION_IDS)}, scale)
+        except PlanError as exc:
+            assert exc.code in ("off_grid", "ramp_violation")
+            if exc.code == "off_grid":
+                assert not math.isclose(v, float(grid[nearest]), rel_tol=VALUE_REL_TOL, abs_tol=VALUE_ABS_TOL)
+            continue
+        assert plan.indices[0] == nearest

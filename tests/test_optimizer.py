@@ -251,6 +251,49 @@ def test_solve_blocks_matches_brute_force_float_costs(seed):
     assert got_path.tolist() == path
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_solve_blocks_matches_brute_force_multi_segment_windows(seed):
+    # the window minima run over segments of width 2*max_step+1; grids wider than one segment
+    # (and not a multiple of it) exercise windows that straddle two segments and the clipped edges
+    rng = np.random.default_rng(5000 + seed)
+    n_blocks = 3 + seed % 2
+    n_levels = int(rng.integers(7, 12))
+    max_step = seed % 4
+    c = rng.integers(0, 3, size=(n_blocks, n_levels)).astype(float)
+    val, path, _ = brute_force(c, max_step)
+    got_path, got_val = solve_blocks(c, max_step)
+    assert got_val == val
+    assert got_path.tolist() == path
+
+
+def _reference_dp(c, max_step):
+    """Plain forward DP (window minimum by scanning, lowest index on ties) for grids too large to brute-force."""
+    n_blocks, n_levels = c.shape
+    value, parents = list(c[0]), []
+    for b in range(1, n_blocks):
+        new, par = [], []
+        for j in range(n_levels):
+            lo, hi = max(0, j - max_step), min(n_levels - 1, j + max_step)
+            i = min(range(lo, hi + 1), key=lambda k: (value[k], k))
+            new.append(value[i] + c[b, j])
+            par.append(i)
+        value, parents = new, parents + [par]
+    last = min(range(n_levels), key=lambda k: (value[k], k))
+    path = [last]
+    for par in reversed(parents):
+        path.append(par[path[-1]])
+    return value[last], path[::-1]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_solve_blocks_matches_reference_dp_on_the_protocol_grid(seed):
+    rng = np.random.default_rng(7000 + seed)
+    c = rng.integers(0, 4 if seed % 2 else 1000, size=(8, 33)).astype(float)
+    val, path = _reference_dp(c, 6)
+    got_path, got_val = solve_blocks(c, 6)
+    assert got_val == val and got_path.tolist() == path
+
+
 def test_solve_blocks_all_zero_cost_gives_all_zero_path():
     for shape, step in [((4, 5), 1), ((8, 33), 6), ((3, 2), 0), ((1, 7), 2)]:
         path, val = solve_blocks(np.zeros(shape), step)

@@ -99,3 +99,12 @@ def test_timesfm_never_affordable():
 def test_price_errors(model, ctx, h):
     with pytest.raises(ValueError):
         price(model, ctx, h)
+
+
+def test_price_results_are_independent_copies_and_bools_stay_refused():
+    a = price("chronos2", 336, 50)
+    a["credits"] = 0
+    assert price("chronos2", 336, 50)["credits"] == 103806  # the cache is not changed through a result
+    price("chronos2", 1, 1)  # cached with int arguments ...
+    with pytest.raises(ValueError):
+        price("chronos2", True, 1)  # ... a bool (== 1) is still refused

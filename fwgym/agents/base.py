@@ -30,7 +30,7 @@ class EpisodeResult:
 
     Attributes:
         record: the terminal ``info`` (case id, domain, cohort, lead, series_id, loss, floor, R, S,
-            credits, calls, valid, status, reason, tool_counts, levels) plus ``policy``.
+            credits, calls, valid, status, reason, tool_counts, levels; without ``tool_result``) plus ``policy``.
         total_reward: sum of rewards over the episode.
         steps: number of ``env.step`` calls.
         actions: the actions taken, in order.
@@ -77,7 +77,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         if terminated or truncated:
-            record = {"policy": agent_name(agent), **info}
+            record = {"policy": agent_name(agent), **{k: v for k, v in info.items() if k != "tool_result"}}
             end = getattr(agent, "end_episode", None)
             if callable(end):
                 end(copy.deepcopy(record))

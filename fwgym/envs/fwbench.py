@@ -14,6 +14,14 @@ or an already parsed dict. Malformed actions return an error result and count as
 Reward: ``reward="terminal"`` (default) pays ``-S`` at termination; ``reward="dense"`` pays
 ``-0.5 * credits / budget`` when credits are charged and ``-0.5 * R`` at termination, summing to ``-S``.
 
+``info``: ``case_id``, ``calls``, ``credits``, ``budget_left``; after a step also ``tool_result``, the
+tool result as a dict (what ``last_result`` carries as JSON); at termination the episode's outcome
+(loss, floor, R, S, status, ...).
+
+With ``text_observations=False`` the two Text fields are empty strings and nothing is rendered
+(no context text, no JSON): numeric agents (the RL wrappers of :mod:`fwgym.wrappers`) read
+``info["tool_result"]`` instead, which saves most of a step's cost.
+
 Termination: a ``submit`` (valid plan, or an invalid one when ``invalid_submission="terminate"``),
 an ``abstain`` (status ``abstained``, invalid, with the agent's reason), or call ``max_calls + 1``
 (status ``call_limit_exceeded``, invalid) when ``call_limit="terminate"``.
@@ -72,6 +80,8 @@ class FWBenchEnv(gym.Env):
         credit_weight: cost weight on credits in forecast envs.
         forecast_timeout: seconds a forecast may take before the tool gives up with a ``backend_error``
             (the charge stands; the worker thread is abandoned). ``None`` waits indefinitely.
+        text_observations: ``True`` (default) renders the ``context`` and ``last_result`` Text fields;
+            ``False`` leaves them empty (the tool result stays available as ``info["tool_result"]``).
 
     Raises:
         ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool.
@@ -100,6 +110,7 @@ class FWBenchEnv(gym.Env):
         credit_weight: float = 0.0,
         forecast_timeout: float | None = 300.0,
         render_mode: str | None = None,
+        text_observations: bool = True,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
         bad = [d for d in domains if d not in DOMAINS]
@@ -148,6 +159,9 @@ class FWBenchEnv(gym.Env):
         self.reward_mode, self.tools = reward, tools
         self.invalid_submission, self.call_limit = invalid_submission, call_limit
         self.render_mode = render_mode
+        if not isinstance(text_observations, (bool, np.bool_)):
+            raise ValueError(f"text_observations must be True or False, got {text_observations!r}")
+        self.text_observations = bool(text_observations)
         self.sigma = dict(sigma) if sigma is not None else load_sigma()
 
         pool: list[Case] = [c for d in domains for c in build_cases(d, split) if lead is None or c.lead == lead]
@@ -210,7 +224,7 @@ class FWBenchEnv(gym.Env):
         self._outcome = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)
-        return self._observation(""), self._info()
+        return self._observation(None), self._info()
 
     def step(self, action: Any):
         ep = self.episode
@@ -226,7 +240,7 @@ class FWBenchEnv(gym.Env):
                 return self._terminate("call_limit_exceeded", f"call {ep.calls} exceeds the limit of {ep.max_calls} tool calls",
                                        tool=name)
             res = {"tool": name, "ok": False, "error": {"code": "call_limit", "message": f"the limit of {ep.max_calls} tool calls is reached; only submit is accepted"}}
-            return self._observation(result_json(res)), 0.0, False, False, self._info()
+            return self._observation(res), 0.0, False, False, self._info(res)
         spent_before = ep.spent
         if isinstance(call, ToolError):
             ep.calls += 1
@@ -249,7 +263,7 @@ class FWBenchEnv(gym.Env):
         if ep.submission is not None:
             obs, r, term, trunc, info = self._terminate("submitted", "")
             return obs, r + reward, term, trunc, info
-        return self._observation(result_json(res)), reward, False, False, self._info()
+        return self._observation(res), reward, False, False, self._info(res)
 
     def render(self):
         if self.render_mode == "ansi" and self.episode is not None:
@@ -268,21 +282,29 @@ class FWBenchEnv(gym.Env):
                                            ep.scenario.text if ep.scenario is not None else None, self.task)
         return self._context
 
-    def _observation(self, last_result: str) -> dict:
+    def _observation(self, result: dict | None) -> dict:
         ep = self.episode
-        if len(last_result) > MAX_TEXT:
-            last_result = last_result[: MAX_TEXT - 40] + "...[truncated]"
+        if self.text_observations:
+            context = self.context
+            last_result = "" if result is None else result_json(result)
+            if len(last_result) > MAX_TEXT:
+                last_result = last_result[: MAX_TEXT - 40] + "...[truncated]"
+        else:
+            context = last_result = ""
         return {
             "history": self._history_obs.copy(),
-            "context": self.context,
+            "context": context,
             "last_result": last_result,
             "budget_left": np.array([ep.budget_left], dtype=np.float32),
             "calls_left": np.int64(ep.calls_left),
         }
 
-    def _info(self) -> dict:
+    def _info(self, result: dict | None = None) -> dict:
         ep = self.episode
-        return {"case_id": ep.case.case_id, "calls": ep.calls, "credits": ep.spent, "budget_left": ep.budget_left}
+        info = {"case_id": ep.case.case_id, "calls": ep.calls, "credits": ep.spent, "budget_left": ep.budget_left}
+        if result is not None:
+            info["tool_result"] = result
+        return info
 
     def _terminate(self, status: str, reason: str, tool: str = "submit"):
         ep = self.episode
@@ -309,8 +331,8 @@ class FWBenchEnv(gym.Env):
         self._outcome = outcome
         result = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
             "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
-        info = {**self._info(), **self._outcome}
-        return self._observation(result_json(result)), float(reward), True, False, info
+        info = {**self._info(result), **self._outcome}
+        return self._observation(result), float(reward), True, False, info
 
     def _score_forecast(self, valid: bool) -> dict:
         """RCRPS of the submitted forecast (capped at 5; an invalid forecast scores the cap)."""

@@ -2,7 +2,9 @@
 
 Everything here is computed from the **raw observation stream** of an
 :class:`~fwgym.envs.fwbench.FWBenchEnv` (``history``, ``last_result``, ``budget_left``, ``calls_left``)
-and from nothing else: no :class:`~fwgym.cases.Case`, no ``hindsight()``, no ``info``. The case
+and from nothing else: no :class:`~fwgym.cases.Case`, no ``hindsight()``. (The wrappers read the tool
+result from ``info["tool_result"]``, the same dict that ``last_result`` carries as JSON, so that they
+can run the env with ``text_observations=False`` and skip the text rendering.) The case
 metadata (as_of, lead, target date, scale, budget, call limit, tools, model availability) comes from
 one free ``catalog`` call that every feature-based episode makes right after ``reset``. Because the
 features are a pure function of what an agent sees, a learned policy can rebuild them exactly from
@@ -164,9 +166,18 @@ def resolve_features(features: str | Sequence[str] = "all") -> tuple[str, ...]:
     return names
 
 
+_INDICES_CACHE: dict = {}
+
+
 def _indices(features: str | Sequence[str]) -> np.ndarray | None:
-    names = resolve_features(features)
-    return None if names == FEATURE_NAMES else np.array([_INDEX[n] for n in names], dtype=np.int64)
+    key = features if isinstance(features, str) else tuple(features)
+    hit = _INDICES_CACHE.get(key, False)
+    if hit is False:
+        names = resolve_features(features)
+        hit = None if names == FEATURE_NAMES else np.array([_INDEX[n] for n in names], dtype=np.int64)
+        if len(_INDICES_CACHE) < 1024:
+            _INDICES_CACHE[key] = hit
+    return hit
 
 
 def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:
@@ -241,7 +252,8 @@ class EpisodeTracker:
     """What an agent has learned so far in one episode, updated from raw observations only.
 
     Call :meth:`reset` with the observation returned by ``env.reset`` and :meth:`update` with every
-    action and the observation it produced. Tool results are read from ``obs["last_result"]``.
+    action and the observation it produced. Tool results are read from ``info["tool_result"]`` when
+    the step's ``info`` is passed (the env's structured result), else parsed from ``obs["last_result"]``.
 
     Attributes:
         meta: :class:`CaseMeta` once the ``catalog`` result has been seen, else ``None``.
@@ -256,6 +268,7 @@ class EpisodeTracker:
         replays: ``{model: mean pinball loss / scale}``.
         last: the parsed last tool result (dict) or ``None``.
         terminated: the last update ended the episode (a ``submit``).
+        version: incremented by every :meth:`reset` and :meth:`update` (for caches of derived values).
     """
 
     def __init__(self):
@@ -270,6 +283,9 @@ class EpisodeTracker:
         self.replays: dict[str, float] = {}
         self.last: dict | None = None
         self.terminated = False
+        self.version = getattr(self, "version", 0) + 1
+        self._prices: dict[str, int] = {}
+        self._static: tuple | None = None
 
     def reset(self, obs: dict) -> None:
         """Start a new episode from the ``reset`` observation."""
@@ -281,18 +297,27 @@ class EpisodeTracker:
         self.budget_left = float(np.asarray(obs["budget_left"]).reshape(-1)[0])
         self.calls_left = int(obs["calls_left"])
 
-    def update(self, action: Any, obs: dict) -> dict | None:
+    def update(self, action: Any, obs: dict, info: dict | None = None) -> dict | None:
         """Record ``action`` (the tool call just sent) and the observation it produced.
+
+        Args:
+            action: the tool call (JSON string or dict).
+            obs: the raw observation the step returned.
+            info: the step's ``info``; its ``tool_result`` (if any) is used instead of parsing
+                ``obs["last_result"]`` (needed when the env has ``text_observations=False``).
 
         Returns:
             the parsed tool result (``{"tool", "ok", "result" | "error"}``) or ``None`` when
-            ``last_result`` is empty or not JSON.
+            there is none (``last_result`` empty or not JSON, no ``tool_result``).
         """
         self._read_obs(obs)
-        try:
-            res = json.loads(obs["last_result"]) if obs["last_result"] else None
-        except ValueError:
-            res = None
+        self.version += 1
+        res = info.get("tool_result") if info is not None else None
+        if res is None:
+            try:
+                res = json.loads(obs["last_result"]) if obs["last_result"] else None
+            except ValueError:
+                res = None
         self.last = res if isinstance(res, dict) else None
         call = parse_action(action)
         if self.last is None or not isinstance(call, ToolCall):
@@ -328,7 +353,10 @@ class EpisodeTracker:
 
     def full_price(self, model: str) -> int:
         """Credits of a full-context (336) forecast covering the target horizon of this case."""
-        return price(model, HISTORY_HOURS, self.meta.horizon)["credits"]
+        p = self._prices.get(model)
+        if p is None:
+            p = self._prices[model] = price(model, HISTORY_HOURS, self.meta.horizon)["credits"]
+        return p
 
     def bought_plan(self, model: str) -> dict | None:
         """The planned covering forecast bought from ``model`` (with decisions), or ``None``."""
@@ -356,52 +384,74 @@ def feature_vector(tracker: EpisodeTracker, features: str | Sequence[str] = "all
     return x if idx is None else x[idx]
 
 
+_I = _INDEX
+_I_WEEKDAY = {d: _I[f"target_weekday_{d}"] for d in WEEKDAYS}
+_I_MODEL = {m: tuple(_I[f"model_{m}_{f}"] for f in MODEL_FIELDS) for m in PRICED_MODELS}
+_I_METHOD = {m: tuple(_I[f"method_{m}_{f}"] for f in METHOD_FIELDS) for m in CLASSICAL_METHODS}
+
+
+def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
+    """The part of the vector that is fixed for an episode once the catalog is known (history,
+    calendar, lead, domain, scale, prices); computed once per episode."""
+    meta = tracker.meta
+    x = np.zeros(N_FEATURES, dtype=np.float64)
+    x[:HISTORY_HOURS] = np.asarray(tracker.history, dtype=np.float64) / meta.scale
+    hour = meta.as_of % 24
+    x[_I["as_of_hour_sin"]], x[_I["as_of_hour_cos"]] = math.sin(2 * math.pi * hour / 24), math.cos(2 * math.pi * hour / 24)
+    x[_I_WEEKDAY[WEEKDAYS[meta.target_date.weekday()]]] = 1.0
+    doy = meta.target_date.timetuple().tm_yday - 1
+    x[_I["target_doy_sin"]], x[_I["target_doy_cos"]] = math.sin(2 * math.pi * doy / 365.25), math.cos(2 * math.pi * doy / 365.25)
+    if f"lead_{meta.lead}" in _I:
+        x[_I[f"lead_{meta.lead}"]] = 1.0
+    if f"domain_{meta.domain}" in _I:
+        x[_I[f"domain_{meta.domain}"]] = 1.0
+    x[_I["log_scale"]] = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
+    budget = meta.budget if meta.budget > 0 else 1
+    for m in PRICED_MODELS:
+        x[_I_MODEL[m][1]] = tracker.full_price(m) / budget
+    return x if np.isfinite(x).all() else np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
 def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
     meta = tracker.meta
     if meta is None:
         raise RuntimeError("features need the catalog result: send CATALOG_CALL right after reset and update the tracker")
-    x = np.zeros(N_FEATURES, dtype=np.float64)
-    x[:HISTORY_HOURS] = np.asarray(tracker.history, dtype=np.float64) / meta.scale
-    hour = meta.as_of % 24
-    x[_INDEX["as_of_hour_sin"]], x[_INDEX["as_of_hour_cos"]] = math.sin(2 * math.pi * hour / 24), math.cos(2 * math.pi * hour / 24)
-    x[_INDEX[f"target_weekday_{WEEKDAYS[meta.target_date.weekday()]}"]] = 1.0
-    doy = meta.target_date.timetuple().tm_yday - 1
-    x[_INDEX["target_doy_sin"]], x[_INDEX["target_doy_cos"]] = math.sin(2 * math.pi * doy / 365.25), math.cos(2 * math.pi * doy / 365.25)
-    if f"lead_{meta.lead}" in _INDEX:
-        x[_INDEX[f"lead_{meta.lead}"]] = 1.0
-    if f"domain_{meta.domain}" in _INDEX:
-        x[_INDEX[f"domain_{meta.domain}"]] = 1.0
-    x[_INDEX["log_scale"]] = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
+    static = tracker._static  # the visible history is the same at every step of an episode
+    if static is None or static[0] is not meta:
+        static = tracker._static = (meta, _static_vector(tracker))
+    x = static[1].copy()
     budget = meta.budget if meta.budget > 0 else 1
-    x[_INDEX["budget_left_frac"]] = tracker.budget_left / budget if meta.budget > 0 else 0.0
-    x[_INDEX["calls_left_frac"]] = tracker.calls_left / meta.max_calls if meta.max_calls > 0 else 0.0
+    left = tracker.budget_left
+    x[_I["budget_left_frac"]] = left / budget if meta.budget > 0 else 0.0
+    x[_I["calls_left_frac"]] = tracker.calls_left / meta.max_calls if meta.max_calls > 0 else 0.0
     for m in PRICED_MODELS:
-        pre = f"model_{m}_"
+        i_av, _, i_aff, i_bought, i_bl, i_rep, i_pin = _I_MODEL[m]
         in_pool = m in meta.models
-        x[_INDEX[pre + "available"]] = float(in_pool and tracker.available.get(m, False))
-        p = tracker.full_price(m)
-        x[_INDEX[pre + "price_frac"]] = p / budget
-        x[_INDEX[pre + "affordable"]] = float(in_pool and p <= tracker.budget_left)
-        fc = tracker.bought_plan(m)
-        x[_INDEX[pre + "bought"]] = float(m in tracker.bought)
-        x[_INDEX[pre + "bought_expected_loss"]] = fc["expected_loss"] if fc else 0.0
-        x[_INDEX[pre + "replayed"]] = float(m in tracker.replays)
-        x[_INDEX[pre + "replay_pinball_scaled"]] = tracker.replays.get(m, 0.0)
+        x[i_av] = float(in_pool and tracker.available.get(m, False))
+        x[i_aff] = float(in_pool and tracker.full_price(m) <= left)
+        if m in tracker.bought:
+            x[i_bought] = 1.0
+            fc = tracker.bought_plan(m)
+            x[i_bl] = fc["expected_loss"] if fc else 0.0
+        if m in tracker.replays:
+            x[i_rep] = 1.0
+            x[i_pin] = tracker.replays[m]
     losses = []
-    for m in CLASSICAL_METHODS:
-        p = tracker.plans.get(m)
-        if p is not None:
-            x[_INDEX[f"method_{m}_known"]] = 1.0
-            x[_INDEX[f"method_{m}_expected_loss"]] = p["expected_loss"]
+    for m, p in tracker.plans.items():
+        idx = _I_METHOD.get(m)
+        if idx is not None:
+            x[idx[0]] = 1.0
+            x[idx[1]] = p["expected_loss"]
             losses.append(p["expected_loss"])
     losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
     if losses:
-        x[_INDEX["best_expected_loss"]] = min(losses)
-        x[_INDEX["any_plan_known"]] = 1.0
-    x[_INDEX["forecasts_bought_div4"]] = len(tracker.forecasts) / 4.0
-    x[_INDEX["replays_div4"]] = len(tracker.replays) / 4.0
-    x[_INDEX["spent_frac"]] = (meta.budget - tracker.budget_left) / budget if meta.budget > 0 else 0.0
-    x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+        x[_I["best_expected_loss"]] = min(losses)
+        x[_I["any_plan_known"]] = 1.0
+    x[_I["forecasts_bought_div4"]] = len(tracker.forecasts) / 4.0
+    x[_I["replays_div4"]] = len(tracker.replays) / 4.0
+    x[_I["spent_frac"]] = (meta.budget - left) / budget if meta.budget > 0 else 0.0
+    if not np.isfinite(x).all():
+        x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
     return np.clip(x, _LOW, _HIGH).astype(np.float32)
 
 
@@ -433,7 +483,7 @@ def start_episode(env: gym.Env, tracker: EpisodeTracker, seed: int | None, optio
     obs, _ = env.reset(seed=seed, options=options)
     tracker.reset(obs)
     obs, reward, terminated, truncated, info = env.step(CATALOG_CALL)
-    res = tracker.update(CATALOG_CALL, obs)
+    res = tracker.update(CATALOG_CALL, obs, info)
     if terminated or truncated or reward != 0.0 or not (res or {}).get("ok") or tracker.meta is None:
         raise RuntimeError(f"the catalog call after reset failed (terminated={terminated}, reward={reward}, "
                            f"result={obs['last_result'][:200]!r}); feature wrappers need max_calls >= 2")
@@ -472,5 +522,5 @@ class FeatureObservation(gym.Wrapper):
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.tracker.update(action, obs)
+        self.tracker.update(action, obs, info)
         return feature_vector(self.tracker, self.features), reward, terminated, truncated, info

@@ -253,6 +253,7 @@ class MacroController:
         self.menu = MENUS[variant]
         self.tracker = EpisodeTracker()
         self.program: MacroProgram | None = None
+        self._masks: tuple | None = None
 
     def start(self, obs: dict) -> dict:
         """New episode from the ``reset`` observation; returns the first call (catalog)."""
@@ -260,17 +261,21 @@ class MacroController:
         self.program = None
         return CATALOG_CALL
 
-    def observe(self, call, obs: dict) -> None:
-        """Record a call sent to the env and the observation it produced."""
-        self.tracker.update(call, obs)
+    def observe(self, call, obs: dict, info: dict | None = None) -> None:
+        """Record a call sent to the env, the observation it produced and (optionally) the step's
+        ``info`` (its ``tool_result`` is read instead of parsing ``obs["last_result"]``)."""
+        self.tracker.update(call, obs, info)
 
     def features(self) -> np.ndarray:
         """:func:`~fwgym.wrappers.features.feature_vector` of the current state, float32 (n,)."""
         return feature_vector(self.tracker, self.feature_names)
 
     def action_masks(self) -> np.ndarray:
-        """Boolean mask over the menu (True = allowed)."""
-        return menu_masks(self.menu, self.tracker)
+        """Boolean mask over the menu (True = allowed); recomputed only when the tracker changed."""
+        key = (id(self.tracker), self.tracker.version)
+        if self._masks is None or self._masks[0] != key:
+            self._masks = (key, menu_masks(self.menu, self.tracker))
+        return self._masks[1].copy()
 
     def choose(self, index) -> MacroEntry:
         """Start menu entry ``index`` (masked entries run as an invalid submission).
@@ -282,7 +287,7 @@ class MacroController:
         if not 0 <= i < len(self.menu):
             raise ValueError(f"macro index must be in 0..{len(self.menu) - 1}, got {index!r}")
         entry = self.menu[i]
-        self.program = MacroProgram(entry, bool(entry_valid(entry, self.tracker)))
+        self.program = MacroProgram(entry, bool(self.action_masks()[i]))
         return entry
 
     def next_call(self) -> dict | None:
@@ -361,7 +366,7 @@ class MacroActionWrapper(gym.Wrapper):
         total, n, terminated, truncated, info = 0.0, 0, False, False, {}
         while (call := ctl.next_call()) is not None:
             obs, reward, terminated, truncated, info = self.env.step(call)
-            ctl.observe(call, obs)
+            ctl.observe(call, obs, info)
             total += float(reward)
             n += 1
             if terminated or truncated:

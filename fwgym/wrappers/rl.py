@@ -57,7 +57,9 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
             (:func:`fwgym.cases.busiest_stations`, chosen on train-period departures), so a policy
             trains on the station population it is evaluated on.
         **env_kwargs: further :class:`~fwgym.envs.fwbench.FWBenchEnv` arguments (budget,
-            max_calls, tools, case_ids, models, forecasters, sigma ...).
+            max_calls, tools, case_ids, models, forecasters, sigma ...). ``text_observations``
+            defaults to ``False`` here: the wrappers read ``info["tool_result"]``, so the context text
+            and the result JSON are not rendered (the wrapped observation is numeric anyway).
 
     Returns:
         the wrapped env (observation ``Box(n,)`` float32).
@@ -80,6 +82,7 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
         wanted = set(env_kwargs.pop("case_ids")) if env_kwargs.get("case_ids") is not None else None
         env_kwargs["case_ids"] = [c.case_id for d in domains if d in DOMAINS for c in build_cases(d, split)
                                   if (d != "cycle_hire" or c.series_id in keep) and (wanted is None or c.case_id in wanted)]
+    env_kwargs.setdefault("text_observations", False)
     env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)
     if variant == "features":
         return FeatureObservation(env, features=features)

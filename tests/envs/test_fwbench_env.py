@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import fwgym
 from fwgym.contract import GRID
 from fwgym.envs.fwbench import FWBenchEnv
+from fwgym.tools import result_json
 
 CASE = "elec-ISNE-2024-07-19-day_ahead"
 
@@ -256,7 +257,8 @@ def test_no_value_at_or_after_cutoff_reaches_the_agent(case_id, suite):
     for a in ADVERSARIAL + [{"tool": "classical_plan", "args": {"method": m}} for m in fwgym.forecasters.CLASSICAL_METHODS]:
         obs, r, term, trunc, info = e.step(a)
         assert not term
-        assert set(info) == {"case_id", "calls", "credits", "budget_left"}
+        assert set(info) == {"case_id", "calls", "credits", "budget_left", "tool_result"}
+        assert json.loads(result_json(info["tool_result"])) == json.loads(obs["last_result"])  # the same result
         seen |= _numbers(obs["last_result"])
         assert not any(np.isin(obs["history"], np.float32(list(secret))))
         if info["calls"] >= 11:
@@ -296,3 +298,26 @@ def test_abstain_ends_the_episode_invalid_with_the_reason(env):
     env.reset(options={"case_id": CASE})
     obs, _, term, _, info = env.step({"tool": "abstain", "args": {"reason": 5}})
     assert not term and info["calls"] == 1 and json.loads(obs["last_result"])["error"]["code"] == "invalid_arguments"
+
+
+def test_text_observations_off_plays_the_same_episode_without_rendering():
+    with_text = FWBenchEnv("electricity")
+    without = FWBenchEnv("electricity", text_observations=False)
+    o1, _ = with_text.reset(options={"case_id": CASE})
+    o2, _ = without.reset(options={"case_id": CASE})
+    assert o1["context"] and o2["context"] == "" and o2["last_result"] == ""
+    assert without.observation_space.contains(o2)
+    actions = [{"tool": "catalog"}, '{"tool": "history", "args": {"last": 3}}', "not json",
+               {"tool": "classical_plan", "args": {"method": "weekday_empirical"}}]
+    for a in actions:
+        o1, r1, t1, _, i1 = with_text.step(a)
+        o2, r2, t2, _, i2 = without.step(a)
+        assert o2["context"] == o2["last_result"] == ""
+        assert o1["last_result"] == result_json(i1["tool_result"]) == result_json(i2["tool_result"])
+        assert (r1, t1) == (r2, t2) and np.array_equal(o1["history"], o2["history"])
+    plan = i1["tool_result"]["result"]["plan"]["decisions"]
+    _, r1, t1, _, i1 = with_text.step({"tool": "submit", "args": {"decisions": plan}})
+    _, r2, t2, _, i2 = without.step({"tool": "submit", "args": {"decisions": plan}})
+    assert t1 and t2 and r1 == r2 and i1["S"] == i2["S"] and i1["tool_result"] == i2["tool_result"]
+    with pytest.raises(ValueError, match="text_observations"):
+        FWBenchEnv("electricity", text_observations="no")

@@ -245,3 +245,37 @@ def test_maskable_ppo_respects_the_masks():
             assert mask[int(a)]
             x, r, term, trunc, info = env.step(a)
         assert info["valid"]
+
+
+@pytest.mark.parametrize("variant", ["macro", "sequential"])
+def test_rl_env_without_text_matches_a_wrapped_text_env(variant):
+    # make_rl_env skips the text rendering (info["tool_result"]); a wrapper on a text env parses the JSON:
+    # the same seeds give the same features, masks and rewards
+    fast = make_rl_env(domain="all", split="test", variant=variant)
+    text = MacroActionWrapper(FWBenchEnv(("electricity", "cycle_hire"), split="test", reward="dense"), variant=variant)
+    assert fast.unwrapped.text_observations is False and text.unwrapped.text_observations is True
+    rng = np.random.default_rng(0)
+    for ep in range(6):
+        f_obs, f_info = fast.reset(seed=ep)
+        t_obs, t_info = text.reset(seed=ep)
+        done = False
+        while not done:
+            assert np.array_equal(f_obs, t_obs) and np.array_equal(f_info["action_mask"], t_info["action_mask"])
+            a = int(rng.choice(np.flatnonzero(fast.action_masks())))
+            f_obs, f_r, f_t, f_tr, f_info = fast.step(a)
+            t_obs, t_r, t_t, t_tr, t_info = text.step(a)
+            assert (f_r, f_t, f_tr) == (t_r, t_t, t_tr)
+            done = f_t or f_tr
+        assert f_info["S"] == t_info["S"] and f_info["case_id"] == t_info["case_id"]
+
+
+def test_masks_are_recomputed_after_every_step():
+    env = make_rl_env(domain="electricity", split="test", variant="sequential")
+    env.reset(options={"case_id": DAY})
+    m0 = env.action_masks()
+    assert m0[idx("inspect:weekday_empirical")]
+    m0[:] = False  # a returned mask is a copy
+    assert env.action_masks()[idx("inspect:weekday_empirical")]
+    _, _, _, _, info = env.step(idx("inspect:weekday_empirical"))
+    assert not env.action_masks()[idx("inspect:weekday_empirical")] and not info["action_mask"][idx("inspect:weekday_empirical")]
+    assert env.action_masks()[idx("plan_submit:weekday_empirical")]
