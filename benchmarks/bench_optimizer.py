@@ -52,7 +52,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks import numpy_dp  # noqa: E402
 from fwgym import optimizer  # noqa: E402
-from fwgym.contract import MAX_RAMP_STEPS, Plan, shortage_weights  # noqa: E402
+from fwgym.contract import ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, Plan, shortage_weights  # noqa: E402
 
 INPUTS = (("9 quantiles", 9), ("n=100 samples", 100), ("n=1000 samples", 1000))
 N_VARIANTS = 8          # distinct inputs per size, cycled during timing
@@ -93,7 +93,7 @@ def kernel_args(inp: dict) -> tuple:
     """Arguments of ``optimizer._plan_kernel`` prepared exactly as ``optimal_plan`` prepares them."""
     v, w = optimizer._as_distribution(inp["values"], inp["weights"])
     scale, s = optimizer._check_scale_shortage(inp["scale"], inp["shortage"])
-    return (v, w, scale, s)
+    return (v, w, scale, s, optimizer._GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """Run every fwgym benchmark in sequence and print their output (from the repository root)::
 
-    python benchmarks/run_all.py            # ~50 s on 2 cores
-    python benchmarks/run_all.py --quick    # smoke test
+    python benchmarks/run_all.py            # ~4 min on 2 cores
+    python benchmarks/run_all.py --quick    # smoke test (~1.5 min)
 
-Steps: the optimizer self-check (NumPy reference == fwgym, quick mode), the optimizer benchmark,
-the env benchmark, memory, forecast adapters, RL wrappers. Each runs in its own interpreter (so first-call and import figures are clean);
-the exit status is non-zero if any step fails.
+Steps: the optimizer self-check (NumPy references == fwgym, quick mode), the optimizer benchmark
+(targets: <= 20 us per 9-quantile plan, >= 50x the straightforward NumPy DP, growth in n, first call),
+the env benchmark (free-tool episode vs CartPole-v1), memory (one env < 300 MB, shared series),
+forecast adapters, RL wrappers and PPO (RL step vs CartPole-v1), batch evaluation (the main job in 1
+and 2 processes, identical results, < 60 s). Each runs in its own interpreter (so first-call and
+import figures are clean); the machine is printed by each; the exit status is non-zero if any step fails.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ def main(argv=None) -> int:
         ("memory", [HERE / "bench_memory.py"]),
         ("forecast adapters", [HERE / "bench_forecasters.py"]),
         ("RL wrappers and PPO", [HERE / "bench_rl.py", *quick]),
+        ("batch evaluation", [HERE / "bench_evaluate.py", *quick]),
     ]
     failed = []
     t0 = time.perf_counter()

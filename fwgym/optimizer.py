@@ -40,8 +40,10 @@ QUANTILE_MASSES: np.ndarray = np.array([0.15] + [0.10] * 7 + [0.15])
 QUANTILE_MASSES.flags.writeable = False
 
 
-_GRID = np.array(GRID, dtype=np.float64)  # a writeable module-level copy, frozen into the kernels as a constant
-_N_LEVELS = _GRID.shape[0]
+# The protocol constants (GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS) are passed to the kernels as
+# arguments, not read as globals: numba freezes globals into the compiled code, and its on-disk cache
+# (keyed on this file) would not notice a change made in fwgym.contract. Passing them costs ~0.1 us.
+_GRID = np.array(GRID, dtype=np.float64)  # writeable (a read-only array would compile another specialisation)
 
 # status codes of the compiled input checks (the Python wrappers turn them into ValueError)
 _OK, _BAD_VALUES, _BAD_SHORTAGE = 0, 1, 2
@@ -59,11 +61,12 @@ def _check_inputs(values, shortage):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _cost_table(values, weights, scale, shortage):  # pragma: no cover - compiled
+def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no cover - compiled
     # literal formula, summed over k in input order for every (h, g): cost[h, g] = ((0 + t_0) + t_1) + ...
     # The loop over levels is innermost (independent lanes, SIMD-friendly, no branches).
     n_hours, n_samples = values.shape
-    out = np.zeros((n_hours, _N_LEVELS))
+    n_levels = grid.shape[0]
+    out = np.zeros((n_hours, n_levels))
     inv = 1.0 / scale
     per_hour = weights.shape[0] > 1  # weights (24, K) or one row (1, K) shared by every hour
     for h in range(n_hours):
@@ -74,9 +77,9 @@ def _cost_table(values, weights, scale, shortage):  # pragma: no cover - compile
             y = values[h, k]
             z = (y if y > 0.0 else 0.0) * inv
             w_k = weights[wr, k]
-            for g in range(_N_LEVELS):
-                d = _GRID[g] - z
-                row[g] += w_k * (ALPHA * max(d, 0.0) + s_h * max(-d, 0.0))
+            for g in range(n_levels):
+                d = grid[g] - z
+                row[g] += w_k * (alpha * max(d, 0.0) + s_h * max(-d, 0.0))
     return out
 
 
@@ -145,28 +148,30 @@ def _solve_blocks(block_cost, max_step):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _block_costs(cost):  # pragma: no cover - compiled
+def _block_costs(cost, block_hours):  # pragma: no cover - compiled
     n_hours, n_levels = cost.shape
-    out = np.zeros((n_hours // BLOCK_HOURS, n_levels))
+    out = np.zeros((n_hours // block_hours, n_levels))
     for h in range(n_hours):
-        b = h // BLOCK_HOURS
+        b = h // block_hours
         for g in range(n_levels):
             out[b, g] += cost[h, g]
     return out
 
 
 @njit(cache=True, nogil=True)
-def _plan_kernel(values, weights, scale, shortage):  # pragma: no cover - compiled
+def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover - compiled
     """Checks, cost table, block sums, DP and the plan's levels/values in one compiled call."""
+    n_blocks = values.shape[0] // block_hours
     status = _check_inputs(values, shortage)
     if status != _OK:
-        return status, np.zeros(N_BLOCKS, dtype=np.int64), np.zeros(N_BLOCKS), np.zeros(N_BLOCKS), 0.0, np.zeros((0, _N_LEVELS))
-    cost = _cost_table(values, weights, scale, shortage)
-    path, total = _solve_blocks(_block_costs(cost), MAX_RAMP_STEPS)
-    levels = np.empty(N_BLOCKS)
-    physical = np.empty(N_BLOCKS)
-    for b in range(N_BLOCKS):
-        levels[b] = _GRID[path[b]]
+        empty = np.zeros(n_blocks)
+        return status, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, np.zeros((0, grid.shape[0]))
+    cost = _cost_table(values, weights, scale, shortage, grid, alpha)
+    path, total = _solve_blocks(_block_costs(cost, block_hours), max_step)
+    levels = np.empty(n_blocks)
+    physical = np.empty(n_blocks)
+    for b in range(n_blocks):
+        levels[b] = grid[path[b]]
         physical[b] = levels[b] * scale
     return status, path, levels, physical, total / values.shape[0], cost
 
@@ -261,7 +266,7 @@ def cost_table(values, scale: float, shortage: np.ndarray, weights=None) -> np.n
     v, w = _as_distribution(values, weights)
     scale, s = _check_scale_shortage(scale, shortage)
     _raise_for_status(_check_inputs(v, s))
-    return _cost_table(v, w, scale, s)
+    return _cost_table(v, w, scale, s, _GRID, ALPHA)
 
 
 def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tuple[np.ndarray, float]:
@@ -303,7 +308,7 @@ def optimal_plan(values, scale: float, shortage: np.ndarray, weights=None) -> Pl
     """
     v, w = _as_distribution(values, weights)
     scale, s = _check_scale_shortage(scale, shortage)
-    status, path, levels, physical, loss, cost = _plan_kernel(v, w, scale, s)
+    status, path, levels, physical, loss, cost = _plan_kernel(v, w, scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS)
     if status:
         _raise_for_status(status)
     return PlanResult(plan=Plan(indices=path, levels=levels, values=physical), expected_loss=loss, cost=cost)
