@@ -34,7 +34,10 @@ def run(out: Path, extra: list[str], quick: bool) -> float:
     if quick:
         cmd += ["--limit", "40"]
     t = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    out = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if out.returncode:
+        sys.stderr.write(out.stderr)
+        raise SystemExit(f"{' '.join(cmd[2:])} failed with exit status {out.returncode}")
     return time.perf_counter() - t
 
 
