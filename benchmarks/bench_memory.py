@@ -1,15 +1,19 @@
-"""Memory: RSS of one env (data included) and of many envs in one process (shared series).
+"""Memory: RSS of one env (data included), of many envs in one process (shared series), and of a
+long RL run on the train split (bounded caches).
 
-    python benchmarks/bench_memory.py
+    python benchmarks/bench_memory.py [--episodes 20000]
 
 Target (issue 8): one env < 300 MB RSS including data; extra envs add almost nothing because the
-loaded series are shared (no copy per env).
+loaded series are shared (no copy per env). A long run must not grow without bound: nothing is
+cached per case, the classical-plan cache keeps 4,096 plans (~29 MB) and the forecast cache 64 MiB.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import resource
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -22,7 +26,10 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="fwgym memory figures")
+    ap.add_argument("--episodes", type=int, default=20000, help="macro episodes of the long RL run (default 20000)")
+    args = ap.parse_args(argv)
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
     base = rss_mb()
     import fwgym  # noqa: F401
@@ -47,6 +54,26 @@ def main() -> None:
     print(f"+20 more envs:                        {many:7.1f} MB   ({(many - one) / 20:.2f} MB per extra env)")
     print(f"+ electricity train env (133,540 cases): {with_train:7.1f} MB")
     print(f"series arrays shared between envs: {shared}")
+
+    import numpy as np
+
+    from fwgym import tools
+    from fwgym.forecasters.registry import FORECAST_CACHE
+    from fwgym.wrappers import make_rl_env
+
+    rl = make_rl_env(domain="all", split="train", variant="macro")
+    rng = np.random.default_rng(0)
+    rl.reset(seed=0)
+    print(f"\nlong RL run: make_rl_env(domain='all', split='train', variant='macro'), random allowed entries "
+          f"(140k cases: nearly every episode is a new case)\n  start: {rss_mb():7.1f} MB")
+    t = time.perf_counter()
+    marks = {args.episodes // 4, args.episodes // 2, args.episodes}
+    for i in range(1, args.episodes + 1):
+        rl.step(int(rng.choice(np.flatnonzero(rl.action_masks()))))
+        rl.reset()
+        if i in marks:
+            print(f"  after {i:6d} episodes: {rss_mb():7.1f} MB   plan cache {len(tools._PLAN_CACHE)} entries, forecast cache "
+                  f"{len(FORECAST_CACHE._order)} entries / {FORECAST_CACHE.nbytes / 2**20:.1f} MiB   ({time.perf_counter() - t:.0f} s)")
 
 
 if __name__ == "__main__":

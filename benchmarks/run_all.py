@@ -31,7 +31,7 @@ def main(argv=None) -> int:
         ("optimizer self-check", [HERE / "bench_optimizer.py", "--check", "--quick"]),
         ("optimizer benchmark", [HERE / "bench_optimizer.py", *quick]),
         ("env benchmark", [HERE / "bench_env.py", *quick]),
-        ("memory", [HERE / "bench_memory.py"]),
+        ("memory", [HERE / "bench_memory.py", *(["--episodes", "2000"] if args.quick else [])]),
         ("forecast adapters", [HERE / "bench_forecasters.py"]),
         ("RL wrappers and PPO", [HERE / "bench_rl.py", *quick]),
         ("batch evaluation", [HERE / "bench_evaluate.py", *quick]),

@@ -96,6 +96,14 @@ def target_start_hour(domain: str, target_date: date) -> int:
     raise ValueError(f"unknown domain {domain!r}")
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+_SHORTAGE: tuple[np.ndarray, ...] = tuple(_read_only(shortage_weights(d)) for d in range(7))
+
+
 @dataclass(frozen=True)
 class Case:
     """One benchmark case. Holds a reference to the shared :class:`~fwgym.series.Series`.
@@ -139,17 +147,21 @@ class Case:
         """1-based first and last forecast step of the target window (27..50 or 171..194)."""
         return self.horizon - TARGET_HOURS + 1, self.horizon
 
-    @cached_property
+    # The per-case arrays are built on access, not cached on the case: a train split has 140k cases
+    # and an RL run visits most of them, so caching ~3 KB per case would grow a process by ~0.5 GB.
+    # Only the scale (a float) is cached.
+
+    @property
     def history(self) -> np.ndarray:
-        """Visible history, float64 (336,), raw units, read-only."""
+        """Visible history, float64 (336,), raw units: a read-only view of the shared series."""
         return self.series.window(self.history_start, HISTORY_HOURS)
 
-    @cached_property
+    @property
     def history_hours(self) -> np.ndarray:
         """Epoch hours of the visible history, int64 (336,)."""
         return np.arange(self.history_start, self.last_visible + 1, dtype=np.int64)
 
-    @cached_property
+    @property
     def target_hours(self) -> np.ndarray:
         """Epoch hours of the 24 target hours, int64 (24,)."""
         return np.arange(self.target_start, self.target_start + TARGET_HOURS, dtype=np.int64)
@@ -159,15 +171,16 @@ class Case:
         """Mean of the visible history (raw units), > 0 for every built case."""
         return float(self.history.mean())
 
-    @cached_property
+    @property
     def target_weekday(self) -> int:
         """Weekday (Monday = 0) of the target date (the local calendar date for cycle hire)."""
         return self.target_date.weekday()
 
-    @cached_property
+    @property
     def shortage(self) -> np.ndarray:
-        """Shortage weights (24,) of the target day (:func:`fwgym.contract.shortage_weights`)."""
-        return shortage_weights(self.target_weekday)
+        """Shortage weights (24,) of the target day (:func:`fwgym.contract.shortage_weights`);
+        read-only, shared by every case with the same weekday."""
+        return _SHORTAGE[self.target_date.weekday()]
 
     def target(self) -> np.ndarray:
         """HINDSIGHT: realised values of the 24 target hours, float64 (24,). Never shown to agents."""

@@ -19,7 +19,7 @@ def hour_to_datetime(hour: int) -> datetime:
     return EPOCH + timedelta(hours=int(hour))
 
 
-@lru_cache(maxsize=1 << 17)
+@lru_cache(maxsize=1 << 15)
 def hour_to_iso(hour: int) -> str:
     """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start); cached
     (tools render the same hours over and over)."""

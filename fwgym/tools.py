@@ -11,7 +11,8 @@ ever carries a value at or after ``as_of - 2 h``: the history tool reads only th
 from __future__ import annotations
 
 import json
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -256,20 +257,29 @@ def _error(tool: str, exc: ToolError) -> dict:
     return {"tool": str(tool)[:60], "ok": False, "error": {"code": exc.code, "message": exc.message}}
 
 
-_PLAN_CACHE: dict[tuple[str, str], PlanResult] = {}
-_PLAN_CACHE_MAX = 50_000
+#: process-wide LRU of classical plans, (case_id, method) -> PlanResult (~7 KB each: the cost table)
+_PLAN_CACHE: OrderedDict[tuple[str, str], PlanResult] = OrderedDict()
+#: 4,096 entries (~29 MB) hold every plan of a case chunk in evaluation and of the cases an RL run
+#: revisits soon; the bound keeps a long run on a 140k-case train split from growing without limit.
+_PLAN_CACHE_MAX = 4096
+_PLAN_LOCK = threading.Lock()
 
 
 def classical_plan_result(case: Case, method: str) -> PlanResult:
-    """Optimal plan under ``method``'s distribution for ``case`` (process-wide cache, deterministic)."""
+    """Optimal plan under ``method``'s distribution for ``case`` (bounded process-wide LRU cache;
+    deterministic, so a hit equals a recomputation)."""
     key = (case.case_id, method)
-    hit = _PLAN_CACHE.get(key)
-    if hit is None:
-        samples = classical_distribution(method, case.history, case.history_hours, case.target_hours)
-        hit = optimal_plan(samples, case.scale, case.shortage)
-        if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
-            _PLAN_CACHE.clear()
+    with _PLAN_LOCK:
+        hit = _PLAN_CACHE.get(key)
+        if hit is not None:
+            _PLAN_CACHE.move_to_end(key)
+            return hit
+    samples = classical_distribution(method, case.history, case.history_hours, case.target_hours)
+    hit = optimal_plan(samples, case.scale, case.shortage)
+    with _PLAN_LOCK:
         _PLAN_CACHE[key] = hit
+        while len(_PLAN_CACHE) > _PLAN_CACHE_MAX:
+            _PLAN_CACHE.popitem(last=False)
     return hit
 
 

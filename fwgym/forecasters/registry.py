@@ -47,10 +47,15 @@ def set_forecaster(name: str, forecaster: QuantileForecaster | None) -> None:
 
 class ForecastCache:
     """Deterministic LRU cache of quantile forecasts keyed by (forecaster instance, series,
-    last context hour, context steps, horizon); the instance carries model and revision."""
+    last context hour, context steps, horizon); the instance carries model and revision.
 
-    def __init__(self, max_items: int = 20_000):
-        self.max_items = max_items
+    Bounded by ``max_items`` entries and ``max_bytes`` of forecast arrays (default 64 MiB, ~4,600
+    covering forecasts of 194 steps); the least recently used entries go first.
+    """
+
+    def __init__(self, max_items: int = 20_000, max_bytes: int = 64 << 20):
+        self.max_items, self.max_bytes = max_items, max_bytes
+        self.nbytes = 0
         self._data: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._order: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
@@ -61,15 +66,23 @@ class ForecastCache:
             store = self._data.setdefault(forecaster, {})
             if key in store:
                 self.hits += 1
+                if (id(forecaster), key) in self._order:
+                    self._order.move_to_end((id(forecaster), key))
                 return store[key]
         value = compute()
         value.flags.writeable = False
+        okey = (id(forecaster), key)
         with self._lock:
             self.misses += 1
+            previous = self._order.pop(okey, None)  # a concurrent computation, or a reused id()
+            if previous is not None:
+                self.nbytes -= previous[2]
             store[key] = value
-            self._order[(id(forecaster), key)] = (weakref.ref(forecaster), key)
-            while len(self._order) > self.max_items:
-                (_, (ref, old)) = self._order.popitem(last=False)
+            self._order[okey] = (weakref.ref(forecaster), key, value.nbytes)
+            self.nbytes += value.nbytes
+            while self._order and (len(self._order) > self.max_items or self.nbytes > self.max_bytes):
+                _, (ref, old, size) = self._order.popitem(last=False)
+                self.nbytes -= size
                 f = ref()
                 if f is not None:
                     self._data.get(f, {}).pop(old, None)
@@ -79,6 +92,7 @@ class ForecastCache:
         with self._lock:
             self._data = weakref.WeakKeyDictionary()
             self._order.clear()
+            self.nbytes = 0
 
 
 FORECAST_CACHE = ForecastCache()

@@ -1,0 +1,27 @@
+"""fwgym.tools: the process-wide classical-plan cache (bounded LRU, hits equal recomputations)."""
+from collections import OrderedDict
+
+import numpy as np
+
+from fwgym import tools
+from fwgym.cases import build_cases
+from fwgym.forecasters.classical import classical_distribution
+from fwgym.optimizer import optimal_plan
+
+
+def test_plan_cache_is_a_bounded_lru_and_hits_equal_recomputation(monkeypatch):
+    monkeypatch.setattr(tools, "_PLAN_CACHE", OrderedDict())
+    monkeypatch.setattr(tools, "_PLAN_CACHE_MAX", 3)
+    cases = build_cases("electricity", "test")[:5]
+    first = tools.classical_plan_result(cases[0], "weekday_empirical")
+    for c in cases[1:3]:
+        tools.classical_plan_result(c, "weekday_empirical")
+    assert tools.classical_plan_result(cases[0], "weekday_empirical") is first  # a hit, now most recent
+    tools.classical_plan_result(cases[3], "weekday_empirical")                  # evicts cases[1]
+    assert list(tools._PLAN_CACHE) == [(c.case_id, "weekday_empirical") for c in (cases[2], cases[0], cases[3])]
+    c = cases[4]
+    fresh = optimal_plan(classical_distribution("weekday_empirical", c.history, c.history_hours, c.target_hours),
+                         c.scale, c.shortage)
+    got = tools.classical_plan_result(c, "weekday_empirical")
+    assert np.array_equal(got.plan.indices, fresh.plan.indices) and got.expected_loss == fresh.expected_loss
+    assert np.array_equal(got.cost, fresh.cost) and len(tools._PLAN_CACHE) == 3
