@@ -75,9 +75,12 @@ def main(argv=None) -> int:
                 return 1
     policies = len({k[0] for k in base})
     best = min(times.values())
-    label = "40 cases per domain" if args.quick else "full test split"
-    print(f"\n{policies} policies x {n // policies} cases ({label}). Target: full test split < {TARGET_S:.0f} s on 2 cores: "
-          f"best {best:.1f} s" + ("" if args.quick else f" {'MET' if best < TARGET_S else 'NOT MET'}"))
+    if args.quick:
+        print(f"\n{policies} policies x {n // policies} cases (--quick: 40 cases per domain; process start-up dominates, "
+              f"so neither the speed-up nor the target is measured): best {best:.1f} s")
+    else:
+        print(f"\n{policies} policies x {n // policies} cases (full test split). Target: full test split < {TARGET_S:.0f} s "
+              f"on 2 cores: best {best:.1f} s {'MET' if best < TARGET_S else 'NOT MET'}")
     return 0
 
 

@@ -50,7 +50,7 @@ def main(argv=None) -> None:
     with_train = rss_mb()
     print(f"python alone:                         {base:7.1f} MB")
     print(f"after import fwgym:                   {after_import:7.1f} MB")
-    print(f"one FWBench-v0 env (data loaded):     {one:7.1f} MB   target < 300 MB: {'OK' if one < 300 else 'MISSED'}")
+    print(f"one FWBench-v0 env (data loaded):     {one:7.1f} MB   target < 300 MB: {'MET' if one < 300 else 'NOT MET'}")
     print(f"+20 more envs:                        {many:7.1f} MB   ({(many - one) / 20:.2f} MB per extra env)")
     print(f"+ electricity train env (133,540 cases): {with_train:7.1f} MB")
     print(f"series arrays shared between envs: {shared}")

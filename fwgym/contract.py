@@ -65,6 +65,16 @@ def shortage_weights(target_weekday: int) -> np.ndarray:
     return np.repeat(np.asarray(pattern, dtype=np.float64), 6)
 
 
+def safe_repr(x: Any, limit: int = 100) -> str:
+    """``repr(x)`` cut to ``limit`` characters, for error messages about agent-supplied values; never
+    raises (e.g. an integer of more than 4,300 digits, whose ``repr`` raises ValueError)."""
+    try:
+        r = repr(x)
+    except Exception:
+        r = f"<{type(x).__name__} value that cannot be displayed>"
+    return r[:limit]
+
+
 class CodedError(Exception):
     """Base of fwgym's agent-facing errors: a stable machine-readable ``code`` and a ``message``."""
 
@@ -140,7 +150,7 @@ def _records_to_values(decisions: Any) -> list[Any]:
             raise PlanError("bad_format", f"decision #{i} must have keys 'decision_id' and 'value'")
         did = rec["decision_id"]
         if not isinstance(did, str) or did not in DECISION_IDS:
-            raise PlanError("unknown_decision_id", f"decision #{i} has unknown decision_id {did!r}; expected one of {list(DECISION_IDS)}")
+            raise PlanError("unknown_decision_id", f"decision #{i} has unknown decision_id {safe_repr(did, 60)}; expected one of {list(DECISION_IDS)}")
         if did in found:
             raise PlanError("duplicate_decision", f"decision_id {did} appears more than once")
         found[did] = rec["value"]
@@ -158,7 +168,7 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
     ``VALUE_REL_TOL`` relative / ``VALUE_ABS_TOL`` absolute). Plain Python: 8 values."""
     for b, v in enumerate(values):
         if not _is_number(v):
-            raise PlanError("not_a_number", f"{DECISION_IDS[b]}: value {v!r:.60} is not a JSON number")
+            raise PlanError("not_a_number", f"{DECISION_IDS[b]}: value {safe_repr(v, 60)} is not a JSON number")
     try:
         xs = [float(v) for v in values]
     except OverflowError:
@@ -224,7 +234,7 @@ def validate_levels(levels: Any, scale: float) -> Plan:
     Same rules and error codes as :func:`validate_decisions`, with the grid unscaled.
     """
     if not isinstance(levels, (list, tuple, np.ndarray)) or len(levels) != N_BLOCKS:
-        raise PlanError("bad_format", f"levels must be a list of 8 normalised grid levels (0.40..2.00), got {levels!r:.200}")
+        raise PlanError("bad_format", f"levels must be a list of 8 normalised grid levels (0.40..2.00), got {safe_repr(levels, 200)}")
     idx = _snap_exact(list(levels), 1.0, "(normalised)")
     _check_ramp(idx)
     return plan_from_indices(idx, scale)
@@ -268,7 +278,7 @@ def validate_forecast(args: Mapping) -> ForecastSubmission:
     for r in raw:
         for v in r:
             if not _is_number(v):
-                raise PlanError("not_a_number", f"{kind}: {v!r:.40} is not a JSON number")
+                raise PlanError("not_a_number", f"{kind}: {safe_repr(v, 40)} is not a JSON number")
     try:
         arr = np.asarray(raw, dtype=np.float64)
     except OverflowError:

@@ -31,6 +31,7 @@ from fwgym.contract import (
     N_BLOCKS,
     TARGET_HOURS,
     Plan,
+    safe_repr,
 )
 
 #: Quantile levels of every quantile forecast in fwgym.
@@ -46,7 +47,7 @@ QUANTILE_MASSES.flags.writeable = False
 _GRID = np.array(GRID, dtype=np.float64)  # writeable (a read-only array would compile another specialisation)
 
 # status codes of the compiled input checks (the Python wrappers turn them into ValueError)
-_OK, _BAD_VALUES, _BAD_SHORTAGE = 0, 1, 2
+_OK, _BAD_VALUES, _BAD_SHORTAGE, _OVERFLOW = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
@@ -167,7 +168,15 @@ def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max
         empty = np.zeros(n_blocks)
         return status, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, np.zeros((0, grid.shape[0]))
     cost = _cost_table(values, weights, scale, shortage, grid, alpha)
-    path, total = _solve_blocks(_block_costs(cost, block_hours), max_step)
+    block = _block_costs(cost, block_hours)
+    for x in block.flat:  # sums of non-negative terms: an inf or NaN hourly cost shows in its block
+        if not np.isfinite(x):
+            empty = np.zeros(n_blocks)
+            return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, cost
+    path, total = _solve_blocks(block, max_step)
+    if not np.isfinite(total):
+        empty = np.zeros(n_blocks)
+        return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, cost
     levels = np.empty(n_blocks)
     physical = np.empty(n_blocks)
     for b in range(n_blocks):
@@ -179,13 +188,24 @@ def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max
 _QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
 
 
+def _real_array(x, what: str) -> np.ndarray:
+    """``x`` as a float64 array; only integer and float data are accepted (no bools, complex numbers,
+    strings, objects or masked arrays, which a float conversion would silently change)."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise ValueError(f"{what}: masked arrays are not supported (fill or drop the masked entries first)")
+    a = np.asarray(x)
+    if a.dtype.kind not in "iuf":
+        raise ValueError(f"{what} must be real numbers (integer or float), got an array of dtype {a.dtype}")
+    return a.astype(np.float64, copy=False)
+
+
 def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
     """``(values (24, K), weights (24, K) or (1, K))`` as contiguous writeable float64 arrays
     (shape and weight checks; finiteness of ``values`` is checked in the compiled kernel)."""
     if type(values) is np.ndarray and values.dtype == np.float64:
         v = values
     else:
-        v = np.asarray(values, dtype=np.float64)
+        v = _real_array(values, "values")
     if v.ndim == 1:
         v = np.broadcast_to(v, (TARGET_HOURS, v.shape[0]))
     if v.ndim != 2 or v.shape[0] != TARGET_HOURS or v.shape[1] == 0:
@@ -197,7 +217,7 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"QUANTILE_MASSES needs 9 values per hour, got {v.shape[1]}")
         w = _QUANTILE_ROW
     else:
-        w = np.asarray(weights, dtype=np.float64)
+        w = _real_array(weights, "weights")
         w = w.reshape(1, -1) if w.ndim == 1 else w
         if w.ndim != 2 or w.shape[1] != v.shape[1] or w.shape[0] not in (1, TARGET_HOURS):
             raise ValueError(f"weights shape {np.shape(weights)} does not match values shape {v.shape}")
@@ -215,10 +235,12 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
 def _check_scale_shortage(scale, shortage) -> tuple[float, np.ndarray]:
     """``(scale, shortage)`` as float and contiguous writeable float64 (24,) (finiteness and sign of
     ``shortage`` are checked in the compiled kernel)."""
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise ValueError(f"scale must be a real number, got {safe_repr(scale, 60)}")
     scale = float(scale)
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
-    s = shortage if type(shortage) is np.ndarray and shortage.dtype == np.float64 else np.asarray(shortage, dtype=np.float64)
+    s = shortage if type(shortage) is np.ndarray and shortage.dtype == np.float64 else _real_array(shortage, "shortage weights")
     if s.shape != (TARGET_HOURS,):
         raise ValueError(f"shortage weights must have shape (24,), got {s.shape}")
     flags = s.flags
@@ -232,6 +254,8 @@ def _raise_for_status(status: int) -> None:
         raise ValueError("values must be finite")
     if status == _BAD_SHORTAGE:
         raise ValueError("shortage weights must be finite and >= 0")
+    if status == _OVERFLOW:
+        raise ValueError("the expected costs overflow float64: values / scale are too large (e.g. 1e300 with scale 1e-10)")
 
 
 @dataclass(frozen=True)
@@ -261,12 +285,18 @@ def cost_table(values, scale: float, shortage: np.ndarray, weights=None) -> np.n
         weights: None (equal weights), shape (K,) or (24, K); non-negative, summing to 1 per hour.
 
     Raises:
-        ValueError: wrong shapes, non-finite values, bad weights or scale.
+        ValueError: wrong shapes; values, weights or shortage weights that are not real numbers
+            (bool, complex, string, object or masked arrays) or not finite; weights that are
+            negative or do not sum to 1; a scale that is not a finite real number > 0; expected
+            costs that overflow float64 (values / scale beyond ~1e300).
     """
     v, w = _as_distribution(values, weights)
     scale, s = _check_scale_shortage(scale, shortage)
     _raise_for_status(_check_inputs(v, s))
-    return _cost_table(v, w, scale, s, _GRID, ALPHA)
+    cost = _cost_table(v, w, scale, s, _GRID, ALPHA)
+    if not np.isfinite(cost).all():
+        _raise_for_status(_OVERFLOW)
+    return cost
 
 
 def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tuple[np.ndarray, float]:
@@ -281,16 +311,19 @@ def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tupl
         lowest index (forward parents and final state).
 
     Raises:
-        ValueError: wrong shape, non-finite costs or negative ``max_step``.
+        ValueError: wrong shape, non-real or non-finite costs, ``max_step`` not a non-negative
+            integer (bools and floats refused), or a total that overflows float64.
     """
-    c = np.array(block_cost, dtype=np.float64, order="C")
+    c = np.array(_real_array(block_cost, "block_cost"), dtype=np.float64, order="C")
     if c.ndim != 2 or c.shape[0] < 1 or c.shape[1] < 1:
         raise ValueError(f"block_cost must have shape (B, L) with B, L >= 1, got {c.shape}")
     if not np.all(np.isfinite(c)):
         raise ValueError("block_cost must be finite")
-    if int(max_step) != max_step or max_step < 0:
-        raise ValueError(f"max_step must be a non-negative integer, got {max_step!r}")
-    path, total = _solve_blocks(c, int(max_step))
+    if isinstance(max_step, (bool, np.bool_)) or not isinstance(max_step, (int, np.integer)) or max_step < 0:
+        raise ValueError(f"max_step must be a non-negative integer, got {safe_repr(max_step, 60)}")
+    path, total = _solve_blocks(c, min(int(max_step), c.shape[1]))  # a step beyond the grid allows any move
+    if not math.isfinite(total):
+        raise ValueError("the total cost overflows float64 (block costs too large)")
     return path, float(total)
 
 

@@ -31,6 +31,7 @@ from fwgym.contract import (
     ForecastSubmission,
     Plan,
     PlanError,
+    safe_repr,
     validate_decisions,
     validate_forecast,
     validate_levels,
@@ -115,7 +116,7 @@ def parse_action(action: Any) -> ToolCall | ToolError:
             return ToolError("invalid_action", f'unexpected action keys {extra[:5]}; an action has only "tool" and "args"')
         tool = action.get("tool")
         if not isinstance(tool, str):
-            return ToolError("invalid_action", f'"tool" must be a tool name string, got {tool!r:.100}')
+            return ToolError("invalid_action", f'"tool" must be a tool name string, got {safe_repr(tool, 100)}')
         args = action.get("args", {})
         if args is None:
             args = {}
@@ -143,31 +144,31 @@ def _int_arg(args: dict, key: str, lo: int, hi: int, default: int | None = None)
         return default
     v = args[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
-        raise ToolError("invalid_arguments", f"{key!r} must be an integer, got {v!r:.100}")
+        raise ToolError("invalid_arguments", f"{key!r} must be an integer, got {safe_repr(v, 100)}")
     v = int(v)
     if not lo <= v <= hi:
-        raise ToolError("invalid_arguments", f"{key!r} must be in {lo}..{hi}, got {v}")
+        raise ToolError("invalid_arguments", f"{key!r} must be in {lo}..{hi}, got {safe_repr(v, 60)}")
     return v
 
 
 def _time_arg(args: dict, key: str) -> int:
     v = args[key]
     if not isinstance(v, str):
-        raise ToolError("invalid_arguments", f"{key!r} must be an ISO 8601 timestamp string, got {v!r:.100}")
+        raise ToolError("invalid_arguments", f"{key!r} must be an ISO 8601 timestamp string, got {safe_repr(v, 100)}")
     try:
         dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
         return datetime_to_hour(dt)
     except (ValueError, OverflowError) as exc:
         raise ToolError(
             "invalid_arguments",
-            f"{key!r}: {v!r:.60} is not a time-zone-aware ISO 8601 hour such as '2024-07-20T13:00:00Z' ({exc})",
+            f"{key!r}: {safe_repr(v, 60)} is not a time-zone-aware ISO 8601 hour such as '2024-07-20T13:00:00Z' ({exc})",
         ) from None
 
 
 def _method_arg(args: dict) -> str:
     m = args.get("method")
     if not isinstance(m, str) or m not in CLASSICAL_METHODS:
-        raise ToolError("invalid_arguments", f"'method' must be one of {list(CLASSICAL_METHODS)}, got {m!r:.100}")
+        raise ToolError("invalid_arguments", f"'method' must be one of {list(CLASSICAL_METHODS)}, got {safe_repr(m, 100)}")
     return m
 
 
@@ -242,7 +243,7 @@ class Episode:
         self.tool_counts[call.tool] += 1
         tool = REGISTRY.get(call.tool)
         if tool is None or call.tool not in self.tools:
-            return _error(call.tool, ToolError("unknown_tool", f"unknown tool {call.tool!r:.60}; available tools: {list(self.tools)}"))
+            return _error(call.tool, ToolError("unknown_tool", f"unknown tool {safe_repr(call.tool, 60)}; available tools: {list(self.tools)}"))
         try:
             return {"tool": call.tool, "ok": True, "result": tool.handler(self, call.args)}
         except ToolError as exc:
@@ -359,7 +360,7 @@ def _history(ep: Episode, args: dict) -> dict:
             raise ToolError("invalid_arguments", "history: give either 'last' or 'start'/'end', not both")
         start = _time_arg(args, "start") if "start" in args else c.history_start
         end = _time_arg(args, "end") if "end" in args else c.last_visible
-        if start < c.history_start or end > c.last_visible:
+        if not (c.history_start <= start <= c.last_visible and c.history_start <= end <= c.last_visible):
             raise ToolError(
                 "out_of_range",
                 f"history: visible hours are {hour_to_iso(c.history_start)} .. {hour_to_iso(c.last_visible)} "
@@ -396,7 +397,7 @@ def _forecast_plan(ep: Episode, args: dict, tool: str) -> tuple[str, PlanResult]
     fid = args["forecast_id"]
     fc = ep.forecasts.get(fid) if isinstance(fid, str) else None
     if fc is None:
-        raise ToolError("not_found", f"{tool}: no forecast with id {fid!r:.60} was bought in this episode (ids: {list(ep.forecasts)})")
+        raise ToolError("not_found", f"{tool}: no forecast with id {safe_repr(fid, 60)} was bought in this episode (ids: {list(ep.forecasts)})")
     if fc["plan"] is None:
         c = ep.case
         raise ToolError(
@@ -428,7 +429,7 @@ def _evaluate_plan(ep: Episode, args: dict) -> dict:
 def _model_arg(ep: Episode, args: dict) -> str:
     m = args.get("model")
     if not isinstance(m, str) or m not in ep.models:
-        raise ToolError("invalid_arguments", f"'model' must be one of the forecast pool {list(ep.models)}, got {m!r:.60}")
+        raise ToolError("invalid_arguments", f"'model' must be one of the forecast pool {list(ep.models)}, got {safe_repr(m, 60)}")
     return m
 
 

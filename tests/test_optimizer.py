@@ -339,11 +339,24 @@ def test_solve_blocks_respects_ramp():
         (np.array([[0.0, np.inf]]), 1),
         (np.zeros((2, 3)), -1),
         (np.zeros((2, 3)), 1.5),
+        (np.zeros((2, 3)), 6.0),
+        (np.zeros((2, 3)), float("inf")),
+        (np.zeros((2, 3)), None),
+        (np.zeros((2, 3)), True),
+        (np.zeros((2, 3), dtype=complex), 1),
+        (np.full((8, 3), 1e308), 2),        # finite costs whose total overflows
     ],
 )
 def test_solve_blocks_bad_input(bad, step):
     with pytest.raises(ValueError):
         solve_blocks(bad, step)
+
+
+def test_solve_blocks_step_beyond_the_grid_allows_any_move():
+    c = np.array([[0.0, 5.0, 5.0, 5.0], [5.0, 5.0, 5.0, 0.0]])
+    for step in (3, 10**30, np.int64(2**62)):
+        path, total = solve_blocks(c, step)
+        assert path.tolist() == [0, 3] and total == 0.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -498,6 +511,19 @@ GOOD = np.ones((24, 3))
         dict(scale=float("inf")),
         dict(shortage=np.ones(23)),
         dict(shortage=np.ones((24, 1))),
+        dict(shortage=np.ones(24, dtype=bool)),
+        dict(shortage=-np.ones(24)),
+        dict(scale=None),
+        dict(scale="100"),
+        dict(scale=True),
+        dict(scale=np.array([100.0])),
+        dict(values=np.ones((24, 3), dtype=complex)),
+        dict(values=np.ones((24, 3), dtype=bool)),
+        dict(values=np.ma.masked_array(np.ones((24, 3)), mask=np.zeros((24, 3), dtype=bool))),
+        dict(values=[["1.0"] * 3] * 24),
+        dict(weights=np.ones(3, dtype=bool)),
+        dict(values=np.full((24, 3), 1e300), scale=1e-10),            # finite inputs, costs overflow to inf
+        dict(values=np.full((24, 3), 1e300), scale=1e-10, shortage=np.zeros(24)),  # ... and to NaN (0 * inf)
     ],
 )
 def test_bad_inputs_raise_value_error(kwargs):

@@ -251,12 +251,19 @@ class FWBenchEnv(gym.Env):
             if counts:
                 ep.calls += 1
             elif not res["ok"]:
-                # a refused submit: a malformed submit is an error result that counts as a call;
-                # an invalid plan ends the episode unless invalid_submission == "error"
+                # a refused submit/abstain: a malformed one is an error result that counts as a call
+                # (so it is subject to the call limit like any counted call); an invalid plan ends the
+                # episode unless invalid_submission == "error"
                 code = res["error"]["code"]
                 if code == "invalid_plan" and self.invalid_submission == TERMINATE:
                     return self._terminate("invalid_submission", res["error"]["message"])
-                ep.calls += 1
+                if ep.calls < ep.max_calls:
+                    ep.calls += 1
+                elif self.call_limit == TERMINATE:
+                    ep.calls += 1
+                    return self._terminate("call_limit_exceeded", f"call {ep.calls} (a refused {name}: {code}) exceeds "
+                                           f"the limit of {ep.max_calls} tool calls", tool=name)
+                # call_limit == "error": refused at the limit, not counted beyond it
         reward = -0.5 * (ep.spent - spent_before) / self.budget if self.reward_mode == "dense" and self.budget else 0.0
         if ep.abstain_reason is not None:
             return self._terminate("abstained", ep.abstain_reason, tool="abstain")

@@ -88,8 +88,8 @@ PRICE_MAX = 20.0
 MODEL_FIELDS = ("available", "price_frac", "affordable", "bought", "bought_expected_loss", "replayed", "replay_pinball_scaled")
 METHOD_FIELDS = ("known", "expected_loss")
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-#: error codes of the env's terminal submit result (the episode has ended)
-_TERMINAL_CODES = ("invalid_submission", "call_limit_exceeded")
+#: error codes of the env's terminal results (the episode has ended), whatever the tool
+_TERMINAL_CODES = ("invalid_submission", "call_limit_exceeded", "abstained")
 
 
 def _names() -> tuple[str, ...]:
@@ -267,7 +267,7 @@ class EpisodeTracker:
         bought: ``{model: forecast_id}`` of the first covering forecast bought per model.
         replays: ``{model: mean pinball loss / scale}``.
         last: the parsed last tool result (dict) or ``None``.
-        terminated: the last update ended the episode (a ``submit``).
+        terminated: the last update ended the episode (a submit, an abstain or a call beyond the limit).
         version: incremented by every :meth:`reset` and :meth:`update` (for caches of derived values).
     """
 
@@ -325,7 +325,7 @@ class EpisodeTracker:
         tool, args, ok = call.tool, call.args, bool(self.last.get("ok"))
         body = self.last.get("result") if ok else None
         code = (self.last.get("error") or {}).get("code") if not ok else None
-        if self.last.get("tool") == "submit" and (ok or code in _TERMINAL_CODES):
+        if code in _TERMINAL_CODES or (ok and self.last.get("tool") == "submit"):
             self.terminated = True  # the env's terminal result (a refused, non-final submit is not)
         elif ok and tool == "catalog":
             self.meta = CaseMeta.from_catalog(body)

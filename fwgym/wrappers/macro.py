@@ -36,10 +36,10 @@ are unavailable (``QuantileForecaster.availability()`` of the env's own forecast
 ``catalog``, or a ``model_unavailable`` error seen this episode), its price
 (:func:`fwgym.tariff.price`) exceeds the credits left, too few calls are left (information entries
 always keep one call in reserve for a final classical plan), or the information was already
-gathered. **Choosing a masked entry ends the episode invalid** (an off-grid plan is submitted, so
-the protocol's invalid-plan loss applies): plain PPO, which ignores masks, learns from that
-penalty; nothing silently falls back to another entry. An unmasked final entry whose tool fails
-at run time (e.g. weights that fail to load) also ends invalid.
+gathered. **Choosing a masked entry ends the episode invalid** (the wrapper calls ``abstain`` with
+the reason, status ``abstained``, so the protocol's invalid-plan loss applies): plain PPO, which
+ignores masks, learns from that penalty; nothing silently falls back to another entry. An unmasked
+final entry whose tool fails at run time (e.g. weights that fail to load) also ends invalid.
 
 The same :class:`MacroController` drives the wrappers and the learned-policy agent
 (:class:`fwgym.wrappers.sb3_agent.SB3Agent`), which emits the macro's tool calls one by one on the
@@ -71,7 +71,6 @@ from fwgym.wrappers.features import (
 
 #: the longest replay horizon used by ``replay:<model>`` entries
 REPLAY_MAX_HORIZON = 168
-#: an off-grid plan: submitting it ends the episode as invalid (protocol invalid-plan loss)
 def _give_up(reason: str) -> dict:
     """End the episode invalid through the env's ``abstain`` tool, saying why."""
     return {"tool": "abstain", "args": {"reason": reason}}
@@ -278,14 +277,19 @@ class MacroController:
         return self._masks[1].copy()
 
     def choose(self, index) -> MacroEntry:
-        """Start menu entry ``index`` (masked entries run as an invalid submission).
+        """Start menu entry ``index`` (a masked entry ends the episode invalid through ``abstain``).
 
         Raises:
-            ValueError: index outside ``0..len(menu)-1``.
+            ValueError: ``index`` is not one integer (an int, a NumPy integer or a 1-element integer
+                array; floats, strings and bools are refused) or is outside ``0..len(menu)-1``.
         """
-        i = int(np.asarray(index).reshape(-1)[0]) if np.ndim(index) else int(index)
+        a = np.asarray(index)
+        if a.size != 1 or a.dtype.kind not in "iu" or isinstance(index, (bool, np.bool_)):
+            raise ValueError(f"a macro action is one integer index in 0..{len(self.menu) - 1} (an int or a 1-element "
+                             f"integer array), got {index!r:.80}")
+        i = int(a.reshape(-1)[0])
         if not 0 <= i < len(self.menu):
-            raise ValueError(f"macro index must be in 0..{len(self.menu) - 1}, got {index!r}")
+            raise ValueError(f"macro index must be in 0..{len(self.menu) - 1}, got {index!r:.80}")
         entry = self.menu[i]
         self.program = MacroProgram(entry, bool(self.action_masks()[i]))
         return entry

@@ -117,6 +117,42 @@ def test_all_ones_plan_on_flat_demand_loss_by_hand(env):
     assert info["loss"] == pytest.approx(hand_loss([1.0] * 8, hs["target"], case.scale, case.shortage))
 
 
+@pytest.mark.parametrize("bad", [{"tool": "submit", "args": {}}, {"tool": "submit", "args": {"plan": 1}},
+                                 {"tool": "abstain", "args": {"reason": 5}}])
+def test_malformed_submits_are_calls_and_the_thirteenth_ends_the_episode(env, bad):
+    env.reset(options={"case_id": CASE})
+    for _ in range(11):
+        env.step({"tool": "catalog"})
+    obs, _, term, _, info = env.step(bad)  # call 12: an error result that counts
+    assert not term and info["calls"] == 12 and info["tool_result"]["error"]["code"] == "invalid_arguments"
+    obs, _, term, _, info = env.step(bad)  # call 13: beyond the limit
+    assert term and not info["valid"] and info["status"] == "call_limit_exceeded" and info["calls"] == 13
+    assert info["tool_result"]["error"]["code"] == "call_limit_exceeded"
+
+
+def test_malformed_submits_at_the_limit_in_error_mode_are_refused_and_not_counted():
+    e = FWBenchEnv("electricity", call_limit="error")
+    e.reset(options={"case_id": CASE})
+    for _ in range(12):
+        e.step({"tool": "catalog"})
+    for _ in range(3):
+        _, _, term, _, info = e.step({"tool": "submit", "args": {}})
+        assert not term and info["calls"] == 12 and info["credits"] == 0
+    _, _, term, _, info = e.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert term and info["valid"] and info["calls"] == 12
+
+
+def test_history_outside_the_window_and_huge_numbers_are_clear_errors(env):
+    env.reset(options={"case_id": CASE})
+    for args, code in [({"start": "9999-12-31T23:00:00+14:00"}, "out_of_range"), ({"end": "1971-01-01T00:00:00Z"}, "out_of_range"),
+                       ({"last": 10**5000}, "invalid_arguments"), ({"last": [10**5000]}, "invalid_arguments")]:
+        _, _, term, _, info = env.step({"tool": "history", "args": args})
+        assert not term and info["tool_result"]["error"]["code"] == code, args
+    _, _, _, _, info = env.step({"tool": "classical_plan", "args": {"method": 10**5000}})
+    assert info["tool_result"]["error"]["code"] == "invalid_arguments"
+    assert "cannot be displayed" in info["tool_result"]["error"]["message"]
+
+
 def test_thirteenth_call_ends_episode_invalid(env):
     env.reset(options={"case_id": CASE})
     hs = env.hindsight()

@@ -148,6 +148,9 @@ def test_masked_choice_ends_invalid_without_fallback_or_charge():
     assert "masked macro entry 'buy_plan_submit:seasonal_empirical'" in info["reason"]
     assert info["credits"] == 0 and "forecast" not in info["tool_counts"] and "classical_plan" not in info["tool_counts"]
     assert info["R"] > 5 and r == pytest.approx(-info["S"])
+    assert not info["action_mask"].any() and not env.action_masks().any()  # the episode is over
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
 
 
 def test_sequential_episode_with_purchases_sums_to_minus_s_and_reuses_the_forecast():
@@ -228,6 +231,11 @@ def test_wrapper_argument_errors():
     env.reset(options={"case_id": DAY})
     with pytest.raises(ValueError, match="macro index"):
         env.step(12)
+    for bad in (1.7, 1.0, "3", True, np.array([1, 2]), np.array([0.0]), None):
+        with pytest.raises(ValueError, match="one integer index"):
+            env.step(bad)
+    _, _, term, _, _ = env.step(np.array([0]))  # SB3 passes 1-element integer arrays
+    assert term
 
 
 def test_maskable_ppo_respects_the_masks():
