@@ -1,0 +1,37 @@
+"""fwgym.series: epoch-hour arithmetic and ISO rendering (checked against datetime/strftime)."""
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fwgym.series import datetime_to_hour, hour_to_datetime, hour_to_iso, utc_hour_of_day, utc_weekday
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=-17_000_000, max_value=70_000_000))  # years ~1 .. 9955
+def test_hour_to_iso_matches_strftime(hour):
+    expected = (EPOCH + timedelta(hours=hour)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if hour < 0 and expected[0] != "-" and len(expected.split("-")[0]) < 4:  # strftime does not zero-pad years < 1000
+        expected = expected.zfill(20)
+    assert hour_to_iso(hour) == expected
+    assert hour_to_iso(np.int64(hour)) == expected
+    assert datetime_to_hour(hour_to_datetime(hour)) == hour
+
+
+def test_known_hours():
+    assert hour_to_iso(0) == "1970-01-01T00:00:00Z"
+    assert hour_to_iso(-1) == "1969-12-31T23:00:00Z"
+    assert hour_to_iso(473_469) == "2024-01-05T21:00:00Z"  # 19,727 days + 21 h
+    assert hour_to_iso(datetime_to_hour(datetime(2024, 2, 29, 13, tzinfo=timezone.utc))) == "2024-02-29T13:00:00Z"
+    assert utc_weekday(0) == 3 and utc_hour_of_day(25) == 1  # 1970-01-01 was a Thursday
+
+
+def test_datetime_to_hour_errors():
+    with pytest.raises(ValueError, match="time zone"):
+        datetime_to_hour(datetime(2024, 1, 1))
+    with pytest.raises(ValueError, match="on the hour"):
+        datetime_to_hour(datetime(2024, 1, 1, 0, 30, tzinfo=timezone.utc))
