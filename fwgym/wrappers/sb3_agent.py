@@ -181,9 +181,13 @@ class SB3Agent:
         """Next tool call (a dict) for the raw observation.
 
         Raises:
-            RuntimeError: the catalog call of the episode failed (e.g. the env forbids it).
+            RuntimeError: the catalog call of the episode failed (e.g. the env forbids it), or the env
+                has ``text_observations=False`` (empty context and results).
         """
         ctl = self.controller
+        if not observation.get("context"):
+            raise RuntimeError(f"{self.name} reads the text observations (last_result JSON); run it on an env with "
+                               "text_observations=True (the default), not the RL training env of make_rl_env")
         if self._last is None or not observation.get("last_result"):
             call = ctl.start(observation)
             self.choices = []

@@ -106,6 +106,8 @@ def test_agent_errors(tmp_path, ppo_macro):
     env = FWBenchEnv("electricity", split="test", tools=["history", "classical_plan"])
     with pytest.raises(RuntimeError, match="catalog call failed"):
         run_episode(env, agent, seed=0)
+    with pytest.raises(RuntimeError, match="text_observations=True"):
+        run_episode(FWBenchEnv("electricity", split="test", text_observations=False), SB3Agent(ppo_macro[1]), seed=0)
 
 
 def test_plain_model_save_still_loads(tmp_path, ppo_macro, maskable_sequential):
