@@ -75,10 +75,26 @@ def safe_repr(x: Any, limit: int = 100) -> str:
     return r[:limit]
 
 
+def names_text(names, limit: int = 5, width: int = 40) -> str:
+    """Agent-supplied names (e.g. unknown keys) for an error message: at most ``limit`` of them, each
+    cut to ``width`` characters (sorted by their text), so that a message stays short whatever the
+    agent sent."""
+    shown = sorted(safe_repr(n, width) for n in names)
+    more = len(shown) - limit
+    return "[" + ", ".join(shown[:limit]) + (f", ... {more} more" if more > 0 else "") + "]"
+
+
+#: longest message of an agent-facing error (messages quote agent input, which is capped too)
+MAX_MESSAGE_CHARS = 2000
+
+
 class CodedError(Exception):
-    """Base of fwgym's agent-facing errors: a stable machine-readable ``code`` and a ``message``."""
+    """Base of fwgym's agent-facing errors: a stable machine-readable ``code`` and a ``message``
+    (at most :data:`MAX_MESSAGE_CHARS` characters)."""
 
     def __init__(self, code: str, message: str):
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 14] + "...[truncated]"
         super().__init__(message)
         self.code = code
         self.message = message
@@ -129,9 +145,9 @@ def _records_to_values(decisions: Any) -> list[Any]:
     """Map the accepted decision containers to 8 raw values in b00..b07 order."""
     if _is_mapping(decisions):
         keys = list(decisions.keys())
-        unknown = sorted(set(map(str, keys)) - set(DECISION_IDS))
+        unknown = [k for k in keys if not (isinstance(k, str) and k in DECISION_IDS)]
         if unknown:
-            raise PlanError("unknown_decision_id", f"unknown decision ids {unknown}; expected exactly {list(DECISION_IDS)}")
+            raise PlanError("unknown_decision_id", f"unknown decision ids {names_text(unknown)}; expected exactly {list(DECISION_IDS)}")
         missing = [d for d in DECISION_IDS if d not in decisions]
         if missing:
             raise PlanError("missing_decision", f"missing decisions {missing}; expected exactly {list(DECISION_IDS)}")

@@ -237,7 +237,10 @@ def _check_scale_shortage(scale, shortage) -> tuple[float, np.ndarray]:
     ``shortage`` are checked in the compiled kernel)."""
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
         raise ValueError(f"scale must be a real number, got {safe_repr(scale, 60)}")
-    scale = float(scale)
+    try:
+        scale = float(scale)
+    except OverflowError:
+        raise ValueError(f"scale must be finite and > 0, got {safe_repr(scale, 60)}") from None
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}")
     s = shortage if type(shortage) is np.ndarray and shortage.dtype == np.float64 else _real_array(shortage, "shortage weights")
@@ -361,15 +364,35 @@ def _path_total(cost, indices, block_hours):  # pragma: no cover - compiled
 
 
 def plan_loss(cost: np.ndarray, indices: np.ndarray) -> float:
-    """Mean hourly cost of a plan (grid indices, shape (8,)) under a cost table (24, 33), summed in the
-    DP's order (so ``plan_loss(C, optimal) <= plan_loss(C, any plan)`` holds exactly)."""
-    idx = np.array(indices, dtype=np.int64)
-    return float(_path_total(np.asarray(cost, dtype=np.float64), idx, BLOCK_HOURS) / TARGET_HOURS)
+    """Mean hourly cost of a plan under a cost table, summed in the DP's order (so
+    ``plan_loss(C, optimal) <= plan_loss(C, any plan)`` holds exactly).
+
+    Args:
+        cost: float (24, 33) cost table (:func:`cost_table`, :attr:`PlanResult.cost`).
+        indices: 8 integer grid indices in 0..32 (no ramp check).
+
+    Raises:
+        ValueError: wrong shapes, non-integer or out-of-range indices, non-finite costs.
+    """
+    c = np.require(_real_array(cost, "cost"), dtype=np.float64, requirements=["C", "W"])  # copies read-only tables
+    if c.shape != (TARGET_HOURS, _GRID.shape[0]) or not np.isfinite(c).all():
+        raise ValueError(f"cost must be a finite (24, 33) table, got shape {c.shape}")
+    idx = np.asarray(indices)
+    if idx.shape != (N_BLOCKS,) or idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= c.shape[1]:
+        raise ValueError(f"indices must be {N_BLOCKS} integer grid indices in 0..{c.shape[1] - 1}, got {safe_repr(indices, 80)}")
+    return float(_path_total(c, idx.astype(np.int64), BLOCK_HOURS) / TARGET_HOURS)
 
 
 def invalid_loss(cost: np.ndarray) -> float:
-    """Loss of an invalid plan: ``mean_h max_g C[h, g] + 1`` (protocol §5.1), worse than any feasible plan."""
-    return float(cost.max(axis=1).mean() + INVALID_PENALTY)
+    """Loss of an invalid plan: ``mean_h max_g C[h, g] + 1`` (protocol §5.1), worse than any feasible plan.
+
+    Raises:
+        ValueError: ``cost`` is not a finite (24, 33) table.
+    """
+    c = _real_array(cost, "cost")
+    if c.shape != (TARGET_HOURS, _GRID.shape[0]) or not np.isfinite(c).all():
+        raise ValueError(f"cost must be a finite (24, 33) table, got shape {c.shape}")
+    return float(c.max(axis=1).mean() + INVALID_PENALTY)
 
 
 def perfect_demand_plan(actual: np.ndarray, scale: float, shortage: np.ndarray) -> PlanResult:

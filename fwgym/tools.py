@@ -5,7 +5,7 @@ parsed dict. :func:`parse_action` turns any input into a :class:`ToolCall` or a 
 (it never raises); :meth:`Episode.execute` runs a call and returns a JSON-safe result dict:
 ``{"tool": NAME, "ok": true, "result": {...}}`` or ``{"tool": NAME, "ok": false, "error": {"code", "message"}}``.
 
-Every call except ``submit`` counts toward the call limit, errors included. Nothing in a result
+Every call except a successful ``submit`` or ``abstain`` counts toward the call limit, errors included. Nothing in a result
 ever carries a value at or after ``as_of - 2 h``: the history tool reads only the visible window.
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from fwgym.contract import (
     ForecastSubmission,
     Plan,
     PlanError,
+    names_text,
     safe_repr,
     validate_decisions,
     validate_forecast,
@@ -111,9 +112,9 @@ def parse_action(action: Any) -> ToolCall | ToolError:
                 "invalid_action",
                 f'an action must be a JSON object {{"tool": NAME, "args": {{...}}}}, got {type(action).__name__}',
             )
-        extra = sorted(map(str, set(action) - {"tool", "args"}))
+        extra = [k for k in action if k not in ("tool", "args")]
         if extra:
-            return ToolError("invalid_action", f'unexpected action keys {extra[:5]}; an action has only "tool" and "args"')
+            return ToolError("invalid_action", f'unexpected action keys {names_text(extra)}; an action has only "tool" and "args"')
         tool = action.get("tool")
         if not isinstance(tool, str):
             return ToolError("invalid_action", f'"tool" must be a tool name string, got {safe_repr(tool, 100)}')
@@ -132,9 +133,9 @@ def parse_action(action: Any) -> ToolCall | ToolError:
 
 
 def _check_keys(args: dict, allowed: set[str], tool: str) -> None:
-    extra = sorted(map(str, set(args) - allowed))
+    extra = [k for k in args if k not in allowed]
     if extra:
-        raise ToolError("invalid_arguments", f"{tool}: unknown argument(s) {extra[:5]}; allowed: {sorted(allowed)}")
+        raise ToolError("invalid_arguments", f"{tool}: unknown argument(s) {names_text(extra)}; allowed: {sorted(allowed)}")
 
 
 def _int_arg(args: dict, key: str, lo: int, hi: int, default: int | None = None) -> int:
@@ -277,6 +278,8 @@ def classical_plan_result(case: Case, method: str) -> PlanResult:
             return hit
     samples = classical_distribution(method, case.history, case.history_hours, case.target_hours)
     hit = optimal_plan(samples, case.scale, case.shortage)
+    for a in (hit.plan.indices, hit.plan.levels, hit.plan.values, hit.cost):
+        a.flags.writeable = False  # shared by every later hit: nobody may change it
     with _PLAN_LOCK:
         _PLAN_CACHE[key] = hit
         while len(_PLAN_CACHE) > _PLAN_CACHE_MAX:

@@ -522,6 +522,7 @@ GOOD = np.ones((24, 3))
         dict(values=np.ma.masked_array(np.ones((24, 3)), mask=np.zeros((24, 3), dtype=bool))),
         dict(values=[["1.0"] * 3] * 24),
         dict(weights=np.ones(3, dtype=bool)),
+        dict(scale=10**400),                                           # float() overflows
         dict(values=np.full((24, 3), 1e300), scale=1e-10),            # finite inputs, costs overflow to inf
         dict(values=np.full((24, 3), 1e300), scale=1e-10, shortage=np.zeros(24)),  # ... and to NaN (0 * inf)
     ],
@@ -539,3 +540,26 @@ def test_bad_inputs_raise_value_error(kwargs):
 def test_perfect_demand_bad_input(actual):
     with pytest.raises(ValueError):
         perfect_demand_plan(actual, 1.0, MONDAY)
+
+
+@pytest.mark.parametrize("indices", [[33] * 8, [-1] * 8, [0] * 9, [0] * 7, [0.5] * 8, [10**6] * 8, [[0] * 8], ["a"] * 8])
+def test_plan_loss_refuses_bad_indices(indices):
+    cost = optimal_plan(np.full((24, 9), 100.0), 100.0, MONDAY).cost
+    with pytest.raises(ValueError):
+        plan_loss(cost, indices)
+
+
+@pytest.mark.parametrize("cost", [np.ones((2, 2)), np.ones((24, 32)), np.full((24, 33), np.nan), np.ones((24, 33), dtype=complex)])
+def test_plan_loss_and_invalid_loss_refuse_bad_tables(cost):
+    with pytest.raises(ValueError):
+        plan_loss(cost, [0] * 8)
+    with pytest.raises(ValueError):
+        invalid_loss(cost)
+
+
+def test_plan_loss_accepts_read_only_tables_and_equals_the_dp_total():
+    res = optimal_plan(np.full((24, 9), 100.0), 100.0, MONDAY)
+    cost = res.cost.copy()
+    cost.flags.writeable = False
+    assert plan_loss(cost, res.plan.indices) == res.expected_loss
+    assert plan_loss(cost, list(res.plan.indices)) == res.expected_loss

@@ -2,6 +2,7 @@
 from collections import OrderedDict
 
 import numpy as np
+import pytest
 
 from fwgym import tools
 from fwgym.cases import build_cases
@@ -25,3 +26,14 @@ def test_plan_cache_is_a_bounded_lru_and_hits_equal_recomputation(monkeypatch):
     got = tools.classical_plan_result(c, "weekday_empirical")
     assert np.array_equal(got.plan.indices, fresh.plan.indices) and got.expected_loss == fresh.expected_loss
     assert np.array_equal(got.cost, fresh.cost) and len(tools._PLAN_CACHE) == 3
+
+
+def test_cached_plans_are_read_only(monkeypatch):
+    monkeypatch.setattr(tools, "_PLAN_CACHE", OrderedDict())
+    case = build_cases("electricity", "test")[0]
+    hit = tools.classical_plan_result(case, "weekly_repeat")
+    for a in (hit.plan.indices, hit.plan.levels, hit.plan.values, hit.cost):
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 0
+    again = tools.classical_plan_result(case, "weekly_repeat")
+    assert again is hit

@@ -11,8 +11,10 @@ Observation (``gymnasium.spaces.Dict``):
 Action: a JSON tool call ``{"tool": NAME, "args": {...}}`` as a string (the ``Text`` action space)
 or an already parsed dict. Malformed actions return an error result and count as a call.
 
-Reward: ``reward="terminal"`` (default) pays ``-S`` at termination; ``reward="dense"`` pays
-``-0.5 * credits / budget`` when credits are charged and ``-0.5 * R`` at termination, summing to ``-S``.
+Reward: ``reward="terminal"`` (default) pays ``-S`` at termination; ``reward="dense"`` pays the
+credit part of S when credits are charged and the rest at termination, summing to ``-S``: in decision
+envs ``-0.5 * credits / budget`` per charge and ``-0.5 * R`` at the end; in forecast envs
+``-credit_weight * credits / budget`` per charge and ``-min(RCRPS, 5)`` at the end.
 
 ``info``: ``case_id``, ``calls``, ``credits``, ``budget_left``; after a step also ``tool_result``, the
 tool result as a dict (what ``last_result`` carries as JSON); at termination the episode's outcome
@@ -66,7 +68,7 @@ class FWBenchEnv(gym.Env):
         invalid_submission: ``"terminate"`` (protocol: an invalid plan is scored invalid) or
             ``"error"`` (an error result, counted as a call; the agent may resubmit).
         call_limit: ``"terminate"`` (protocol) or ``"error"`` (calls beyond the limit are refused
-            free of charge; only ``submit`` is then accepted).
+            free of charge; only ``submit`` and ``abstain`` are then accepted).
         case_ids: restrict the episode pool to these ids.
         sigma: per-domain sigma override (default: the frozen calibration).
         models: the priced forecast pool (default: seasonal_empirical, chronos_bolt_tiny, chronos2, timesfm25).
@@ -239,7 +241,7 @@ class FWBenchEnv(gym.Env):
                 ep.tool_counts[name] += 1
                 return self._terminate("call_limit_exceeded", f"call {ep.calls} exceeds the limit of {ep.max_calls} tool calls",
                                        tool=name)
-            res = {"tool": name, "ok": False, "error": {"code": "call_limit", "message": f"the limit of {ep.max_calls} tool calls is reached; only submit is accepted"}}
+            res = {"tool": name, "ok": False, "error": {"code": "call_limit", "message": f"the limit of {ep.max_calls} tool calls is reached; only submit and abstain are accepted"}}
             return self._observation(res), 0.0, False, False, self._info(res)
         spent_before = ep.spent
         if isinstance(call, ToolError):
@@ -264,7 +266,7 @@ class FWBenchEnv(gym.Env):
                     return self._terminate("call_limit_exceeded", f"call {ep.calls} (a refused {name}: {code}) exceeds "
                                            f"the limit of {ep.max_calls} tool calls", tool=name)
                 # call_limit == "error": refused at the limit, not counted beyond it
-        reward = -0.5 * (ep.spent - spent_before) / self.budget if self.reward_mode == "dense" and self.budget else 0.0
+        reward = self._credit_reward(ep.spent - spent_before)
         if ep.abstain_reason is not None:
             return self._terminate("abstained", ep.abstain_reason, tool="abstain")
         if ep.submission is not None:
@@ -294,8 +296,9 @@ class FWBenchEnv(gym.Env):
         if self.text_observations:
             context = self.context
             last_result = "" if result is None else result_json(result)
-            if len(last_result) > MAX_TEXT:
-                last_result = last_result[: MAX_TEXT - 40] + "...[truncated]"
+            if len(last_result) > MAX_TEXT:  # not reached by any tool (results and messages are capped); kept valid JSON
+                last_result = result_json({"tool": str(result.get("tool"))[:60], "ok": False, "error": {
+                    "code": "result_too_long", "message": f"the result has {len(last_result)} characters (limit {MAX_TEXT})"}})
         else:
             context = last_result = ""
         return {
@@ -326,7 +329,7 @@ class FWBenchEnv(gym.Env):
         }
         if self.task == "forecast":
             outcome.update(self._score_forecast(valid))
-            reward = -outcome["S"]
+            reward = -outcome["R"] if self.reward_mode == "dense" else -outcome["S"]  # dense: credits paid when charged
         else:
             truth, best = _truth(case, ep.target())
             floor = plan_loss(truth, best.plan.indices)  # same summation as the loss: perfect demand has S == 0 exactly
@@ -340,6 +343,13 @@ class FWBenchEnv(gym.Env):
             "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
         info = {**self._info(result), **self._outcome}
         return self._observation(result), float(reward), True, False, info
+
+    def _credit_reward(self, credits: int) -> float:
+        """Dense reward for ``credits`` just charged: the credit part of S (0 in terminal mode)."""
+        if self.reward_mode != "dense" or not credits:
+            return 0.0
+        weight = self.credit_weight if self.task == "forecast" else 0.5
+        return -weight * credits / (self.budget or BUDGET)
 
     def _score_forecast(self, valid: bool) -> dict:
         """RCRPS of the submitted forecast (capped at 5; an invalid forecast scores the cap)."""

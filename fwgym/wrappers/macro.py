@@ -327,7 +327,7 @@ class MacroActionWrapper(gym.Wrapper):
     Raises:
         TypeError: ``env`` is not the raw Dict-observation env.
         ValueError: unknown variant, a forecast-task env, ``invalid_submission != "terminate"``,
-            ``max_calls < 2``, or no ``catalog``.
+            ``max_calls < 2``, or no ``catalog`` or ``classical_plan`` tool.
     """
 
     def __init__(self, env: gym.Env, variant: str = "macro", features: str | Sequence[str] = "all"):
@@ -339,6 +339,9 @@ class MacroActionWrapper(gym.Wrapper):
             raise ValueError("macro wrappers need invalid_submission='terminate' (a masked choice must end the episode invalid)")
         if getattr(inner, "max_calls", 12) < 2:
             raise ValueError("macro wrappers need max_calls >= 2 (one call goes to catalog at reset)")
+        if "classical_plan" not in getattr(inner, "tools", ()):
+            raise ValueError("macro wrappers need the 'classical_plan' tool: a free final entry must always be open "
+                             "(without it every entry can be masked before the episode ends)")
         super().__init__(env)
         self.controller = MacroController(variant, features)
         self.menu = self.controller.menu

@@ -50,8 +50,8 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
             per episode), ``"sequential"`` (:class:`~fwgym.wrappers.macro.SequentialMacroWrapper`,
             Discrete(28)) or ``"features"`` (:class:`~fwgym.wrappers.features.FeatureObservation`:
             numeric observations, JSON tool-call actions).
-        reward: the inner env's reward mode, ``"dense"`` (default: purchases pay ``-0.5*c/B`` when
-            made, the submission ``-0.5*R``; the episode sum is ``-S``) or ``"terminal"``.
+        reward: the inner env's reward mode, ``"dense"`` (default: purchases pay the credit part of S
+            when made, the submission the rest; the episode sum is ``-S``) or ``"terminal"``.
         cycle_hire_stations: ``"all"`` (default: every station of the split; the train split has
             100) or ``"busiest"``: only the 20 stations the dev and test splits use
             (:func:`fwgym.cases.busiest_stations`, chosen on train-period departures), so a policy

@@ -88,3 +88,22 @@ def test_context_reading_beats_the_same_method_without_text(env_id):
     for agent in (ContextAwareAgent(True), ContextAwareAgent(False)):
         s[agent.use_context] = np.mean([run_episode(env, agent, options={"case_id": c.case_id}).record["S"] for c in cases])
     assert s[True] < s[False]
+
+
+@pytest.mark.parametrize("credit_weight", [0.0, 1.0, 2.5])
+@pytest.mark.parametrize("reward", ["dense", "terminal"])
+def test_forecast_env_rewards_sum_to_minus_s(reward, credit_weight):
+    e = FWBenchEnv("electricity", split="test", task="forecast", scenarios=True, reward=reward, credit_weight=credit_weight)
+    e.reset(seed=3)
+    total = 0.0
+    obs, r, *_ = e.step({"tool": "forecast", "args": {"model": "seasonal_empirical", "horizon": 336}})
+    total += r
+    assert r == (pytest.approx(-credit_weight * json.loads(obs["last_result"])["result"]["credits"] / 113_726)
+                 if reward == "dense" else 0.0)
+    q = json.loads(obs["last_result"])["result"]["quantiles"]
+    lo, hi = e.episode.case.target_steps
+    _, r, term, _, info = e.step({"tool": "submit", "args": {"quantiles": q[lo - 1 : hi]}})
+    total += r
+    assert term and info["valid"] and info["credits"] > 0
+    assert total == pytest.approx(-info["S"], abs=1e-12)
+    assert info["S"] == pytest.approx(info["R"] + credit_weight * info["credits"] / 113_726)

@@ -153,6 +153,19 @@ def test_history_outside_the_window_and_huge_numbers_are_clear_errors(env):
     assert "cannot be displayed" in info["tool_result"]["error"]["message"]
 
 
+def test_echoed_agent_names_are_capped_so_last_result_stays_valid_json(env):
+    env.reset(options={"case_id": CASE})
+    long_key = "\u00e9" * 99_000  # 6 characters each once escaped to ASCII
+    actions = [json.dumps({"tool": "catalog", "args": {long_key: 1}}, ensure_ascii=False),
+               {"tool": "catalog", "x" * 300_000: 1},
+               {"tool": "catalog", "args": {f"k{i}" * 1000: i for i in range(50)}}]
+    for a in actions:
+        obs, _, term, _, info = env.step(a)
+        assert not term and len(obs["last_result"]) < 3000
+        assert json.loads(obs["last_result"]) == info["tool_result"]
+        assert info["tool_result"]["error"]["code"] in ("invalid_arguments", "invalid_action")
+
+
 def test_thirteenth_call_ends_episode_invalid(env):
     env.reset(options={"case_id": CASE})
     hs = env.hindsight()

@@ -227,6 +227,9 @@ def test_wrapper_argument_errors():
         MacroActionWrapper(env_for(DAY), variant="nope")
     with pytest.raises(ValueError, match="catalog"):
         MacroActionWrapper(env_for(DAY, tools=["classical_plan"]))
+    for kw in ({"tools": ["catalog"]}, {"tools": ["catalog", "forecast", "plan", "replay"], "models": ["seasonal_empirical"]}):
+        with pytest.raises(ValueError, match="classical_plan"):  # every entry could be masked before the end
+            MacroActionWrapper(env_for(DAY, **kw), variant="sequential")
     env = MacroActionWrapper(env_for(DAY))
     env.reset(options={"case_id": DAY})
     with pytest.raises(ValueError, match="macro index"):
