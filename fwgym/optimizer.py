@@ -353,7 +353,14 @@ def optimal_plan(values, scale: float, shortage: np.ndarray, weights=None) -> Pl
 @njit(cache=True, nogil=True)
 def _path_total(cost, indices, block_hours):  # pragma: no cover - compiled
     # the same additions, in the same order, as _block_costs + _solve_blocks, so that the DP optimum
-    # (e.g. the floor F) is <= the value of every plan exactly, not just up to rounding
+    # (e.g. the floor F) is <= the value of every plan exactly, not just up to rounding.
+    # NaN for an index outside the table or a non-finite table (the wrapper raises).
+    for x in cost.flat:
+        if not np.isfinite(x):
+            return np.nan
+    for b in range(indices.shape[0]):
+        if indices[b] < 0 or indices[b] >= cost.shape[1]:
+            return np.nan
     total = 0.0
     for b in range(indices.shape[0]):
         block = 0.0
@@ -374,13 +381,19 @@ def plan_loss(cost: np.ndarray, indices: np.ndarray) -> float:
     Raises:
         ValueError: wrong shapes, non-integer or out-of-range indices, non-finite costs.
     """
-    c = np.require(_real_array(cost, "cost"), dtype=np.float64, requirements=["C", "W"])  # copies read-only tables
-    if c.shape != (TARGET_HOURS, _GRID.shape[0]) or not np.isfinite(c).all():
-        raise ValueError(f"cost must be a finite (24, 33) table, got shape {c.shape}")
+    c = cost if type(cost) is np.ndarray and cost.dtype == np.float64 else _real_array(cost, "cost")
+    if not (c.flags.c_contiguous and c.flags.writeable):
+        c = np.array(c, order="C")  # read-only arrays would make numba compile another specialisation
+    if c.shape != (TARGET_HOURS, _GRID.shape[0]):
+        raise ValueError(f"cost must be a (24, 33) table, got shape {c.shape}")
     idx = np.asarray(indices)
-    if idx.shape != (N_BLOCKS,) or idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= c.shape[1]:
+    if idx.shape != (N_BLOCKS,) or idx.dtype.kind not in "iu":
         raise ValueError(f"indices must be {N_BLOCKS} integer grid indices in 0..{c.shape[1] - 1}, got {safe_repr(indices, 80)}")
-    return float(_path_total(c, idx.astype(np.int64), BLOCK_HOURS) / TARGET_HOURS)
+    idx = np.array(idx, dtype=np.int64)
+    total = _path_total(c, idx, BLOCK_HOURS)
+    if not math.isfinite(total):
+        raise ValueError(f"cost must be finite and indices in 0..{c.shape[1] - 1}, got indices {safe_repr(indices, 80)}")
+    return float(total / TARGET_HOURS)
 
 
 def invalid_loss(cost: np.ndarray) -> float:
