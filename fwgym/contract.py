@@ -141,8 +141,20 @@ def _is_mapping(x: Any) -> bool:
     return type(x) is dict or isinstance(x, Mapping)
 
 
-def _records_to_values(decisions: Any) -> list[Any]:
-    """Map the accepted decision containers to 8 raw values in b00..b07 order."""
+def decision_values(decisions: Any) -> list[Any]:
+    """The 8 raw values of a decisions payload, in b00..b07 order (structure only: the values are not
+    checked). The one reader of decision containers, shared by the env (:func:`validate_decisions`) and
+    the LLM answer parser (:func:`fwgym.agents.parsing.normalise_decisions`).
+
+    Args:
+        decisions: a list (or tuple) of ``{"decision_id": "b00".."b07", "value": ...}`` records (extra
+            record keys ignored) or a mapping keyed exactly ``b00..b07``.
+
+    Raises:
+        PlanError: code ``bad_format`` (not a list/mapping, a record that is not an object or lacks
+            ``decision_id``/``value``), ``unknown_decision_id``, ``duplicate_decision`` or
+            ``missing_decision``.
+    """
     if _is_mapping(decisions):
         keys = list(decisions.keys())
         unknown = [k for k in keys if not (isinstance(k, str) and k in DECISION_IDS)]
@@ -238,7 +250,7 @@ def validate_decisions(decisions: Any, scale: float, unit: str = "") -> Plan:
     """
     if not (isinstance(scale, (int, float, np.number)) and math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
-    values = _records_to_values(decisions)
+    values = decision_values(decisions)
     idx = _snap_exact(values, float(scale), unit)
     _check_ramp(idx)
     return plan_from_indices(idx, scale)

@@ -74,7 +74,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from fwgym.contract import DECISION_IDS, CodedError
+from fwgym.contract import DECISION_IDS, CodedError, PlanError, decision_values
 
 #: A strict JSON number (RFC 8259): no sign ``+``, no leading zeros, no hex, no spaces.
 NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -311,39 +311,7 @@ def parse_number(value: Any, where: str = "value") -> float:
     raise AnswerError("not_a_number", f"{where}: a {type(value).__name__} is not a number; {_NUMBER_HINT}")
 
 
-def _keyed(obj: Mapping, what: str) -> list[dict]:
-    keys = list(obj.keys())
-    unknown = [k for k in keys if k not in DECISION_IDS]
-    if unknown:
-        raise AnswerError("unknown_decision_id", f"{what} has key(s) {unknown[:5]}; the keys must be exactly {list(DECISION_IDS)}")
-    missing = [d for d in DECISION_IDS if d not in obj]
-    if missing:
-        raise AnswerError("missing_decision", f"{what} lacks {missing}; all 8 blocks b00..b07 need a value")
-    return [{"decision_id": d, "value": parse_number(obj[d], d)} for d in DECISION_IDS]
-
-
-def _records(items: list, what: str) -> list[dict]:
-    found: dict[str, float] = {}
-    for i, rec in enumerate(items):
-        if not isinstance(rec, Mapping):
-            raise AnswerError("bad_record", f"{what}: item #{i} is a {_json_type(rec)}, expected an object "
-                              '{"decision_id": "b00", "value": <number>}')
-        if "decision_id" not in rec or "value" not in rec:
-            raise AnswerError("bad_record", f'{what}: item #{i} needs both "decision_id" and "value" (has {sorted(rec)[:5]})')
-        did = rec["decision_id"]
-        if not isinstance(did, str) or did not in DECISION_IDS:
-            raise AnswerError("unknown_decision_id", f"{what}: item #{i} has decision_id {json.dumps(did)[:40]}; "
-                              f"expected one of {list(DECISION_IDS)}")
-        if did in found:
-            raise AnswerError("duplicate_decision", f"{what}: decision_id {did} appears more than once")
-        found[did] = parse_number(rec["value"], did)
-    missing = [d for d in DECISION_IDS if d not in found]
-    if missing:
-        raise AnswerError("missing_decision", f"{what} lacks {missing}; exactly 8 decisions b00..b07 are required")
-    return [{"decision_id": d, "value": found[d]} for d in DECISION_IDS]
-
-
-def normalise_decisions(decisions: Any) -> list[dict]:
+def normalise_decisions(decisions: Any, what: str = '"decisions"') -> list[dict]:
     """Normalise a ``decisions`` payload to 8 canonical records.
 
     Args:
@@ -357,11 +325,14 @@ def normalise_decisions(decisions: Any) -> list[dict]:
         AnswerError: ``bad_record``, ``unknown_decision_id``, ``duplicate_decision``, ``missing_decision``,
             ``not_an_answer`` or any :func:`parse_number` code.
     """
-    if isinstance(decisions, Mapping):
-        return _keyed(decisions, '"decisions"')
-    if isinstance(decisions, list):
-        return _records(decisions, '"decisions"')
-    raise AnswerError("not_an_answer", f'"decisions" is a {_json_type(decisions)}; {_FORMAT_HINT}')
+    if not isinstance(decisions, (Mapping, list)):
+        raise AnswerError("not_an_answer", f'{what} is a {_json_type(decisions)}; {_FORMAT_HINT}')
+    try:
+        values = decision_values(decisions)  # the contract's reader: same structure rules as the env
+    except PlanError as exc:
+        code = "bad_record" if exc.code == "bad_format" else exc.code
+        raise AnswerError(code, f"{what}: {exc.message}") from None
+    return [{"decision_id": d, "value": parse_number(v, d)} for d, v in zip(DECISION_IDS, values)]
 
 
 def normalise_submit_args(args: Mapping) -> dict:
@@ -463,12 +434,12 @@ def classify(value: Any, flags: _Flags | None = None, *, allow_tool_calls: bool 
             if "decisions" in value:
                 return ParsedReply(kind="answer", decisions=tuple(normalise_decisions(value["decisions"])), source=source)
             if any(isinstance(k, str) and re.fullmatch(r"[bB]\d\d", k) for k in value):
-                return ParsedReply(kind="answer", decisions=tuple(_keyed(value, "the answer object")), source=source)
+                return ParsedReply(kind="answer", decisions=tuple(normalise_decisions(value, "the answer object")), source=source)
             return _error("not_an_answer", f"the JSON object (keys {sorted(map(str, value))[:6]}) is neither a tool call nor an answer; "
                           + (_FORMAT_HINT if not allow_tool_calls else
                              'call a tool with {"tool": NAME, "args": {...}} or ' + _FORMAT_HINT))
         if isinstance(value, list) and value and all(isinstance(x, Mapping) for x in value):
-            return ParsedReply(kind="answer", decisions=tuple(_records(value, "the list")), source=source)
+            return ParsedReply(kind="answer", decisions=tuple(normalise_decisions(value, "the list")), source=source)
         return _error("not_an_answer", f"the reply's JSON is a {_json_type(value)}, not an answer; {_FORMAT_HINT}")
     except AnswerError as exc:
         return _error(exc.code, exc.message)

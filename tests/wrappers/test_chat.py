@@ -162,7 +162,8 @@ def test_text_tool_call_and_text_answer(env, case_id, plan_and_score):
 @pytest.mark.parametrize("bad,code", [
     ("Sure! I think capacity should be high.", "no_json"),
     ('{"decisions": 1} and {"decisions": 2}', "ambiguous_candidates"),
-    ('{"decisions": [{"decision_id": "b00", "value": "1000 MW"}]}', "not_a_number"),
+    (json.dumps({"decisions": [{"decision_id": f"b0{i}", "value": "1000 MW" if i == 0 else 1} for i in range(8)]}),
+     "not_a_number"),
     ('{"decisions": [{"decision_id": "b00", "value": NaN}]}', "non_finite"),
     ('{"a": 1, "a": 2}', "duplicate_keys"),
     ("", "empty_reply"),
