@@ -130,14 +130,16 @@ def plan_from_indices(indices: Sequence[int] | np.ndarray, scale: float) -> Plan
     return Plan(indices=idx, levels=levels, values=levels * float(scale))
 
 
-def _is_number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
+    """True for a real number (int, float or a NumPy integer/float scalar); False for bools and anything else."""
     t = type(x)
     if t is float or t is int:
         return True
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
-def _is_mapping(x: Any) -> bool:
+def is_mapping(x: Any) -> bool:
+    """True for a dict or any other :class:`~collections.abc.Mapping` (the dict check first: it is the hot path)."""
     return type(x) is dict or isinstance(x, Mapping)
 
 
@@ -155,7 +157,7 @@ def decision_values(decisions: Any) -> list[Any]:
             ``decision_id``/``value``), ``unknown_decision_id``, ``duplicate_decision`` or
             ``missing_decision``.
     """
-    if _is_mapping(decisions):
+    if is_mapping(decisions):
         keys = list(decisions.keys())
         unknown = [k for k in keys if not (isinstance(k, str) and k in DECISION_IDS)]
         if unknown:
@@ -172,7 +174,7 @@ def decision_values(decisions: Any) -> list[Any]:
         )
     found: dict[str, Any] = {}
     for i, rec in enumerate(decisions):
-        if not _is_mapping(rec):
+        if not is_mapping(rec):
             raise PlanError("bad_format", f"decision #{i} is a {type(rec).__name__}, expected an object with decision_id and value")
         if "decision_id" not in rec or "value" not in rec:
             raise PlanError("bad_format", f"decision #{i} must have keys 'decision_id' and 'value'")
@@ -195,7 +197,7 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
     """Grid indices of physical ``values`` (each must equal ``scale * GRID[k]`` within
     ``VALUE_REL_TOL`` relative / ``VALUE_ABS_TOL`` absolute). Plain Python: 8 values."""
     for b, v in enumerate(values):
-        if not _is_number(v):
+        if not is_number(v):
             raise PlanError("not_a_number", f"{DECISION_IDS[b]}: value {safe_repr(v, 60)} is not a JSON number")
     try:
         xs = [float(v) for v in values]
@@ -215,7 +217,7 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
             raise PlanError(
                 "off_grid",
                 f"{DECISION_IDS[b]}: value {x!r} is not on the capacity grid (nearest grid value {target!r}; "
-                f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid0:.6g}..{grid1:.6g} {unit_label} in steps of {0.05 * scale:.6g})",
+                f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid0:.6g}..{grid1:.6g} {unit_label} in steps of {GRID_STEP * scale:.6g})",
             )
         idx.append(k)
     return np.array(idx, dtype=np.int64)
@@ -248,10 +250,14 @@ def validate_decisions(decisions: Any, scale: float, unit: str = "") -> Plan:
         PlanError: with ``code`` one of ``bad_format``, ``unknown_decision_id``, ``duplicate_decision``,
             ``missing_decision``, ``not_a_number``, ``non_finite``, ``off_grid``, ``ramp_violation``.
     """
-    if not (isinstance(scale, (int, float, np.number)) and math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+    try:
+        s = float(scale) if is_number(scale) else math.nan
+    except OverflowError:  # an int beyond float range
+        s = math.inf
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"scale must be a finite number > 0, got {safe_repr(scale, 60)}")
     values = decision_values(decisions)
-    idx = _snap_exact(values, float(scale), unit)
+    idx = _snap_exact(values, s, unit)
     _check_ramp(idx)
     return plan_from_indices(idx, scale)
 
@@ -305,7 +311,7 @@ def validate_forecast(args: Mapping) -> ForecastSubmission:
         raise PlanError("bad_format", f"samples must be 2..{MAX_FORECAST_SAMPLES} rows of 24 values (one per target hour)")
     for r in raw:
         for v in r:
-            if not _is_number(v):
+            if not is_number(v):
                 raise PlanError("not_a_number", f"{kind}: {safe_repr(v, 40)} is not a JSON number")
     try:
         arr = np.asarray(raw, dtype=np.float64)

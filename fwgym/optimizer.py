@@ -31,6 +31,7 @@ from fwgym.contract import (
     N_BLOCKS,
     TARGET_HOURS,
     Plan,
+    is_number,
     safe_repr,
 )
 
@@ -235,7 +236,7 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
 def _check_scale_shortage(scale, shortage) -> tuple[float, np.ndarray]:
     """``(scale, shortage)`` as float and contiguous writeable float64 (24,) (finiteness and sign of
     ``shortage`` are checked in the compiled kernel)."""
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+    if not is_number(scale):
         raise ValueError(f"scale must be a real number, got {safe_repr(scale, 60)}")
     try:
         scale = float(scale)

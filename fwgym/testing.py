@@ -3,6 +3,7 @@
 :func:`action_strategy` generates agent actions: random text, random JSON values (NaN, infinities,
 huge integers, unicode, nesting), tool calls with random arguments, and JSON strings of them.
 :func:`play_fuzzed` plays a sequence through an env and asserts the episode invariants.
+:func:`feasible_index_paths` generates ramp-feasible plans (8 grid indices).
 """
 from __future__ import annotations
 
@@ -35,6 +36,20 @@ def action_strategy():
         st.builds(lambda n: "[" * n + "]" * n, st.integers(1, 5000)),  # deep nesting
         st.builds(lambda t: '{"tool": "%s", "tool": "catalog"}' % t, st.sampled_from(_TOOLS)),  # duplicate keys
     )
+
+
+def feasible_index_paths():
+    """A hypothesis strategy of ramp-feasible plans: lists of 8 grid indices in 0..32 whose adjacent
+    entries differ by at most 6 (a random start, then random steps in -6..6 clipped to the grid)."""
+    from hypothesis import strategies as st
+
+    def walk(start, steps):
+        path = [start]
+        for s in steps:
+            path.append(min(32, max(0, path[-1] + s)))
+        return path
+
+    return st.builds(walk, st.integers(0, 32), st.lists(st.integers(-6, 6), min_size=7, max_size=7))
 
 
 def play_fuzzed(env, actions, seed: int) -> int:

@@ -31,6 +31,7 @@ from fwgym.contract import (
     ForecastSubmission,
     Plan,
     PlanError,
+    is_mapping,
     names_text,
     safe_repr,
     validate_decisions,
@@ -107,7 +108,7 @@ def parse_action(action: Any) -> ToolCall | ToolError:
                 return ToolError("invalid_json", "action JSON is nested too deeply")
             except ValueError as exc:
                 return ToolError("invalid_json", f"action is not valid JSON: {exc}"[:500])
-        if type(action) is not dict and not isinstance(action, Mapping):
+        if not is_mapping(action):
             return ToolError(
                 "invalid_action",
                 f'an action must be a JSON object {{"tool": NAME, "args": {{...}}}}, got {type(action).__name__}',
@@ -121,7 +122,7 @@ def parse_action(action: Any) -> ToolCall | ToolError:
         args = action.get("args", {})
         if args is None:
             args = {}
-        if type(args) is not dict and not isinstance(args, Mapping):
+        if not is_mapping(args):
             return ToolError("invalid_arguments", f'"args" must be a JSON object, got {type(args).__name__}')
         return ToolCall(tool=tool, args=dict(args))
     except Exception as exc:  # pragma: no cover - defensive: parse_action must never raise

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fwgym.testing import feasible_index_paths
+
 from fwgym.contract import (
     DECISION_IDS,
     GRID,
@@ -151,16 +153,6 @@ def test_valid_levels():
     assert plan_np.indices.tolist() == plan.indices.tolist()
     plan_tuple = validate_levels(tuple(levels), 10.0)
     assert plan_tuple.indices.tolist() == plan.indices.tolist()
-
-
-@st.composite
-def feasible_index_paths(draw):
-    start = draw(st.integers(0, 32))
-    steps = draw(st.lists(st.integers(-6, 6), min_size=7, max_size=7))
-    path = [start]
-    for s in steps:
-        path.append(min(32, max(0, path[-1] + s)))
-    return path
 
 
 @settings(max_examples=150, deadline=None)

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fwgym.testing import feasible_index_paths
+
 from fwgym.optimizer import (
     QUANTILE_MASSES,
     cost_table,
@@ -406,18 +408,8 @@ def distributions(draw):
     return values, scale, shortage
 
 
-@st.composite
-def feasible_paths(draw):
-    start = draw(st.integers(0, 32))
-    steps = draw(st.lists(st.integers(-6, 6), min_size=7, max_size=7))
-    path = [start]
-    for s in steps:
-        path.append(min(32, max(0, path[-1] + s)))
-    return path
-
-
 @settings(max_examples=60, deadline=None)
-@given(dist=distributions(), other=feasible_paths())
+@given(dist=distributions(), other=feasible_index_paths())
 def test_optimal_plan_feasible_and_no_better_feasible_plan(dist, other):
     values, scale, shortage = dist
     res = optimal_plan(values, scale, shortage)
@@ -434,7 +426,7 @@ def test_optimal_plan_feasible_and_no_better_feasible_plan(dist, other):
 @given(
     z=st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=24, max_size=24),
     scale=st.floats(0.5, 5000, allow_nan=False),
-    plans=st.lists(feasible_paths(), min_size=1, max_size=5),
+    plans=st.lists(feasible_index_paths(), min_size=1, max_size=5),
 )
 def test_perfect_demand_floor_below_every_feasible_plan(z, scale, plans):
     actual = np.array(z) * scale
@@ -470,7 +462,7 @@ def test_invalid_loss_by_hand():
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=distributions(), plans=st.lists(feasible_paths(), min_size=1, max_size=8))
+@given(dist=distributions(), plans=st.lists(feasible_index_paths(), min_size=1, max_size=8))
 def test_invalid_loss_exceeds_every_feasible_plan(dist, plans):
     values, scale, shortage = dist
     cost = cost_table(values, scale, shortage)
