@@ -28,7 +28,6 @@ N_LEVELS = 33
 GRID_STEP = 0.05
 ALPHA = 0.3  #: surplus (reservation) price per normalised unit-hour
 RAMP = 0.30  #: max |a_b - a_{b-1}| in normalised units
-RAMP_TOL = 1e-9
 MAX_RAMP_STEPS = 6  #: RAMP expressed in grid steps (0.30 / 0.05)
 BLOCK_HOURS = 3
 N_BLOCKS = 8
@@ -143,6 +142,9 @@ def is_mapping(x: Any) -> bool:
     return type(x) is dict or isinstance(x, Mapping)
 
 
+_DECISION_SET = frozenset(DECISION_IDS)
+
+
 def decision_values(decisions: Any) -> list[Any]:
     """The 8 raw values of a decisions payload, in b00..b07 order (structure only: the values are not
     checked). The one reader of decision containers, shared by the env (:func:`validate_decisions`) and
@@ -157,6 +159,17 @@ def decision_values(decisions: Any) -> list[Any]:
             ``decision_id``/``value``), ``unknown_decision_id``, ``duplicate_decision`` or
             ``missing_decision``.
     """
+    if type(decisions) is list and len(decisions) == N_BLOCKS:  # one pass for a well-formed list of records
+        found: dict[str, Any] = {}
+        for rec in decisions:
+            if type(rec) is not dict:
+                break
+            did = rec.get("decision_id")
+            if type(did) is not str or did not in _DECISION_SET or did in found or "value" not in rec:
+                break
+            found[did] = rec["value"]
+        else:
+            return [found[d] for d in DECISION_IDS]
     if is_mapping(decisions):
         keys = list(decisions.keys())
         unknown = [k for k in keys if not (isinstance(k, str) and k in DECISION_IDS)]
@@ -191,11 +204,40 @@ def decision_values(decisions: Any) -> list[Any]:
 
 
 _GRID_LIST: tuple[float, ...] = tuple(float(g) for g in GRID)
+_LAST = len(_GRID_LIST) - 1
 
 
-def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
+def _nearest(x: float, scale: float) -> tuple[int, float, bool]:
+    """``(k, scale * GRID[k], on_grid)``: the grid index nearest to ``x / scale`` (values beyond the
+    grid snap to its ends) and whether ``x`` equals that grid value within the tolerances."""
+    pos = (x / scale - _GRID_LIST[0]) / GRID_STEP
+    k = 0 if pos <= 0 else _LAST if pos >= _LAST else int(round(pos))
+    target = _GRID_LIST[k] * scale
+    return k, target, abs(x - target) <= max(VALUE_REL_TOL * max(abs(x), abs(target)), VALUE_ABS_TOL)
+
+
+def _snap_exact(values: list[Any], scale: float, unit_label: str) -> list[int]:
     """Grid indices of physical ``values`` (each must equal ``scale * GRID[k]`` within
-    ``VALUE_REL_TOL`` relative / ``VALUE_ABS_TOL`` absolute). Plain Python: 8 values."""
+    ``VALUE_REL_TOL`` relative / ``VALUE_ABS_TOL`` absolute). Plain Python: 8 values. A well-formed
+    plan takes one pass; any problem re-runs the checks in order (numbers, finiteness, grid) so the
+    error is the first rule broken."""
+    idx = []
+    try:
+        for v in values:
+            t = type(v)
+            if t is not float and t is not int:
+                break
+            x = float(v)
+            if x - x != 0.0:  # inf or nan
+                break
+            k, _, ok = _nearest(x, scale)
+            if not ok:
+                break
+            idx.append(k)
+        else:
+            return idx
+    except (OverflowError, ValueError):  # a huge int, or inf / nan
+        pass
     for b, v in enumerate(values):
         if not is_number(v):
             raise PlanError("not_a_number", f"{DECISION_IDS[b]}: value {safe_repr(v, 60)} is not a JSON number")
@@ -206,13 +248,10 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
     for b, x in enumerate(xs):
         if not math.isfinite(x):
             raise PlanError("non_finite", f"{DECISION_IDS[b]}: value {x} is not finite")
-    n = len(_GRID_LIST) - 1
     idx = []
     for b, x in enumerate(xs):
-        pos = (x / scale - _GRID_LIST[0]) / GRID_STEP  # nearest grid index (values beyond the grid snap to its ends)
-        k = 0 if pos <= 0 else n if pos >= n else int(round(pos))
-        target = _GRID_LIST[k] * scale
-        if not abs(x - target) <= max(VALUE_REL_TOL * max(abs(x), abs(target)), VALUE_ABS_TOL):
+        k, target, ok = _nearest(x, scale)
+        if not ok:
             grid0, grid1 = _GRID_LIST[0] * scale, _GRID_LIST[-1] * scale
             raise PlanError(
                 "off_grid",
@@ -220,17 +259,18 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> np.ndarray:
                 f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid0:.6g}..{grid1:.6g} {unit_label} in steps of {GRID_STEP * scale:.6g})",
             )
         idx.append(k)
-    return np.array(idx, dtype=np.int64)
+    return idx
 
 
-def _check_ramp(idx: np.ndarray) -> None:
-    for b in range(1, N_BLOCKS):
-        step = abs(float(GRID[idx[b]] - GRID[idx[b - 1]]))
-        if step > RAMP + RAMP_TOL:
+def _check_ramp(idx: list[int]) -> None:
+    """Adjacent blocks may differ by at most ``MAX_RAMP_STEPS`` grid steps (= ``RAMP``; the grid is uniform)."""
+    for b in range(1, len(idx)):
+        if abs(idx[b] - idx[b - 1]) > MAX_RAMP_STEPS:
+            step = abs(_GRID_LIST[idx[b]] - _GRID_LIST[idx[b - 1]])
             raise PlanError(
                 "ramp_violation",
                 f"ramp violated between {DECISION_IDS[b - 1]} and {DECISION_IDS[b]}: normalised change "
-                f"{step:.2f} > {RAMP:.2f} (at most 6 grid steps between adjacent blocks)",
+                f"{step:.2f} > {RAMP:.2f} (at most {MAX_RAMP_STEPS} grid steps between adjacent blocks)",
             )
 
 

@@ -16,6 +16,7 @@ cohort, cases are averaged within each (series x lead) group and the groups aver
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -59,7 +60,7 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
     """
     if not sigma > 0 or not budget > 0:
         raise ValueError(f"sigma and budget must be > 0 (got {sigma!r}, {budget!r})")
-    if not all(np.isfinite(x) for x in (loss, floor, credits)):
+    if not all(math.isfinite(x) for x in (loss, floor, credits)):
         raise ValueError("loss, floor and credits must be finite")
     r = (loss - floor) / sigma
     return float(r), float(0.5 * (r + credits / budget))

@@ -24,9 +24,11 @@ import numpy as np
 from fwgym.cases import HISTORY_HOURS, Case
 from fwgym.contract import (
     ALPHA,
+    BLOCK_HOURS,
     CodedError,
     DECISION_IDS,
     GRID,
+    N_BLOCKS,
     RAMP,
     ForecastSubmission,
     Plan,
@@ -39,7 +41,7 @@ from fwgym.contract import (
     validate_levels,
 )
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable, QuantileForecaster
-from fwgym.forecasters.classical import CLASSICAL_METHODS, classical_distribution
+from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
 from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_forecaster
 from fwgym.optimizer import QUANTILE_LEVELS, QUANTILE_MASSES, PlanResult, optimal_plan, plan_loss
 from fwgym.scoring import BUDGET
@@ -277,7 +279,7 @@ def classical_plan_result(case: Case, method: str) -> PlanResult:
         if hit is not None:
             _PLAN_CACHE.move_to_end(key)
             return hit
-    samples = classical_distribution(method, case.history, case.history_hours, case.target_hours)
+    samples = method_samples(method, case.history, case.history_hours, case.target_hours)  # a Case's arrays hold the invariants
     hit = optimal_plan(samples, case.scale, case.shortage)
     for a in (hit.plan.indices, hit.plan.levels, hit.plan.values, hit.cost):
         a.flags.writeable = False  # shared by every later hit: nobody may change it
@@ -316,10 +318,8 @@ def _plan_from_args(ep: Episode, args: dict, tool: str) -> Plan:
 def _catalog(ep: Episode, args: dict) -> dict:
     _check_keys(args, set(), "catalog")
     c = ep.case
-    blocks = [
-        {"decision_id": d, "start": hour_to_iso(c.target_start + 3 * b), "end": hour_to_iso(c.target_start + 3 * b + 3)}
-        for b, d in enumerate(DECISION_IDS)
-    ]
+    bounds = [hour_to_iso(c.target_start + BLOCK_HOURS * b) for b in range(N_BLOCKS + 1)]
+    blocks = [{"decision_id": d, "start": bounds[b], "end": bounds[b + 1]} for b, d in enumerate(DECISION_IDS)]
     return {
         "case": c.summary(),
         "contract": {
@@ -344,11 +344,12 @@ def _catalog(ep: Episode, args: dict) -> dict:
 
 
 def _model_entry(ep: Episode, model: str) -> dict:
-    av = ep.forecaster(model).availability()
-    full = price(model, HISTORY_HOURS, ep.case.horizon)
+    f = ep.forecaster(model)
+    av = f.availability()
+    credits = price(model, HISTORY_HOURS, ep.case.horizon)["credits"]
     out = {"model": model, "available": av.available, "quantile_levels": list(QUANTILE_LEVELS),
-           "min_context": ep.forecaster(model).min_context,
-           "credits_full_context_covering_horizon": full["credits"], "affordable": full["credits"] <= ep.budget_left}
+           "min_context": f.min_context, "credits_full_context_covering_horizon": credits,
+           "affordable": credits <= ep.budget_left}
     if not av.available:
         out["unavailable_reason"] = av.reason
     if model == "chronos_bolt_tiny":

@@ -555,3 +555,19 @@ def test_plan_loss_accepts_read_only_tables_and_equals_the_dp_total():
     cost.flags.writeable = False
     assert plan_loss(cost, res.plan.indices) == res.expected_loss
     assert plan_loss(cost, list(res.plan.indices)) == res.expected_loss
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    z=st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=24, max_size=24),
+    scale=st.floats(0.5, 5000, allow_nan=False),
+    plans=st.lists(feasible_index_paths(), min_size=1, max_size=5),
+)
+def test_floor_is_expected_loss_bit_for_bit(z, scale, plans):
+    # the env scores floor = best.expected_loss and loss = plan_loss(cost, submitted): both sum the
+    # same terms in the same order, so no feasible plan can score below the floor, even by rounding
+    actual = np.array(z) * scale
+    best = perfect_demand_plan(actual, scale, TUESDAY)
+    assert best.expected_loss == plan_loss(best.cost, best.plan.indices)
+    for p in plans:
+        assert best.expected_loss <= plan_loss(best.cost, np.array(p))

@@ -60,7 +60,7 @@ import numpy as np
 
 from fwgym.cases import GAP_HOURS, HISTORY_HOURS, parse_case_id
 from fwgym.contract import N_BLOCKS, TARGET_HOURS, shortage_weights
-from fwgym.forecasters.classical import CLASSICAL_METHODS
+from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
 from fwgym.optimizer import cost_table, optimal_plan, plan_loss
 
 #: index the case's as_of would have in the visible history (last visible index 335 = as_of - 3 h)
@@ -244,9 +244,8 @@ def _score_window(past: np.ndarray, actual: np.ndarray, sw: np.ndarray, offset: 
     realised = cost_table(actual.reshape(TARGET_HOURS, 1), scale, sw)
     past_hours, target_hours = _HOURS[: len(past)], _HOURS[offset : offset + TARGET_HOURS]
     idx = np.empty((len(CLASSICAL_METHODS), N_BLOCKS), dtype=np.int64)
-    for k, fn in enumerate(CLASSICAL_METHODS.values()):
-        samples = np.ascontiguousarray(fn(past, past_hours, target_hours), dtype=np.float64)
-        idx[k] = optimal_plan(samples, scale, sw).plan.indices
+    for k, m in enumerate(CLASSICAL_METHODS):
+        idx[k] = optimal_plan(method_samples(m, past, past_hours, target_hours), scale, sw).plan.indices
     return {m: plan_loss(realised, idx[k]) for k, m in enumerate(CLASSICAL_METHODS)}
 
 

@@ -331,8 +331,8 @@ class FWBenchEnv(gym.Env):
             outcome.update(self._score_forecast(valid))
             reward = -outcome["R"] if self.reward_mode == "dense" else -outcome["S"]  # dense: credits paid when charged
         else:
-            truth, best = _truth(case, ep.target())
-            floor = plan_loss(truth, best.plan.indices)  # same summation as the loss: perfect demand has S == 0 exactly
+            best = perfect_demand_plan(ep.target(), case.scale, case.shortage)
+            truth, floor = best.cost, best.expected_loss  # == plan_loss(truth, best.plan.indices) bit for bit
             loss = plan_loss(truth, ep.submission.indices) if valid else invalid_loss(truth)
             r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
             outcome.update({"loss": loss, "floor": floor, "R": r, "S": s,
@@ -403,14 +403,9 @@ class FWBenchEnv(gym.Env):
         if self.episode is None:
             raise RuntimeError("call reset() first")
         ep = self.episode
-        truth, best = _truth(ep.case, ep.target())
+        best = perfect_demand_plan(ep.target(), ep.case.scale, ep.case.shortage)
         sc = ep.scenario
         return {"case_id": ep.case.case_id, "target": np.array(ep.target()), "target_hours": ep.case.target_hours.copy(),
-                "floor": plan_loss(truth, best.plan.indices), "perfect_plan": best.plan, "cost": truth,
+                "floor": best.expected_loss, "perfect_plan": best.plan, "cost": best.cost,
                 "roi": None if sc is None else sc.roi.copy(), "scenario": None if sc is None else sc.family}
 
-
-def _truth(case: Case, target: np.ndarray):
-    """Realised cost table (24, 33) and the perfect-demand plan for ``target`` (hindsight; scorer only)."""
-    best = perfect_demand_plan(target, case.scale, case.shortage)
-    return best.cost, best

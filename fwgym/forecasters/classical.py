@@ -23,6 +23,7 @@ level_adjusted_weekly      weekly_repeat + (mean of the last 24 h - mean of the 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -33,12 +34,11 @@ DAY = 24
 
 def _phase_samples(history: np.ndarray, history_hours: np.ndarray, target_hours: np.ndarray, period: int) -> np.ndarray:
     n = len(history)
-    # positions (from the end) sharing the phase of each target hour; same count for every hour
-    offset = (target_hours[:, None] - history_hours[-period:][None, :]) % period == 0  # (24, period)
-    first = np.argmax(offset, axis=1) + (n - period)  # index of the last-period hour in phase
     reps = n // period
-    idx = first[:, None] - period * np.arange(reps - 1, -1, -1)[None, :]
-    return history[idx]
+    # history hours are consecutive: the hour of the last period in phase with target hour u sits at
+    # position n - period + (u - history_hours[n - period]) mod period; earlier periods step back by period
+    first = (n - period) + (target_hours - history_hours[n - period]) % period  # (24,)
+    return history[first[:, None] + np.arange(-period * (reps - 1), 1, period)[None, :]]
 
 
 def weekday_empirical(history, history_hours, target_hours):
@@ -62,11 +62,20 @@ def _calendar_design(t: np.ndarray, n: int) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+@lru_cache(maxsize=64)
+def _calendar_fit(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, pinv(X))`` of the calendar design on history positions 0..n-1 (read-only; the design
+    depends only on n because the regressors use hours relative to the first history hour)."""
+    X = _calendar_design(np.arange(n, dtype=np.float64), n)
+    P = np.linalg.pinv(X)
+    X.flags.writeable = P.flags.writeable = False
+    return X, P
+
+
 def calendar_residual(history, history_hours, target_hours):
     n = len(history)
-    t = (history_hours - history_hours[0]).astype(np.float64)
-    X = _calendar_design(t, n)
-    coef, *_ = np.linalg.lstsq(X, history, rcond=None)
+    X, P = _calendar_fit(n)
+    coef = P @ history  # least squares (X has full column rank for n >= 2 weeks), as np.linalg.lstsq
     resid = history - X @ coef
     pred = _calendar_design((target_hours - history_hours[0]).astype(np.float64), n) @ coef
     return np.maximum(pred[:, None] + resid[None, :], 0.0)
@@ -112,13 +121,12 @@ def classical_distribution(method: str, history: np.ndarray, history_hours: np.n
         target_hours: epoch hours to forecast, int64 (24,), all after the history.
 
     Returns:
-        float64 array (24, K), raw units (K per method, see the module table).
+        float64 array (24, K), C-contiguous, raw units (K per method, see the module table).
 
     Raises:
         ValueError: unknown method, or a history shorter than two weeks / not consecutive.
     """
-    fn = CLASSICAL_METHODS.get(method)
-    if fn is None:
+    if method not in CLASSICAL_METHODS:
         raise ValueError(f"unknown classical method {method!r}; expected one of {sorted(CLASSICAL_METHODS)}")
     h = np.asarray(history, dtype=np.float64)
     hh = np.asarray(history_hours, dtype=np.int64)
@@ -127,4 +135,16 @@ def classical_distribution(method: str, history: np.ndarray, history_hours: np.n
         raise ValueError("history must be a whole number of consecutive weeks (e.g. 336 hours) with matching hours")
     if np.any(th <= hh[-1]):
         raise ValueError("target hours must come after the history")
-    return np.ascontiguousarray(fn(h, hh, th), dtype=np.float64)
+    return method_samples(method, h, hh, th)
+
+
+def method_samples(method: str, history: np.ndarray, history_hours: np.ndarray, target_hours: np.ndarray) -> np.ndarray:
+    """:func:`classical_distribution` without the input checks, for callers whose inputs hold the
+    invariants by construction (a :class:`~fwgym.cases.Case`'s arrays, the selectors' backtest
+    windows): float64 ``history`` (n,), consecutive int64 ``history_hours`` (n,), ``target_hours``
+    after them. Returns C-contiguous float64 (24, K).
+
+    Raises:
+        KeyError: unknown method.
+    """
+    return np.ascontiguousarray(CLASSICAL_METHODS[method](history, history_hours, target_hours), dtype=np.float64)

@@ -330,6 +330,8 @@ class EpisodeTracker:
         elif ok and tool == "catalog":
             self.meta = CaseMeta.from_catalog(body)
             self.available = {m["model"]: bool(m["available"]) for m in body["models"]}
+            self._prices = {m["model"]: int(m["credits_full_context_covering_horizon"])
+                            for m in body["models"] if "credits_full_context_covering_horizon" in m}
         elif ok and tool in ("classical_plan", "plan") and "method" in body:
             self.plans[body["method"]] = {"decisions": body["plan"]["decisions"], "expected_loss": float(body["expected_loss"])}
         elif ok and tool == "plan" and "forecast_id" in body:
@@ -352,7 +354,8 @@ class EpisodeTracker:
     # -- derived quantities ----------------------------------------------------------------------
 
     def full_price(self, model: str) -> int:
-        """Credits of a full-context (336) forecast covering the target horizon of this case."""
+        """Credits of a full-context (336) forecast covering the target horizon of this case (as the
+        catalog quoted it for the env's pool; from the tariff for other models)."""
         p = self._prices.get(model)
         if p is None:
             p = self._prices[model] = price(model, HISTORY_HOURS, self.meta.horizon)["credits"]
@@ -386,30 +389,82 @@ def feature_vector(tracker: EpisodeTracker, features: str | Sequence[str] = "all
 
 _I = _INDEX
 _I_WEEKDAY = {d: _I[f"target_weekday_{d}"] for d in WEEKDAYS}
-_I_MODEL = {m: tuple(_I[f"model_{m}_{f}"] for f in MODEL_FIELDS) for m in PRICED_MODELS}
 _I_METHOD = {m: tuple(_I[f"method_{m}_{f}"] for f in METHOD_FIELDS) for m in CLASSICAL_METHODS}
+#: features from here on change within an episode (budget, calls, models, methods, summary); the
+#: ones before are fixed once the catalog is known (history, calendar, lead, domain, scale)
+_DYNAMIC = _I["budget_left_frac"]
+_N_DYNAMIC = N_FEATURES - _DYNAMIC
+_LOW_DYNAMIC, _HIGH_DYNAMIC = _LOW[_DYNAMIC:].astype(np.float64), _HIGH[_DYNAMIC:].astype(np.float64)
+_MODEL0 = {m: _I[f"model_{m}_{MODEL_FIELDS[0]}"] - _DYNAMIC for m in PRICED_MODELS}  # offsets in the dynamic part
+_METHOD0 = {m: _I[f"method_{m}_{METHOD_FIELDS[0]}"] - _DYNAMIC for m in CLASSICAL_METHODS}
+_D = {n: _I[n] - _DYNAMIC for n in ("budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known",
+                                   "forecasts_bought_div4", "replays_div4", "spent_frac")}
 
 
 def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
-    """The part of the vector that is fixed for an episode once the catalog is known (history,
-    calendar, lead, domain, scale, prices); computed once per episode."""
+    """Features 0..351 (history, calendar, lead, domain, scale), float32, clipped: fixed for an
+    episode once the catalog is known, so computed once per episode."""
     meta = tracker.meta
-    x = np.zeros(N_FEATURES, dtype=np.float64)
-    x[:HISTORY_HOURS] = np.asarray(tracker.history, dtype=np.float64) / meta.scale
-    hour = meta.as_of % 24
-    x[_I["as_of_hour_sin"]], x[_I["as_of_hour_cos"]] = math.sin(2 * math.pi * hour / 24), math.cos(2 * math.pi * hour / 24)
-    x[_I_WEEKDAY[WEEKDAYS[meta.target_date.weekday()]]] = 1.0
-    doy = meta.target_date.timetuple().tm_yday - 1
-    x[_I["target_doy_sin"]], x[_I["target_doy_cos"]] = math.sin(2 * math.pi * doy / 365.25), math.cos(2 * math.pi * doy / 365.25)
-    if f"lead_{meta.lead}" in _I:
-        x[_I[f"lead_{meta.lead}"]] = 1.0
-    if f"domain_{meta.domain}" in _I:
-        x[_I[f"domain_{meta.domain}"]] = 1.0
-    x[_I["log_scale"]] = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
+    hist = np.divide(tracker.history, meta.scale, dtype=np.float64)  # float64 quotient, then float32
+    if not np.isfinite(hist).all():
+        hist = np.nan_to_num(hist, nan=0.0, posinf=0.0, neginf=0.0)
+    np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)
+    tail = [0.0] * (_DYNAMIC - HISTORY_HOURS)  # features 336..351, all inside their bounds by construction
+    hour, doy = meta.as_of % 24, meta.target_date.toordinal() - date(meta.target_date.year, 1, 1).toordinal()
+    tail[_I["as_of_hour_sin"] - HISTORY_HOURS] = math.sin(2 * math.pi * hour / 24)
+    tail[_I["as_of_hour_cos"] - HISTORY_HOURS] = math.cos(2 * math.pi * hour / 24)
+    tail[_I_WEEKDAY[WEEKDAYS[meta.target_date.weekday()]] - HISTORY_HOURS] = 1.0
+    tail[_I["target_doy_sin"] - HISTORY_HOURS] = math.sin(2 * math.pi * doy / 365.25)
+    tail[_I["target_doy_cos"] - HISTORY_HOURS] = math.cos(2 * math.pi * doy / 365.25)
+    for name in (f"lead_{meta.lead}", f"domain_{meta.domain}"):
+        if name in _I:
+            tail[_I[name] - HISTORY_HOURS] = 1.0
+    log_scale = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
+    tail[_I["log_scale"] - HISTORY_HOURS] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
+    x = np.empty(_DYNAMIC, dtype=np.float32)
+    x[:HISTORY_HOURS] = hist
+    x[HISTORY_HOURS:] = tail
+    return x
+
+
+def _dynamic_values(tracker: EpisodeTracker) -> list[float]:
+    """Features 352..402 (see the module table) as Python floats, unclipped."""
+    meta = tracker.meta
+    d = [0.0] * _N_DYNAMIC
     budget = meta.budget if meta.budget > 0 else 1
-    for m in PRICED_MODELS:
-        x[_I_MODEL[m][1]] = tracker.full_price(m) / budget
-    return x if np.isfinite(x).all() else np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+    left = tracker.budget_left
+    if meta.budget > 0:
+        d[_D["budget_left_frac"]] = left / budget
+        d[_D["spent_frac"]] = (meta.budget - left) / budget
+    if meta.max_calls > 0:
+        d[_D["calls_left_frac"]] = tracker.calls_left / meta.max_calls
+    for m, j in _MODEL0.items():  # +0 available, +1 price, +2 affordable, +3 bought, +4 loss, +5 replayed, +6 pinball
+        full = tracker.full_price(m)
+        d[j + 1] = full / budget
+        if m in meta.models:
+            d[j] = 1.0 if tracker.available.get(m, False) else 0.0
+            d[j + 2] = 1.0 if full <= left else 0.0
+        if m in tracker.bought:
+            d[j + 3] = 1.0
+            fc = tracker.bought_plan(m)
+            d[j + 4] = fc["expected_loss"] if fc else 0.0
+        if m in tracker.replays:
+            d[j + 5] = 1.0
+            d[j + 6] = tracker.replays[m]
+    losses = []
+    for m, p in tracker.plans.items():
+        j = _METHOD0.get(m)
+        if j is not None:
+            d[j] = 1.0
+            d[j + 1] = p["expected_loss"]
+            losses.append(p["expected_loss"])
+    losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
+    if losses:
+        d[_D["best_expected_loss"]] = min(losses)
+        d[_D["any_plan_known"]] = 1.0
+    d[_D["forecasts_bought_div4"]] = len(tracker.forecasts) / 4.0
+    d[_D["replays_div4"]] = len(tracker.replays) / 4.0
+    return d
 
 
 def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
@@ -419,40 +474,14 @@ def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
     static = tracker._static  # the visible history is the same at every step of an episode
     if static is None or static[0] is not meta:
         static = tracker._static = (meta, _static_vector(tracker))
-    x = static[1].copy()
-    budget = meta.budget if meta.budget > 0 else 1
-    left = tracker.budget_left
-    x[_I["budget_left_frac"]] = left / budget if meta.budget > 0 else 0.0
-    x[_I["calls_left_frac"]] = tracker.calls_left / meta.max_calls if meta.max_calls > 0 else 0.0
-    for m in PRICED_MODELS:
-        i_av, _, i_aff, i_bought, i_bl, i_rep, i_pin = _I_MODEL[m]
-        in_pool = m in meta.models
-        x[i_av] = float(in_pool and tracker.available.get(m, False))
-        x[i_aff] = float(in_pool and tracker.full_price(m) <= left)
-        if m in tracker.bought:
-            x[i_bought] = 1.0
-            fc = tracker.bought_plan(m)
-            x[i_bl] = fc["expected_loss"] if fc else 0.0
-        if m in tracker.replays:
-            x[i_rep] = 1.0
-            x[i_pin] = tracker.replays[m]
-    losses = []
-    for m, p in tracker.plans.items():
-        idx = _I_METHOD.get(m)
-        if idx is not None:
-            x[idx[0]] = 1.0
-            x[idx[1]] = p["expected_loss"]
-            losses.append(p["expected_loss"])
-    losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
-    if losses:
-        x[_I["best_expected_loss"]] = min(losses)
-        x[_I["any_plan_known"]] = 1.0
-    x[_I["forecasts_bought_div4"]] = len(tracker.forecasts) / 4.0
-    x[_I["replays_div4"]] = len(tracker.replays) / 4.0
-    x[_I["spent_frac"]] = (meta.budget - left) / budget if meta.budget > 0 else 0.0
-    if not np.isfinite(x).all():
-        x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
-    return np.clip(x, _LOW, _HIGH).astype(np.float32)
+    dyn = np.array(_dynamic_values(tracker), dtype=np.float64)
+    if not np.isfinite(dyn).all():
+        dyn = np.nan_to_num(dyn, nan=0.0, posinf=0.0, neginf=0.0)
+    np.minimum(np.maximum(dyn, _LOW_DYNAMIC, out=dyn), _HIGH_DYNAMIC, out=dyn)
+    x = np.empty(N_FEATURES, dtype=np.float32)
+    x[:_DYNAMIC] = static[1]
+    x[_DYNAMIC:] = dyn
+    return x
 
 
 def check_raw_env(env: gym.Env, who: str) -> None:
