@@ -187,6 +187,9 @@ def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max
 
 
 _QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
+#: equal weights (1, K) per sample count K (private: the kernel only reads them; writeable so that
+#: numba does not compile a read-only specialisation)
+_UNIFORM: dict[int, np.ndarray] = {}
 
 
 def _real_array(x, what: str) -> np.ndarray:
@@ -212,7 +215,11 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
     if v.ndim != 2 or v.shape[0] != TARGET_HOURS or v.shape[1] == 0:
         raise ValueError(f"values must have shape (24, K) or (K,) with K >= 1, got {np.shape(values)}")
     if weights is None:
-        w = np.full((1, v.shape[1]), 1.0 / v.shape[1])
+        w = _UNIFORM.get(v.shape[1])
+        if w is None:
+            w = np.full((1, v.shape[1]), 1.0 / v.shape[1])
+            if len(_UNIFORM) < 4096:
+                _UNIFORM[v.shape[1]] = w
     elif weights is QUANTILE_MASSES:
         if v.shape[1] != 9:
             raise ValueError(f"QUANTILE_MASSES needs 9 values per hour, got {v.shape[1]}")

@@ -559,9 +559,8 @@ def _submit(ep: Episode, args: dict) -> dict:
         ep.submission = validate_forecast(args)
         return {"accepted": True, "kind": ep.submission.kind}
     _check_keys(args, {"decisions", "levels"}, "submit")
-    plan = _plan_from_args(ep, args, "submit")
-    ep.submission = plan
-    return {"accepted": True, "plan": plan_payload(ep.case, plan)}
+    ep.submission = _plan_from_args(ep, args, "submit")
+    return {"accepted": True, "kind": "plan"}  # the env ends the episode and returns its terminal result instead
 
 
 def _abstain(ep: Episode, args: dict) -> dict:

@@ -30,6 +30,7 @@ an ``abstain`` (status ``abstained``, invalid, with the agent's reason), or call
 """
 from __future__ import annotations
 
+import bisect
 import string
 from typing import Any, Sequence
 
@@ -182,6 +183,7 @@ class FWBenchEnv(gym.Env):
             for c in pool
         ])
         self._cum_weights = np.cumsum(self._weights)
+        self._cum_list = self._cum_weights.tolist()
 
         self.observation_space = spaces.Dict({
             "history": spaces.Box(low=0.0, high=np.finfo(np.float32).max, shape=(HISTORY_HOURS,), dtype=np.float32),
@@ -204,8 +206,8 @@ class FWBenchEnv(gym.Env):
             ValueError: unknown ``case_id`` or unknown option keys.
         """
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = set(options) - {"case_id"}
+        options = dict(options) if options else {}
+        unknown = set(options) - {"case_id"} if options else ()
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; supported: ['case_id']")
         if "case_id" in options:
@@ -217,8 +219,8 @@ class FWBenchEnv(gym.Env):
                 if case.domain not in self.domains:
                     raise ValueError(f"case {cid!r} is not of this env's domain(s) {list(self.domains)}")
         else:
-            u = self.np_random.random()
-            case = self.cases[min(int(np.searchsorted(self._cum_weights, u, side="right")), len(self.cases) - 1)]
+            u = self.np_random.random()  # bisect_right == np.searchsorted(side="right"), on a list: no NumPy call
+            case = self.cases[min(bisect.bisect_right(self._cum_list, u), len(self.cases) - 1)]
         scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools,
                                models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,

@@ -294,7 +294,8 @@ class EpisodeTracker:
 
     def _read_obs(self, obs: dict) -> None:
         self.history = np.asarray(obs["history"], dtype=np.float32)
-        self.budget_left = float(np.asarray(obs["budget_left"]).reshape(-1)[0])
+        b = obs["budget_left"]
+        self.budget_left = float(b[0]) if type(b) is np.ndarray and b.shape == (1,) else float(np.asarray(b).reshape(-1)[0])
         self.calls_left = int(obs["calls_left"])
 
     def update(self, action: Any, obs: dict, info: dict | None = None) -> dict | None:
@@ -319,10 +320,11 @@ class EpisodeTracker:
             except ValueError:
                 res = None
         self.last = res if isinstance(res, dict) else None
-        call = parse_action(action)
-        if self.last is None or not isinstance(call, ToolCall):
-            return self.last
-        tool, args, ok = call.tool, call.args, bool(self.last.get("ok"))
+        if self.last is None:
+            return None
+        # the env's result names the tool it ran ("invalid" for a malformed action); only a
+        # model_unavailable error needs the action's own arguments
+        tool, ok = self.last.get("tool"), bool(self.last.get("ok"))
         body = self.last.get("result") if ok else None
         code = (self.last.get("error") or {}).get("code") if not ok else None
         if code in _TERMINAL_CODES or (ok and self.last.get("tool") == "submit"):
@@ -346,9 +348,11 @@ class EpisodeTracker:
                 self.bought.setdefault(model, fid)
         elif ok and tool == "replay":
             self.replays.setdefault(body["model"], float(body["mean_pinball_loss_scaled"]))
-        elif not ok and tool in ("forecast", "replay", "quote"):
-            if code == "model_unavailable" and args.get("model") in self.available:
-                self.available[args["model"]] = False
+        elif not ok and tool in ("forecast", "replay", "quote") and code == "model_unavailable":
+            call = parse_action(action)
+            model = call.args.get("model") if isinstance(call, ToolCall) else None
+            if isinstance(model, str) and model in self.available:
+                self.available[model] = False
         return self.last
 
     # -- derived quantities ----------------------------------------------------------------------
