@@ -3,7 +3,8 @@
 Run from the repository root::
 
     python benchmarks/bench_env.py              # ~15-25 s on 2 cores
-    python benchmarks/bench_env.py --profile    # also cProfile one warm pass (top functions)
+    python benchmarks/bench_env.py --profile    # also profile one warm pass (pyinstrument call tree;
+                                                # --profile cprofile: exact call counts)
     python benchmarks/bench_env.py --quick      # smoke test
 
 Episode (what a scripted agent on the free menu does)::
@@ -117,7 +118,19 @@ class CartPoleRunner:
         return 1e6 * self.seconds / self.steps
 
 
-def profile_pass(env, ids: list[str], method: str, top: int = 18) -> str:
+def profile_pass(env, ids: list[str], method: str, top: int = 18, profiler: str = "pyinstrument") -> str:
+    """Profile one pass of episodes. ``pyinstrument`` (statistical, little overhead: the call tree with
+    wall-clock shares; ``pip install pyinstrument``, part of ``fwgym[bench]``) or ``cprofile`` (exact call
+    counts, but its per-call overhead inflates small Python functions)."""
+    if profiler == "pyinstrument":
+        from pyinstrument import Profiler
+
+        prof = Profiler(interval=0.0002)
+        prof.start()
+        for cid in ids:
+            run_episode(env, cid, method)
+        prof.stop()
+        return prof.output_text(unicode=False, color=False)
     pr = cProfile.Profile()
     pr.enable()
     for cid in ids:
@@ -136,7 +149,8 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=3, help="passes over the test cases: 1 cold + (passes-1) warm (default 3)")
     ap.add_argument("--cartpole-seconds", type=float, default=3.0)
     ap.add_argument("--quick", action="store_true", help="200 cases, 2 passes, 1 s of CartPole")
-    ap.add_argument("--profile", action="store_true", help="cProfile one warm pass and print the top functions")
+    ap.add_argument("--profile", nargs="?", const="pyinstrument", choices=["pyinstrument", "cprofile"], default=None,
+                    help="profile one warm pass: pyinstrument call tree (default) or cprofile top functions")
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
@@ -195,8 +209,8 @@ def main(argv=None) -> int:
               f" {per_step / cp_wrapped.us_per_step:5.0f}x CartPole via gymnasium.make")
 
     if args.profile:
-        print("\ncProfile of one warm pass (plan cache hits):")
-        print(profile_pass(env, ids, args.method))
+        print(f"\n{args.profile} profile of one warm pass (plan cache hits):")
+        print(profile_pass(env, ids, args.method, profiler=args.profile))
     print(f"total {time.perf_counter() - t_start:.1f} s")
     return 0
 

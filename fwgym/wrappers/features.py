@@ -409,10 +409,12 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
     """Features 0..351 (history, calendar, lead, domain, scale), float32, clipped: fixed for an
     episode once the catalog is known, so computed once per episode."""
     meta = tracker.meta
-    hist = np.divide(tracker.history, meta.scale, dtype=np.float64)  # float64 quotient, then float32
+    x = np.empty(_DYNAMIC, dtype=np.float32)
+    hist = x[:HISTORY_HOURS]
+    np.divide(tracker.history, meta.scale, out=hist, dtype=np.float64, casting="same_kind")  # float64 quotient, stored as float32
     if not np.isfinite(hist).all():
-        hist = np.nan_to_num(hist, nan=0.0, posinf=0.0, neginf=0.0)
-    np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)
+        np.nan_to_num(hist, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+    np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)  # rounding is monotone: clip after the cast == before
     tail = [0.0] * (_DYNAMIC - HISTORY_HOURS)  # features 336..351, all inside their bounds by construction
     hour, doy = meta.as_of % 24, meta.target_date.toordinal() - date(meta.target_date.year, 1, 1).toordinal()
     tail[_I["as_of_hour_sin"] - HISTORY_HOURS] = math.sin(2 * math.pi * hour / 24)
@@ -425,8 +427,6 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
             tail[_I[name] - HISTORY_HOURS] = 1.0
     log_scale = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
     tail[_I["log_scale"] - HISTORY_HOURS] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
-    x = np.empty(_DYNAMIC, dtype=np.float32)
-    x[:HISTORY_HOURS] = hist
     x[HISTORY_HOURS:] = tail
     return x
 

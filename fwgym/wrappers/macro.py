@@ -177,6 +177,8 @@ def entry_valid(entry: MacroEntry, tracker: EpisodeTracker) -> bool:
 
 def menu_masks(menu: tuple[MacroEntry, ...], tracker: EpisodeTracker) -> np.ndarray:
     """Boolean mask (len(menu),): True where :func:`entry_valid`."""
+    if tracker.meta is None or tracker.terminated:  # nothing is allowed (entry_valid's first rule)
+        return np.zeros(len(menu), dtype=bool)
     return np.array([entry_valid(e, tracker) for e in menu], dtype=bool)
 
 
