@@ -328,3 +328,26 @@ def test_three_week_history(method):
         np.testing.assert_array_equal(got, ref)
     else:
         np.testing.assert_array_equal(np.sort(got, axis=1), sorted_rows(ref))
+
+
+@pytest.mark.parametrize("case_id", ["elec-ISNE-2024-07-19-day_ahead", "cycle-14-2015-10-05-week_ahead",
+                                     "elec-CISO-2024-02-03-week_ahead"])
+def test_method_samples_equal_the_checked_distribution_on_real_cases(case_id):
+    from fwgym.cases import get_case
+    from fwgym.forecasters.classical import method_samples
+
+    c = get_case(case_id)
+    for m in CLASSICAL_METHODS:
+        got = method_samples(m, c.history, c.history_hours, c.target_hours)
+        assert got.flags.c_contiguous and got.dtype == np.float64
+        np.testing.assert_array_equal(got, classical_distribution(m, c.history, c.history_hours, c.target_hours))
+    # calendar_residual's cached pseudo-inverse is ordinary least squares (np.linalg.lstsq on the design)
+    def design(t):
+        return np.stack([np.ones_like(t), t / 336] + [f(2 * np.pi * k * t / p) for p in (24, 168) for k in (1, 2, 3)
+                                                     for f in (np.sin, np.cos)], axis=1)
+
+    coef = np.linalg.lstsq(design(np.arange(336.0)), c.history, rcond=None)[0]
+    resid = c.history - design(np.arange(336.0)) @ coef
+    pred = design((c.target_hours - c.history_hours[0]).astype(float)) @ coef
+    got = method_samples("calendar_residual", c.history, c.history_hours, c.target_hours)
+    np.testing.assert_allclose(got, np.maximum(pred[:, None] + resid[None, :], 0.0), rtol=1e-9, atol=1e-9 * c.scale)

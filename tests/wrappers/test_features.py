@@ -186,3 +186,35 @@ def test_features_do_not_change_when_the_future_changes(case_id):
     assert len(before) == len(after)
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a, b)
+
+
+def test_tracker_sees_the_end_after_a_malformed_action_beyond_the_call_limit():
+    # the tracker reads the tool name from the env's result, so a malformed action that ends the
+    # episode (call 3 of a 2-call limit) still marks it terminated
+    env = FeatureObservation(FWBenchEnv("electricity", split="test", max_calls=2))
+    env.reset(options={"case_id": ELEC})
+    _, _, term, _, _ = env.step({"tool": "classical_plan", "args": {"method": "weekly_repeat"}})
+    assert not term and not env.tracker.terminated
+    _, _, term, _, info = env.step("{not json")
+    assert term and info["status"] == "call_limit_exceeded"
+    assert env.tracker.terminated and env.tracker.last["tool"] == "invalid"
+
+
+def test_tracker_marks_a_model_unavailable_when_loading_fails():
+    from fwgym.forecasters.base import ModelUnavailable, QuantileForecaster
+
+    class Unloadable(QuantileForecaster):
+        name = "chronos_bolt_tiny"
+        min_context = 2
+
+        def load(self):
+            raise ModelUnavailable("chronos_bolt_tiny: weights not found")
+
+    env = FeatureObservation(FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Unloadable()}))
+    x, _ = env.reset(options={"case_id": ELEC})
+    assert env.tracker.available["chronos_bolt_tiny"] and x[feature_index("model_chronos_bolt_tiny_available")] == 1
+    x, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
+    assert env.tracker.last["error"]["code"] == "model_unavailable"
+    assert env.tracker.available == {**env.tracker.available, "chronos_bolt_tiny": False}
+    assert not env.tracker.available["chronos_bolt_tiny"] and x[feature_index("model_chronos_bolt_tiny_available")] == 0
+    assert env.tracker.available["seasonal_empirical"]  # only the failing model
