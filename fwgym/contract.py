@@ -307,7 +307,8 @@ def validate_levels(levels: Any, scale: float) -> Plan:
 
     Same rules and error codes as :func:`validate_decisions`, with the grid unscaled.
     """
-    if not isinstance(levels, (list, tuple, np.ndarray)) or len(levels) != N_BLOCKS:
+    if (not isinstance(levels, (list, tuple, np.ndarray)) or (isinstance(levels, np.ndarray) and levels.ndim != 1)
+            or len(levels) != N_BLOCKS):
         raise PlanError("bad_format", f"levels must be a list of 8 normalised grid levels (0.40..2.00), got {safe_repr(levels, 200)}")
     idx = _snap_exact(list(levels), 1.0, "(normalised)")
     _check_ramp(idx)

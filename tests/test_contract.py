@@ -288,7 +288,8 @@ def test_big_jump_is_ramp_violation():
     assert plan_error(validate_levels, [0.4, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], 1.0).code == "ramp_violation"
 
 
-@pytest.mark.parametrize("bad", [[1.0] * 7, [1.0] * 9, [], "1.0", {"b00": 1.0}, None, 1.0])
+@pytest.mark.parametrize("bad", [[1.0] * 7, [1.0] * 9, [], "1.0", {"b00": 1.0}, None, 1.0, np.array(1.0),
+                                 np.ones((8, 1)), np.ones(7)])
 def test_levels_bad_format(bad):
     assert plan_error(validate_levels, bad, 1.0).code == "bad_format"
 

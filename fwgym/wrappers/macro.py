@@ -71,10 +71,6 @@ from fwgym.wrappers.features import (
 
 #: the longest replay horizon used by ``replay:<model>`` entries
 REPLAY_MAX_HORIZON = 168
-def _give_up(reason: str) -> dict:
-    """End the episode invalid through the env's ``abstain`` tool, saying why."""
-    return {"tool": "abstain", "args": {"reason": reason}}
-
 FINAL_KINDS = ("plan_submit", "buy_plan_submit")
 INFO_KINDS = ("inspect", "replay", "buy")
 _TOOLS = {"plan_submit": ("classical_plan",), "inspect": ("classical_plan",), "buy_plan_submit": ("forecast", "plan"),
@@ -122,6 +118,11 @@ def replay_args(tracker: EpisodeTracker, model: str) -> dict:
 
 def _forecast_call(tracker: EpisodeTracker, model: str) -> dict:
     return {"tool": "forecast", "args": {"model": model, "context_steps": HISTORY_HOURS, "horizon": tracker.meta.horizon}}
+
+
+def _give_up(reason: str) -> dict:
+    """End the episode invalid through the env's ``abstain`` tool, saying why."""
+    return {"tool": "abstain", "args": {"reason": reason}}
 
 
 def _submit(decisions) -> dict:
