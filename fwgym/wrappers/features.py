@@ -398,7 +398,6 @@ _I_METHOD = {m: tuple(_I[f"method_{m}_{f}"] for f in METHOD_FIELDS) for m in CLA
 #: ones before are fixed once the catalog is known (history, calendar, lead, domain, scale)
 _DYNAMIC = _I["budget_left_frac"]
 _N_DYNAMIC = N_FEATURES - _DYNAMIC
-_LOW_DYNAMIC, _HIGH_DYNAMIC = _LOW[_DYNAMIC:].astype(np.float64), _HIGH[_DYNAMIC:].astype(np.float64)
 _MODEL0 = {m: _I[f"model_{m}_{MODEL_FIELDS[0]}"] - _DYNAMIC for m in PRICED_MODELS}  # offsets in the dynamic part
 _METHOD0 = {m: _I[f"method_{m}_{METHOD_FIELDS[0]}"] - _DYNAMIC for m in CLASSICAL_METHODS}
 _D = {n: _I[n] - _DYNAMIC for n in ("budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known",
@@ -406,10 +405,11 @@ _D = {n: _I[n] - _DYNAMIC for n in ("budget_left_frac", "calls_left_frac", "best
 
 
 def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
-    """Features 0..351 (history, calendar, lead, domain, scale), float32, clipped: fixed for an
-    episode once the catalog is known, so computed once per episode."""
+    """The whole vector with features 0..351 (history, calendar, lead, domain, scale; float32,
+    clipped) filled in and the dynamic part 352..402 zero: the fixed part of an episode once the
+    catalog is known, so computed once per episode (each step copies it and writes the dynamic part)."""
     meta = tracker.meta
-    x = np.empty(_DYNAMIC, dtype=np.float32)
+    x = np.zeros(N_FEATURES, dtype=np.float32)
     hist = x[:HISTORY_HOURS]
     np.divide(tracker.history, meta.scale, out=hist, dtype=np.float64, casting="same_kind")  # float64 quotient, stored as float32
     if not np.isfinite(hist).all():
@@ -427,47 +427,55 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
             tail[_I[name] - HISTORY_HOURS] = 1.0
     log_scale = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
     tail[_I["log_scale"] - HISTORY_HOURS] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
-    x[HISTORY_HOURS:] = tail
+    x[HISTORY_HOURS:_DYNAMIC] = tail
     return x
 
 
+def _fit(v: float, high: float) -> float:
+    """``v`` as the vector stores it: NaN and +-inf -> 0, then clipped into [0, high] (every dynamic
+    feature's lower bound is 0)."""
+    if v != v or v == math.inf or v == -math.inf:
+        return 0.0
+    return 0.0 if v < 0.0 else high if v > high else v
+
+
 def _dynamic_values(tracker: EpisodeTracker) -> list[float]:
-    """Features 352..402 (see the module table) as Python floats, unclipped."""
+    """Features 352..402 (see the module table) as Python floats, already inside their bounds."""
     meta = tracker.meta
     d = [0.0] * _N_DYNAMIC
     budget = meta.budget if meta.budget > 0 else 1
     left = tracker.budget_left
     if meta.budget > 0:
-        d[_D["budget_left_frac"]] = left / budget
-        d[_D["spent_frac"]] = (meta.budget - left) / budget
+        d[_D["budget_left_frac"]] = _fit(left / budget, 1.0)
+        d[_D["spent_frac"]] = _fit((meta.budget - left) / budget, 1.0)
     if meta.max_calls > 0:
-        d[_D["calls_left_frac"]] = tracker.calls_left / meta.max_calls
+        d[_D["calls_left_frac"]] = _fit(tracker.calls_left / meta.max_calls, 1.0)
     for m, j in _MODEL0.items():  # +0 available, +1 price, +2 affordable, +3 bought, +4 loss, +5 replayed, +6 pinball
         full = tracker.full_price(m)
-        d[j + 1] = full / budget
+        d[j + 1] = _fit(full / budget, PRICE_MAX)
         if m in meta.models:
             d[j] = 1.0 if tracker.available.get(m, False) else 0.0
             d[j + 2] = 1.0 if full <= left else 0.0
         if m in tracker.bought:
             d[j + 3] = 1.0
             fc = tracker.bought_plan(m)
-            d[j + 4] = fc["expected_loss"] if fc else 0.0
+            d[j + 4] = _fit(fc["expected_loss"], LOSS_MAX) if fc else 0.0
         if m in tracker.replays:
             d[j + 5] = 1.0
-            d[j + 6] = tracker.replays[m]
+            d[j + 6] = _fit(tracker.replays[m], LOSS_MAX)
     losses = []
     for m, p in tracker.plans.items():
         j = _METHOD0.get(m)
         if j is not None:
             d[j] = 1.0
-            d[j + 1] = p["expected_loss"]
+            d[j + 1] = _fit(p["expected_loss"], LOSS_MAX)
             losses.append(p["expected_loss"])
     losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
     if losses:
-        d[_D["best_expected_loss"]] = min(losses)
+        d[_D["best_expected_loss"]] = _fit(min(losses), LOSS_MAX)
         d[_D["any_plan_known"]] = 1.0
-    d[_D["forecasts_bought_div4"]] = len(tracker.forecasts) / 4.0
-    d[_D["replays_div4"]] = len(tracker.replays) / 4.0
+    d[_D["forecasts_bought_div4"]] = _fit(len(tracker.forecasts) / 4.0, 3.0)
+    d[_D["replays_div4"]] = _fit(len(tracker.replays) / 4.0, 3.0)
     return d
 
 
@@ -478,13 +486,8 @@ def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
     static = tracker._static  # the visible history is the same at every step of an episode
     if static is None or static[0] is not meta:
         static = tracker._static = (meta, _static_vector(tracker))
-    dyn = np.array(_dynamic_values(tracker), dtype=np.float64)
-    if not np.isfinite(dyn).all():
-        dyn = np.nan_to_num(dyn, nan=0.0, posinf=0.0, neginf=0.0)
-    np.minimum(np.maximum(dyn, _LOW_DYNAMIC, out=dyn), _HIGH_DYNAMIC, out=dyn)
-    x = np.empty(N_FEATURES, dtype=np.float32)
-    x[:_DYNAMIC] = static[1]
-    x[_DYNAMIC:] = dyn
+    x = static[1].copy()
+    x[_DYNAMIC:] = _dynamic_values(tracker)
     return x
 
 

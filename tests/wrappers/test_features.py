@@ -218,3 +218,28 @@ def test_tracker_marks_a_model_unavailable_when_loading_fails():
     assert env.tracker.available == {**env.tracker.available, "chronos_bolt_tiny": False}
     assert not env.tracker.available["chronos_bolt_tiny"] and x[feature_index("model_chronos_bolt_tiny_available")] == 0
     assert env.tracker.available["seasonal_empirical"]  # only the failing model
+
+
+def test_out_of_range_and_non_finite_values_are_stored_inside_the_bounds():
+    from fwgym.wrappers.features import feature_vector
+
+    env = FeatureObservation(FWBenchEnv("electricity", split="test", budget=100))
+    env.reset(options={"case_id": ELEC})
+    tr = env.tracker
+    tr.plans = {"weekday_empirical": {"decisions": [], "expected_loss": math.inf},
+                "weekly_repeat": {"decisions": [], "expected_loss": 12.5},
+                "all_hour_empirical": {"decisions": [], "expected_loss": 0.25},
+                "calendar_residual": {"decisions": [], "expected_loss": math.nan}}
+    tr.replays = {"seasonal_empirical": 3.25, "chronos2": -2.0}
+    x = feature_vector(tr)
+    assert x[feature_index("method_weekday_empirical_expected_loss")] == 0.0  # non-finite -> 0
+    assert x[feature_index("method_weekly_repeat_expected_loss")] == 10.0  # clipped to LOSS_MAX
+    assert x[feature_index("method_all_hour_empirical_expected_loss")] == 0.25
+    assert x[feature_index("method_calendar_residual_expected_loss")] == 0.0
+    assert x[feature_index("best_expected_loss")] == 0.25  # min() skips nothing here: inf, 12.5, 0.25, then nan
+    assert x[feature_index("model_seasonal_empirical_replay_pinball_scaled")] == 3.25
+    assert x[feature_index("model_chronos2_replay_pinball_scaled")] == 0.0
+    # a 100-credit budget: timesfm25's full-context price is ~11,900 budgets -> clipped to PRICE_MAX (20)
+    assert x[feature_index("model_timesfm25_price_frac")] == 20.0
+    assert x[feature_index("method_weekday_empirical_known")] == 1.0
+    assert env.observation_space.contains(x)
