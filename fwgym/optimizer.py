@@ -161,29 +161,46 @@ def _block_costs(cost, block_hours):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover - compiled
-    """Checks, cost table, block sums, DP and the plan's levels/values in one compiled call."""
+def _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover - compiled
+    """Checks, cost table, block sums and DP: ``(status, path, DP total, cost table)``."""
     n_blocks = values.shape[0] // block_hours
     status = _check_inputs(values, shortage)
     if status != _OK:
-        empty = np.zeros(n_blocks)
-        return status, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, np.zeros((0, grid.shape[0]))
+        return status, np.zeros(n_blocks, dtype=np.int64), 0.0, np.zeros((0, grid.shape[0]))
     cost = _cost_table(values, weights, scale, shortage, grid, alpha)
     block = _block_costs(cost, block_hours)
     for x in block.flat:  # sums of non-negative terms: an inf or NaN hourly cost shows in its block
         if not np.isfinite(x):
-            empty = np.zeros(n_blocks)
-            return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, cost
+            return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), 0.0, cost
     path, total = _solve_blocks(block, max_step)
     if not np.isfinite(total):
-        empty = np.zeros(n_blocks)
-        return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), empty, empty, 0.0, cost
-    levels = np.empty(n_blocks)
-    physical = np.empty(n_blocks)
+        return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), 0.0, cost
+    return _OK, path, total, cost
+
+
+@njit(cache=True, nogil=True)
+def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover - compiled
+    """:func:`_optimum` plus the plan's levels/values and its expected loss, in one compiled call."""
+    status, path, total, cost = _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_step)
+    n_blocks = path.shape[0]
+    levels = np.zeros(n_blocks)
+    physical = np.zeros(n_blocks)
+    if status != _OK:
+        return status, path, levels, physical, 0.0, cost
     for b in range(n_blocks):
         levels[b] = grid[path[b]]
         physical[b] = levels[b] * scale
     return status, path, levels, physical, total / values.shape[0], cost
+
+
+@njit(cache=True, nogil=True)
+def _realised_kernel(actual, weights, scale, shortage, grid, alpha, block_hours, max_step, indices):  # pragma: no cover - compiled
+    """``(status, floor, plan total)`` on a one-sample distribution: the perfect-demand DP and the
+    plan's summed cost (:func:`_path_total`, NaN for a bad index) without building any array for Python."""
+    status, path, total, cost = _optimum(actual, weights, scale, shortage, grid, alpha, block_hours, max_step)
+    if status != _OK:
+        return status, 0.0, 0.0
+    return status, total / actual.shape[0], _path_total(cost, indices, block_hours)
 
 
 _QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
@@ -378,6 +395,14 @@ def _path_total(cost, indices, block_hours):  # pragma: no cover - compiled
     return total
 
 
+def _plan_indices(indices) -> np.ndarray:
+    """8 integer grid indices as a fresh int64 array (the range is checked in the compiled code)."""
+    idx = np.asarray(indices)
+    if idx.shape != (N_BLOCKS,) or idx.dtype.kind not in "iu":
+        raise ValueError(f"indices must be {N_BLOCKS} integer grid indices in 0..{_GRID.shape[0] - 1}, got {safe_repr(indices, 80)}")
+    return np.array(idx, dtype=np.int64)
+
+
 def plan_loss(cost: np.ndarray, indices: np.ndarray) -> float:
     """Mean hourly cost of a plan under a cost table, summed in the DP's order (so
     ``plan_loss(C, optimal) <= plan_loss(C, any plan)`` holds exactly).
@@ -394,10 +419,7 @@ def plan_loss(cost: np.ndarray, indices: np.ndarray) -> float:
         c = np.array(c, order="C")  # read-only arrays would make numba compile another specialisation
     if c.shape != (TARGET_HOURS, _GRID.shape[0]):
         raise ValueError(f"cost must be a (24, 33) table, got shape {c.shape}")
-    idx = np.asarray(indices)
-    if idx.shape != (N_BLOCKS,) or idx.dtype.kind not in "iu":
-        raise ValueError(f"indices must be {N_BLOCKS} integer grid indices in 0..{c.shape[1] - 1}, got {safe_repr(indices, 80)}")
-    idx = np.array(idx, dtype=np.int64)
+    idx = _plan_indices(indices)
     total = _path_total(c, idx, BLOCK_HOURS)
     if not math.isfinite(total):
         raise ValueError(f"cost must be finite and indices in 0..{c.shape[1] - 1}, got indices {safe_repr(indices, 80)}")
@@ -416,10 +438,48 @@ def invalid_loss(cost: np.ndarray) -> float:
     return float(c.max(axis=1).mean() + INVALID_PENALTY)
 
 
+def _actual_column(actual) -> np.ndarray:
+    """Realised values (24,) as a fresh contiguous float64 (24, 1) array (one sample per hour).
+
+    Raises:
+        ValueError: not 24 values (NumPy's reshape error).
+    """
+    return np.array(actual, dtype=np.float64).reshape(TARGET_HOURS, 1)
+
+
 def perfect_demand_plan(actual: np.ndarray, scale: float, shortage: np.ndarray) -> PlanResult:
     """Optimal plan on the realised demand (one sample, weight 1): ``expected_loss`` is the floor F."""
-    a = np.array(actual, dtype=np.float64).reshape(TARGET_HOURS, 1)
-    return optimal_plan(a, scale, shortage)
+    return optimal_plan(_actual_column(actual), scale, shortage)
+
+
+_ONE = np.ones((1, 1))  # the weight of a single sample (writeable: see _UNIFORM)
+
+
+def realised_loss(actual: np.ndarray, scale: float, shortage: np.ndarray, indices) -> tuple[float, float]:
+    """``(loss, floor)`` of a plan on realised demand: the scorer's two numbers (protocol §5.1), in one
+    compiled call that builds no table or plan for Python.
+
+    ``loss == plan_loss(C, indices)`` and ``floor == perfect_demand_plan(actual, scale,
+    shortage).expected_loss`` bit for bit, with ``C`` the one-sample cost table of ``actual``: both
+    sum the same terms in the same order, so ``floor <= loss`` holds exactly for every feasible plan.
+
+    Args:
+        actual: realised values (24,), raw units, finite.
+        scale: contract scale (> 0); shortage: weights (24,), finite and >= 0.
+        indices: the plan's 8 integer grid indices in 0..32 (no ramp check).
+
+    Raises:
+        ValueError: as :func:`perfect_demand_plan` and :func:`plan_loss`.
+    """
+    v = _actual_column(actual)
+    scale, s = _check_scale_shortage(scale, shortage)
+    idx = _plan_indices(indices)
+    status, floor, total = _realised_kernel(v, _ONE, scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, idx)
+    if status:
+        _raise_for_status(status)
+    if not math.isfinite(total):
+        raise ValueError(f"indices must be in 0..{_GRID.shape[0] - 1}, got {safe_repr(indices, 80)}")
+    return float(total / TARGET_HOURS), float(floor)
 
 
 __all__ = [
@@ -432,5 +492,6 @@ __all__ = [
     "plan_loss",
     "invalid_loss",
     "perfect_demand_plan",
+    "realised_loss",
     "N_BLOCKS",
 ]

@@ -20,6 +20,7 @@ from fwgym.optimizer import (
     invalid_loss,
     optimal_plan,
     perfect_demand_plan,
+    realised_loss,
     plan_loss,
     solve_blocks,
 )
@@ -571,3 +572,43 @@ def test_floor_is_expected_loss_bit_for_bit(z, scale, plans):
     assert best.expected_loss == plan_loss(best.cost, best.plan.indices)
     for p in plans:
         assert best.expected_loss <= plan_loss(best.cost, np.array(p))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    z=st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=24, max_size=24),
+    scale=st.floats(0.5, 5000, allow_nan=False),
+    plan=feasible_index_paths(),
+)
+def test_realised_loss_is_plan_loss_and_floor_bit_for_bit(z, scale, plan):
+    actual = np.array(z) * scale
+    best = perfect_demand_plan(actual, scale, TUESDAY)
+    loss, floor = realised_loss(actual, scale, TUESDAY, np.array(plan))
+    assert loss == plan_loss(best.cost, np.array(plan)) and floor == best.expected_loss
+    assert floor <= loss
+    assert realised_loss(actual, scale, TUESDAY, best.plan.indices) == (floor, floor)
+
+
+def test_realised_loss_bad_input():
+    ok = np.full(24, 100.0)
+    plan = np.full(8, 12)
+    with pytest.raises(ValueError, match="indices"):
+        realised_loss(ok, 100.0, MONDAY, np.full(8, 33))
+    with pytest.raises(ValueError, match="indices"):
+        realised_loss(ok, 100.0, MONDAY, np.full(8, -1))
+    with pytest.raises(ValueError, match="indices"):
+        realised_loss(ok, 100.0, MONDAY, np.full(7, 12))
+    with pytest.raises(ValueError, match="indices"):
+        realised_loss(ok, 100.0, MONDAY, np.full(8, 12.0))
+    with pytest.raises(ValueError, match="finite"):
+        realised_loss(np.r_[ok[:23], np.nan], 100.0, MONDAY, plan)
+    with pytest.raises(ValueError):
+        realised_loss(ok[:23], 100.0, MONDAY, plan)
+    with pytest.raises(ValueError, match="scale"):
+        realised_loss(ok, 0.0, MONDAY, plan)
+    with pytest.raises(ValueError, match="shortage"):
+        realised_loss(ok, 100.0, -MONDAY, plan)
+    # hand-computed: demand 100 everywhere, scale 100, level 1.0 -> no cost; level 1.05 -> 0.3 * 0.05
+    assert realised_loss(ok, 100.0, MONDAY, plan) == (0.0, 0.0)
+    loss, floor = realised_loss(ok, 100.0, MONDAY, np.full(8, 13))
+    assert floor == 0.0 and loss == pytest.approx(0.3 * 0.05, abs=1e-15)

@@ -42,7 +42,7 @@ from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_cas
 from fwgym.context import render_context
 from fwgym.data import DOMAINS
 from fwgym.forecasters.registry import PRICED_MODELS
-from fwgym.optimizer import invalid_loss, perfect_demand_plan, plan_loss
+from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.scenarios import make_scenario
 from fwgym.scoring import (BUDGET, RCRPS_CAP, case_score, case_weights, crps_quantiles, crps_samples, load_sigma, rcrps,
@@ -333,9 +333,11 @@ class FWBenchEnv(gym.Env):
             outcome.update(self._score_forecast(valid))
             reward = -outcome["R"] if self.reward_mode == "dense" else -outcome["S"]  # dense: credits paid when charged
         else:
-            best = perfect_demand_plan(ep.target(), case.scale, case.shortage)
-            truth, floor = best.cost, best.expected_loss  # == plan_loss(truth, best.plan.indices) bit for bit
-            loss = plan_loss(truth, ep.submission.indices) if valid else invalid_loss(truth)
+            if valid:  # one compiled call: plan_loss and the perfect-demand floor on the realised cost table
+                loss, floor = realised_loss(ep.target(), case.scale, case.shortage, ep.submission.indices)
+            else:
+                best = perfect_demand_plan(ep.target(), case.scale, case.shortage)
+                floor, loss = best.expected_loss, invalid_loss(best.cost)
             r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
             outcome.update({"loss": loss, "floor": floor, "R": r, "S": s,
                             "levels": [float(x) for x in ep.submission.levels] if valid else None})

@@ -25,6 +25,9 @@ def get_forecaster(name: str) -> QuantileForecaster:
     Raises:
         ValueError: unknown name.
     """
+    f = _INSTANCES.get(name)  # the hot path: a dict read is atomic, creation below takes the lock
+    if f is not None:
+        return f
     with _LOCK:
         if name not in _INSTANCES:
             if name not in _FACTORIES:

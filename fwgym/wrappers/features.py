@@ -194,7 +194,20 @@ def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:
 
 
 def _iso_hour(text: str) -> int:
+    """Epoch hour of an ISO time; the env's canonical form ``YYYY-MM-DDTHH:00:00Z`` is read by slicing."""
+    if len(text) == 20 and text[10] == "T" and text.endswith(":00:00Z"):
+        try:
+            days = date(int(text[0:4]), int(text[5:7]), int(text[8:10])).toordinal() - _EPOCH_ORDINAL
+            hour = int(text[11:13])
+        except ValueError:
+            pass
+        else:
+            if 0 <= hour < 24 and text[4] == text[7] == "-":
+                return days * 24 + hour
     return datetime_to_hour(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
 @dataclass(frozen=True)
