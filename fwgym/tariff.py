@@ -37,6 +37,18 @@ def price(model: str, context_steps: int, horizon: int) -> dict:
     return dict(_price(model, int(context_steps), int(horizon)))
 
 
+def credits_for(model: str, context_steps: int, horizon: int) -> int:
+    """Credits of a request: ``price(model, context_steps, horizon)["credits"]`` without copying the
+    quote (the hot path of the catalog, the RL features and the macro masks).
+
+    Raises:
+        ValueError: as :func:`price`.
+    """
+    if model in TARIFF and type(context_steps) is int and type(horizon) is int:
+        return _price(model, context_steps, horizon)["credits"]
+    return price(model, context_steps, horizon)["credits"]  # its checks and errors
+
+
 @lru_cache(maxsize=4096)
 def _price(model: str, context_steps: int, horizon: int) -> dict:
     # cached on validated arguments (bools are rejected above: True == 1 would share a cache key)

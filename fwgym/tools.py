@@ -46,7 +46,7 @@ from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_foreca
 from fwgym.optimizer import QUANTILE_LEVELS, QUANTILE_MASSES, PlanResult, optimal_plan, plan_loss
 from fwgym.scoring import BUDGET
 from fwgym.series import datetime_to_hour, hour_to_iso
-from fwgym.tariff import HORIZON_BUCKETS, TARIFF, price
+from fwgym.tariff import HORIZON_BUCKETS, TARIFF, credits_for, price
 
 MAX_CALLS = 12
 MAX_ACTION_CHARS = 100_000
@@ -315,6 +315,9 @@ def _plan_from_args(ep: Episode, args: dict, tool: str) -> Plan:
 # handlers
 
 
+_TARIFF_ROWS = tuple((m, tuple((str(cb), p) for cb, p in t.items())) for m, t in TARIFF.items())  # JSON keys
+
+
 def _catalog(ep: Episode, args: dict) -> dict:
     _check_keys(args, set(), "catalog")
     c = ep.case
@@ -334,7 +337,7 @@ def _catalog(ep: Episode, args: dict) -> dict:
             "loss": "mean over the 24 target hours of 0.3*max(a-y,0) + w_h*max(y-a,0), a and y divided by scale",
         },
         "methods": list(CLASSICAL_METHODS),
-        "tariff": {m: {str(cb): list(p) for cb, p in t.items()} for m, t in TARIFF.items()},
+        "tariff": {m: {cb: list(p) for cb, p in rows} for m, rows in _TARIFF_ROWS},
         "models": [_model_entry(ep, m) for m in ep.models],
         "budget": {"budget": ep.budget, "spent": ep.spent, "remaining": ep.budget_left},
         "calls": {"limit": ep.max_calls, "used": ep.calls, "remaining": ep.calls_left},
@@ -346,7 +349,7 @@ def _catalog(ep: Episode, args: dict) -> dict:
 def _model_entry(ep: Episode, model: str) -> dict:
     f = ep.forecaster(model)
     av = f.availability()
-    credits = price(model, HISTORY_HOURS, ep.case.horizon)["credits"]
+    credits = credits_for(model, HISTORY_HOURS, ep.case.horizon)
     out = {"model": model, "available": av.available, "quantile_levels": list(QUANTILE_LEVELS),
            "min_context": f.min_context, "credits_full_context_covering_horizon": credits,
            "affordable": credits <= ep.budget_left}

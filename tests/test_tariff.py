@@ -108,3 +108,19 @@ def test_price_results_are_independent_copies_and_bools_stay_refused():
     price("chronos2", 1, 1)  # cached with int arguments ...
     with pytest.raises(ValueError):
         price("chronos2", True, 1)  # ... a bool (== 1) is still refused
+
+
+def test_credits_for_is_the_quoted_price():
+    from fwgym.tariff import TARIFF, credits_for, price
+
+    for m in TARIFF:
+        for ctx in (1, 2, 95, 96, 97, 168, 335, 336):
+            for h in (1, 24, 25, 50, 64, 65, 96, 192, 194, 240, 241, 336):
+                assert credits_for(m, ctx, h) == price(m, ctx, h)["credits"]
+    assert credits_for("chronos2", 336, 50) == 103806  # the tariff table: chronos2, context 336, horizon bucket 64
+    for bad in (("nope", 336, 50), ("chronos2", 337, 50), ("chronos2", 336, 0), ("chronos2", True, 50),
+                ("chronos2", 336, 50.0), ("chronos2", 336, 337)):
+        with pytest.raises(ValueError):
+            price(*bad)
+        with pytest.raises(ValueError):
+            credits_for(*bad)

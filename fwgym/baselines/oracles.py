@@ -19,7 +19,7 @@ from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_forecaster
 from fwgym.optimizer import QUANTILE_MASSES, optimal_plan, plan_loss
 from fwgym.scoring import BUDGET, case_score, load_sigma
-from fwgym.tariff import price
+from fwgym.tariff import credits_for
 from fwgym.tools import classical_plan_result
 
 
@@ -62,7 +62,7 @@ def priced_candidate(case, model: str, forecaster=None, budget: float = BUDGET):
     f = forecaster or get_forecaster(model)
     horizon = case.horizon
     try:
-        credits = price(model, HISTORY_HOURS, horizon)["credits"]
+        credits = credits_for(model, HISTORY_HOURS, horizon)
     except ValueError:
         return None
     if credits > budget or not f.availability().available:

@@ -74,7 +74,7 @@ from fwgym.data import DOMAINS
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.series import datetime_to_hour
-from fwgym.tariff import price
+from fwgym.tariff import credits_for
 from fwgym.tools import parse_action, ToolCall
 
 #: bumped whenever the meaning or order of a feature changes (stored with trained models)
@@ -375,7 +375,7 @@ class EpisodeTracker:
         catalog quoted it for the env's pool; from the tariff for other models)."""
         p = self._prices.get(model)
         if p is None:
-            p = self._prices[model] = price(model, HISTORY_HOURS, self.meta.horizon)["credits"]
+            p = self._prices[model] = credits_for(model, HISTORY_HOURS, self.meta.horizon)
         return p
 
     def bought_plan(self, model: str) -> dict | None:

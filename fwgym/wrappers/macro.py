@@ -58,7 +58,7 @@ from fwgym.cases import HISTORY_HOURS
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.series import hour_to_iso
-from fwgym.tariff import price
+from fwgym.tariff import credits_for
 from fwgym.wrappers.features import (
     CATALOG_CALL,
     EpisodeTracker,
@@ -170,7 +170,7 @@ def entry_valid(entry: MacroEntry, tracker: EpisodeTracker) -> bool:
         a = replay_args(tracker, t)
         if a["context_steps"] < meta.min_context.get(t, 1):
             return False
-        credits = price(t, a["context_steps"], a["horizon"])["credits"]
+        credits = credits_for(t, a["context_steps"], a["horizon"])
     else:
         credits = tracker.full_price(t)
     return credits <= tracker.budget_left
