@@ -397,6 +397,8 @@ def _path_total(cost, indices, block_hours):  # pragma: no cover - compiled
 
 def _plan_indices(indices) -> np.ndarray:
     """8 integer grid indices as a fresh int64 array (the range is checked in the compiled code)."""
+    if isinstance(indices, np.ma.MaskedArray):
+        raise ValueError("indices: masked arrays are not supported")
     idx = np.asarray(indices)
     if idx.shape != (N_BLOCKS,) or idx.dtype.kind not in "iu":
         raise ValueError(f"indices must be {N_BLOCKS} integer grid indices in 0..{_GRID.shape[0] - 1}, got {safe_repr(indices, 80)}")
@@ -442,9 +444,12 @@ def _actual_column(actual) -> np.ndarray:
     """Realised values (24,) as a fresh contiguous float64 (24, 1) array (one sample per hour).
 
     Raises:
-        ValueError: not 24 values (NumPy's reshape error).
+        ValueError: not 24 real numbers (see :func:`_real_array`; finiteness is checked in the kernel).
     """
-    return np.array(actual, dtype=np.float64).reshape(TARGET_HOURS, 1)
+    a = _real_array(actual, "actual")
+    if a.shape != (TARGET_HOURS,):
+        raise ValueError(f"actual must have shape (24,), got {a.shape}")
+    return np.array(a, dtype=np.float64).reshape(TARGET_HOURS, 1)
 
 
 def perfect_demand_plan(actual: np.ndarray, scale: float, shortage: np.ndarray) -> PlanResult:
@@ -477,8 +482,8 @@ def realised_loss(actual: np.ndarray, scale: float, shortage: np.ndarray, indice
     status, floor, total = _realised_kernel(v, _ONE, scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, idx)
     if status:
         _raise_for_status(status)
-    if not math.isfinite(total):
-        raise ValueError(f"indices must be in 0..{_GRID.shape[0] - 1}, got {safe_repr(indices, 80)}")
+    if not math.isfinite(total):  # as plan_loss: an index outside the table, or the plan's cost overflows
+        raise ValueError(f"cost must be finite and indices in 0..{_GRID.shape[0] - 1}, got indices {safe_repr(indices, 80)}")
     return float(total / TARGET_HOURS), float(floor)
 
 

@@ -60,8 +60,12 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
     """
     if not sigma > 0 or not budget > 0:
         raise ValueError(f"sigma and budget must be > 0 (got {sigma!r}, {budget!r})")
-    if not all(math.isfinite(x) for x in (loss, floor, credits)):
-        raise ValueError("loss, floor and credits must be finite")
+    try:
+        finite = all(math.isfinite(x) for x in (loss, floor, credits))
+    except (TypeError, OverflowError):  # not a number, or an int beyond float range
+        finite = False
+    if not finite:
+        raise ValueError("loss, floor and credits must be finite numbers")
     r = (loss - floor) / sigma
     return float(r), float(0.5 * (r + credits / budget))
 

@@ -612,3 +612,22 @@ def test_realised_loss_bad_input():
     assert realised_loss(ok, 100.0, MONDAY, plan) == (0.0, 0.0)
     loss, floor = realised_loss(ok, 100.0, MONDAY, np.full(8, 13))
     assert floor == 0.0 and loss == pytest.approx(0.3 * 0.05, abs=1e-15)
+
+
+def test_realised_loss_and_perfect_plan_refuse_what_optimal_plan_refuses():
+    ok = np.full(24, 100.0)
+    plan = np.full(8, 12)
+    bad_actuals = [np.ma.masked_array(ok, mask=[True] + [False] * 23), ok.astype(complex), [None] * 24,
+                   [10**400] * 24, {"a": 1}, ok.reshape(4, 6), ok.astype(str), ok > 0]
+    for bad in bad_actuals:
+        with pytest.raises(ValueError):
+            realised_loss(bad, 100.0, MONDAY, plan)
+        with pytest.raises(ValueError):
+            perfect_demand_plan(bad, 100.0, MONDAY)
+    with pytest.raises(ValueError, match="masked"):
+        realised_loss(ok, 100.0, MONDAY, np.ma.masked_array(plan))
+    with pytest.raises(ValueError, match="masked"):
+        plan_loss(perfect_demand_plan(ok, 100.0, MONDAY).cost, np.ma.masked_array(plan))
+    # valid indices whose summed cost overflows: the plan_loss message, not an index complaint
+    with pytest.raises(ValueError, match="cost must be finite"):
+        realised_loss(np.full(24, 10.0), 10.0, np.full(24, 5e307), np.zeros(8, dtype=np.int64))

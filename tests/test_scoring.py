@@ -222,3 +222,12 @@ def test_load_sigma_wrong_structure_is_value_error(text, tmp_path):
     p.write_text(text)
     with pytest.raises(ValueError):
         load_sigma(p)
+
+
+@pytest.mark.parametrize("bad", [10**400, float("nan"), float("inf"), "1.0", None])
+def test_case_score_refuses_non_finite_or_non_numbers(bad):
+    from fwgym.scoring import case_score
+
+    for args in ((bad, 0.5, 0, 1.0), (1.0, bad, 0, 1.0), (1.0, 0.5, bad, 1.0)):
+        with pytest.raises(ValueError, match="finite"):
+            case_score(*args)

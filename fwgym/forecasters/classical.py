@@ -98,7 +98,8 @@ def level_adjusted_weekly(history, history_hours, target_hours):
     return np.maximum(weekly_repeat(history, history_hours, target_hours) + shift, 0.0)
 
 
-#: name -> function(history (336,), history_hours (336,), target_hours (24,)) -> samples (24, K)
+#: name -> function(history (336,), history_hours (336,), target_hours (24,)) -> samples (24, K); the
+#: functions assume consecutive history hours and do not check (:func:`classical_distribution` does)
 CLASSICAL_METHODS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
     "weekday_empirical": weekday_empirical,
     "weekly_repeat": weekly_repeat,
@@ -126,7 +127,7 @@ def classical_distribution(method: str, history: np.ndarray, history_hours: np.n
     Raises:
         ValueError: unknown method, or a history shorter than two weeks / not consecutive.
     """
-    if method not in CLASSICAL_METHODS:
+    if method not in CLASSICAL_METHODS:  # before any conversion: the cheap check first
         raise ValueError(f"unknown classical method {method!r}; expected one of {sorted(CLASSICAL_METHODS)}")
     h = np.asarray(history, dtype=np.float64)
     hh = np.asarray(history_hours, dtype=np.int64)
@@ -145,6 +146,9 @@ def method_samples(method: str, history: np.ndarray, history_hours: np.ndarray, 
     after them. Returns C-contiguous float64 (24, K).
 
     Raises:
-        KeyError: unknown method.
+        ValueError: unknown method.
     """
-    return np.ascontiguousarray(CLASSICAL_METHODS[method](history, history_hours, target_hours), dtype=np.float64)
+    fn = CLASSICAL_METHODS.get(method)
+    if fn is None:
+        raise ValueError(f"unknown classical method {method!r}; expected one of {sorted(CLASSICAL_METHODS)}")
+    return np.ascontiguousarray(fn(history, history_hours, target_hours), dtype=np.float64)

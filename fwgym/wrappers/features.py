@@ -195,14 +195,15 @@ def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:
 
 def _iso_hour(text: str) -> int:
     """Epoch hour of an ISO time; the env's canonical form ``YYYY-MM-DDTHH:00:00Z`` is read by slicing."""
-    if len(text) == 20 and text[10] == "T" and text.endswith(":00:00Z"):
+    if (len(text) == 20 and text.isascii() and text[4] == text[7] == "-" and text[10] == "T" and text[13:] == ":00:00Z"
+            and (text[0:4] + text[5:7] + text[8:10] + text[11:13]).isdigit()):
+        hour = int(text[11:13])
         try:
             days = date(int(text[0:4]), int(text[5:7]), int(text[8:10])).toordinal() - _EPOCH_ORDINAL
-            hour = int(text[11:13])
-        except ValueError:
+        except ValueError:  # e.g. month 13: fromisoformat below names it
             pass
         else:
-            if 0 <= hour < 24 and text[4] == text[7] == "-":
+            if hour < 24:
                 return days * 24 + hour
     return datetime_to_hour(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
@@ -423,11 +424,10 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
     catalog is known, so computed once per episode (each step copies it and writes the dynamic part)."""
     meta = tracker.meta
     x = np.zeros(N_FEATURES, dtype=np.float32)
-    hist = x[:HISTORY_HOURS]
-    np.divide(tracker.history, meta.scale, out=hist, dtype=np.float64, casting="same_kind")  # float64 quotient, stored as float32
+    hist = np.divide(tracker.history, meta.scale, dtype=np.float64)  # cleaned and clipped in float64, then stored
     if not np.isfinite(hist).all():
         np.nan_to_num(hist, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
-    np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)  # rounding is monotone: clip after the cast == before
+    x[:HISTORY_HOURS] = np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)
     tail = [0.0] * (_DYNAMIC - HISTORY_HOURS)  # features 336..351, all inside their bounds by construction
     hour, doy = meta.as_of % 24, meta.target_date.toordinal() - date(meta.target_date.year, 1, 1).toordinal()
     tail[_I["as_of_hour_sin"] - HISTORY_HOURS] = math.sin(2 * math.pi * hour / 24)
@@ -444,12 +444,12 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
     return x
 
 
-def _fit(v: float, high: float) -> float:
-    """``v`` as the vector stores it: NaN and +-inf -> 0, then clipped into [0, high] (every dynamic
-    feature's lower bound is 0)."""
-    if v != v or v == math.inf or v == -math.inf:
+def _fit(v: float | None, high: float) -> float:
+    """``v`` as the vector stores it: None, NaN and +-inf -> 0, then clipped into [0, high] (every
+    dynamic feature's lower bound is 0; -0.0 is stored as 0.0)."""
+    if v is None or v != v or v == math.inf or v == -math.inf:
         return 0.0
-    return 0.0 if v < 0.0 else high if v > high else v
+    return 0.0 if v <= 0.0 else high if v > high else v
 
 
 def _dynamic_values(tracker: EpisodeTracker) -> list[float]:
@@ -467,7 +467,7 @@ def _dynamic_values(tracker: EpisodeTracker) -> list[float]:
         full = tracker.full_price(m)
         d[j + 1] = _fit(full / budget, PRICE_MAX)
         if m in meta.models:
-            d[j] = 1.0 if tracker.available.get(m, False) else 0.0
+            d[j] = _fit(float(tracker.available.get(m, False)), 1.0)
             d[j + 2] = 1.0 if full <= left else 0.0
         if m in tracker.bought:
             d[j + 3] = 1.0

@@ -351,3 +351,11 @@ def test_method_samples_equal_the_checked_distribution_on_real_cases(case_id):
     pred = design((c.target_hours - c.history_hours[0]).astype(float)) @ coef
     got = method_samples("calendar_residual", c.history, c.history_hours, c.target_hours)
     np.testing.assert_allclose(got, np.maximum(pred[:, None] + resid[None, :], 0.0), rtol=1e-9, atol=1e-9 * c.scale)
+
+
+def test_method_samples_unknown_method_is_a_value_error():
+    from fwgym.forecasters.classical import method_samples
+
+    h = np.ones(336)
+    with pytest.raises(ValueError, match="unknown classical method"):
+        method_samples("nope", h, np.arange(336), np.arange(400, 424))

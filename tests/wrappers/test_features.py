@@ -255,6 +255,32 @@ def test_catalog_times_are_read_back_exactly():
     for h in [0, -1, 23, 24, 478189, -200000, 300000, *rng.integers(-300000, 400000, 2000).tolist()]:
         assert _iso_hour(hour_to_iso(h)) == h  # the canonical form, read by slicing
     assert _iso_hour("2024-07-20T13:00:00+00:00") == datetime_to_hour(datetime.fromisoformat("2024-07-20T13:00:00+00:00"))
-    for bad in ["2024-13-20T13:00:00Z", "2024-07-20T25:00:00Z", "2024x07-20T13:00:00Z", "2024-07-20T13:30:00Z"]:
+    for bad in ["2024-13-20T13:00:00Z", "2024-07-20T25:00:00Z", "2024x07-20T13:00:00Z", "2024-07-20T13:30:00Z",
+                "2024-07-24T 9:00:00Z", "+024-07-24T21:00:00Z", "2_24-07-24T21:00:00Z", "2024-07-24T9 :00:00Z",
+                "\u0662\u0660\u0662\u0664-07-24T21:00:00Z"]:
         with pytest.raises(ValueError):
             _iso_hour(bad)
+
+
+def test_hand_built_extremes_are_stored_like_the_documented_rules():
+    import dataclasses
+
+    from fwgym.wrappers.features import feature_vector
+
+    env = FeatureObservation(FWBenchEnv("electricity", split="test"))
+    env.reset(options={"case_id": ELEC})
+    tr = env.tracker
+    tr.meta = dataclasses.replace(tr.meta, scale=1e-30)  # history / scale beyond float32: clipped to 50, not 0
+    tr.history = tr.history.copy()
+    tr.history[0] = 1e10
+    tr.history[1] = np.nan
+    tr.plans = {"weekly_repeat": {"decisions": [], "expected_loss": -0.0}}
+    tr.forecasts = {"f1": {"model": "seasonal_empirical", "covers_target": True, "decisions": [], "expected_loss": None}}
+    tr.bought = {"seasonal_empirical": "f1"}
+    tr.available = {**tr.available, "chronos2": float("nan")}
+    x = feature_vector(tr)
+    assert x[0] == 50.0 and x[1] == 0.0
+    i = feature_index("method_weekly_repeat_expected_loss")
+    assert x[i] == 0.0 and not np.signbit(x[i]) and not np.signbit(x[feature_index("best_expected_loss")])
+    assert x[feature_index("model_seasonal_empirical_bought_expected_loss")] == 0.0  # None -> 0, no crash
+    assert x[feature_index("model_chronos2_available")] == 0.0  # NaN -> 0
