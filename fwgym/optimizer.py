@@ -209,6 +209,16 @@ _QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
 _UNIFORM: dict[int, np.ndarray] = {}
 
 
+def _uniform_weights(k: int) -> np.ndarray:
+    """Equal weights (1, k), cached per k (bounded)."""
+    w = _UNIFORM.get(k)
+    if w is None:
+        w = np.full((1, k), 1.0 / k)
+        if len(_UNIFORM) < 4096:
+            _UNIFORM[k] = w
+    return w
+
+
 def _real_array(x, what: str) -> np.ndarray:
     """``x`` as a float64 array; only integer and float data are accepted (no bools, complex numbers,
     strings, objects or masked arrays, which a float conversion would silently change)."""
@@ -232,11 +242,7 @@ def _as_distribution(values, weights) -> tuple[np.ndarray, np.ndarray]:
     if v.ndim != 2 or v.shape[0] != TARGET_HOURS or v.shape[1] == 0:
         raise ValueError(f"values must have shape (24, K) or (K,) with K >= 1, got {np.shape(values)}")
     if weights is None:
-        w = _UNIFORM.get(v.shape[1])
-        if w is None:
-            w = np.full((1, v.shape[1]), 1.0 / v.shape[1])
-            if len(_UNIFORM) < 4096:
-                _UNIFORM[v.shape[1]] = w
+        w = _uniform_weights(v.shape[1])
     elif weights is QUANTILE_MASSES:
         if v.shape[1] != 9:
             raise ValueError(f"QUANTILE_MASSES needs 9 values per hour, got {v.shape[1]}")
@@ -457,9 +463,6 @@ def perfect_demand_plan(actual: np.ndarray, scale: float, shortage: np.ndarray) 
     return optimal_plan(_actual_column(actual), scale, shortage)
 
 
-_ONE = np.ones((1, 1))  # the weight of a single sample (writeable: see _UNIFORM)
-
-
 def realised_loss(actual: np.ndarray, scale: float, shortage: np.ndarray, indices) -> tuple[float, float]:
     """``(loss, floor)`` of a plan on realised demand: the scorer's two numbers (protocol §5.1), in one
     compiled call that builds no table or plan for Python.
@@ -479,7 +482,7 @@ def realised_loss(actual: np.ndarray, scale: float, shortage: np.ndarray, indice
     v = _actual_column(actual)
     scale, s = _check_scale_shortage(scale, shortage)
     idx = _plan_indices(indices)
-    status, floor, total = _realised_kernel(v, _ONE, scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, idx)
+    status, floor, total = _realised_kernel(v, _uniform_weights(1), scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, idx)
     if status:
         _raise_for_status(status)
     if not math.isfinite(total):  # as plan_loss: an index outside the table, or the plan's cost overflows

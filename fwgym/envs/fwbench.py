@@ -182,8 +182,7 @@ class FWBenchEnv(gym.Env):
             {"case_id": c.case_id, "domain": c.domain, "cohort": c.cohort, "series_id": c.series_id, "lead": c.lead}
             for c in pool
         ])
-        self._cum_weights = np.cumsum(self._weights)
-        self._cum_list = self._cum_weights.tolist()
+        self._cum_weights: list[float] = np.cumsum(self._weights).tolist()  # a list: bisect needs no NumPy call
 
         self.observation_space = spaces.Dict({
             "history": spaces.Box(low=0.0, high=np.finfo(np.float32).max, shape=(HISTORY_HOURS,), dtype=np.float32),
@@ -207,7 +206,7 @@ class FWBenchEnv(gym.Env):
         """
         super().reset(seed=seed)
         options = dict(options) if options else {}
-        unknown = set(options) - {"case_id"} if options else ()
+        unknown = set(options) - {"case_id"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; supported: ['case_id']")
         if "case_id" in options:
@@ -219,8 +218,8 @@ class FWBenchEnv(gym.Env):
                 if case.domain not in self.domains:
                     raise ValueError(f"case {cid!r} is not of this env's domain(s) {list(self.domains)}")
         else:
-            u = self.np_random.random()  # bisect_right == np.searchsorted(side="right"), on a list: no NumPy call
-            case = self.cases[min(bisect.bisect_right(self._cum_list, u), len(self.cases) - 1)]
+            u = self.np_random.random()  # bisect_right == np.searchsorted(side="right")
+            case = self.cases[min(bisect.bisect_right(self._cum_weights, u), len(self.cases) - 1)]
         scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools,
                                models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
