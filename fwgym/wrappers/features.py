@@ -63,6 +63,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -193,8 +194,10 @@ def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:
     return spaces.Box(low=low.copy(), high=high.copy(), dtype=np.float32)
 
 
+@lru_cache(maxsize=1 << 14)
 def _iso_hour(text: str) -> int:
-    """Epoch hour of an ISO time; the env's canonical form ``YYYY-MM-DDTHH:00:00Z`` is read by slicing."""
+    """Epoch hour of an ISO time; the env's canonical form ``YYYY-MM-DDTHH:00:00Z`` is read by slicing
+    (cached: cases of many series share their as-of times)."""
     if (len(text) == 20 and text.isascii() and text[4] == text[7] == "-" and text[10] == "T" and text[13:] == ":00:00Z"
             and (text[0:4] + text[5:7] + text[8:10] + text[11:13]).isdigit()):
         hour = int(text[11:13])
@@ -418,6 +421,14 @@ _D = {n: _I[n] - _DYNAMIC for n in ("budget_left_frac", "calls_left_frac", "best
                                    "forecasts_bought_div4", "replays_div4", "spent_frac")}
 
 
+_TAIL = HISTORY_HOURS  # features 336..351 (calendar, lead, domain, scale), offsets in the static tail
+_T_HOUR = (_I["as_of_hour_sin"] - _TAIL, _I["as_of_hour_cos"] - _TAIL)
+_T_DOY = (_I["target_doy_sin"] - _TAIL, _I["target_doy_cos"] - _TAIL)
+_T_WEEKDAY = tuple(_I_WEEKDAY[d] - _TAIL for d in WEEKDAYS)
+_T_ONE_HOT = {**{lead: _I[f"lead_{lead}"] - _TAIL for lead in LEADS}, **{d: _I[f"domain_{d}"] - _TAIL for d in DOMAINS}}
+_T_LOG_SCALE = _I["log_scale"] - _TAIL
+
+
 def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
     """The whole vector with features 0..351 (history, calendar, lead, domain, scale; float32,
     clipped) filled in and the dynamic part 352..402 zero: the fixed part of an episode once the
@@ -425,22 +436,21 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
     meta = tracker.meta
     x = np.zeros(N_FEATURES, dtype=np.float32)
     hist = np.divide(tracker.history, meta.scale, dtype=np.float64)  # cleaned and clipped in float64, then stored
-    if not np.isfinite(hist).all():
+    if not math.isfinite(np.add.reduce(hist)):  # a finite sum means every value is finite
         np.nan_to_num(hist, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
     x[:HISTORY_HOURS] = np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)
-    tail = [0.0] * (_DYNAMIC - HISTORY_HOURS)  # features 336..351, all inside their bounds by construction
-    hour, doy = meta.as_of % 24, meta.target_date.toordinal() - date(meta.target_date.year, 1, 1).toordinal()
-    tail[_I["as_of_hour_sin"] - HISTORY_HOURS] = math.sin(2 * math.pi * hour / 24)
-    tail[_I["as_of_hour_cos"] - HISTORY_HOURS] = math.cos(2 * math.pi * hour / 24)
-    tail[_I_WEEKDAY[WEEKDAYS[meta.target_date.weekday()]] - HISTORY_HOURS] = 1.0
-    tail[_I["target_doy_sin"] - HISTORY_HOURS] = math.sin(2 * math.pi * doy / 365.25)
-    tail[_I["target_doy_cos"] - HISTORY_HOURS] = math.cos(2 * math.pi * doy / 365.25)
-    for name in (f"lead_{meta.lead}", f"domain_{meta.domain}"):
-        if name in _I:
-            tail[_I[name] - HISTORY_HOURS] = 1.0
+    tail = [0.0] * (_DYNAMIC - _TAIL)  # all inside their bounds by construction
+    hour, day = meta.as_of % 24, meta.target_date
+    doy = day.toordinal() - date(day.year, 1, 1).toordinal()
+    tail[_T_HOUR[0]], tail[_T_HOUR[1]] = math.sin(2 * math.pi * hour / 24), math.cos(2 * math.pi * hour / 24)
+    tail[_T_WEEKDAY[day.weekday()]] = 1.0
+    tail[_T_DOY[0]], tail[_T_DOY[1]] = math.sin(2 * math.pi * doy / 365.25), math.cos(2 * math.pi * doy / 365.25)
+    for name in (meta.lead, meta.domain):
+        if name in _T_ONE_HOT:
+            tail[_T_ONE_HOT[name]] = 1.0
     log_scale = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
-    tail[_I["log_scale"] - HISTORY_HOURS] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
-    x[HISTORY_HOURS:_DYNAMIC] = tail
+    tail[_T_LOG_SCALE] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
+    x[_TAIL:_DYNAMIC] = tail
     return x
 
 
@@ -452,30 +462,46 @@ def _fit(v: float | None, high: float) -> float:
     return 0.0 if v <= 0.0 else high if v > high else v
 
 
-def _dynamic_values(tracker: EpisodeTracker) -> list[float]:
-    """Features 352..402 (see the module table) as Python floats, already inside their bounds."""
+def _episode_parts(tracker: EpisodeTracker) -> tuple:
+    """What stays fixed once the catalog is known, computed once per episode (per ``meta``):
+    ``(meta, static vector, dynamic template, model rows)``. The template holds the price features
+    (the catalog's prices, fixed for the episode) and zeros; a model row is ``(offset, model, price,
+    in the env's pool)``."""
     meta = tracker.meta
-    d = [0.0] * _N_DYNAMIC
     budget = meta.budget if meta.budget > 0 else 1
+    template = [0.0] * _N_DYNAMIC
+    rows = []
+    for m, j in _MODEL0.items():
+        full = tracker.full_price(m)
+        template[j + 1] = _fit(full / budget, PRICE_MAX)
+        rows.append((j, m, full, m in meta.models))
+    return meta, _static_vector(tracker), template, tuple(rows)
+
+
+def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple) -> list[float]:
+    """Features 352..402 (see the module table) as Python floats, already inside their bounds:
+    ``template`` (:func:`_episode_parts`) with what changes within an episode written in."""
+    meta = tracker.meta
+    d = template.copy()
     left = tracker.budget_left
     if meta.budget > 0:
-        d[_D["budget_left_frac"]] = _fit(left / budget, 1.0)
-        d[_D["spent_frac"]] = _fit((meta.budget - left) / budget, 1.0)
+        d[_D_BUDGET_LEFT] = _fit(left / meta.budget, 1.0)
+        d[_D_SPENT] = _fit((meta.budget - left) / meta.budget, 1.0)
     if meta.max_calls > 0:
-        d[_D["calls_left_frac"]] = _fit(tracker.calls_left / meta.max_calls, 1.0)
-    for m, j in _MODEL0.items():  # +0 available, +1 price, +2 affordable, +3 bought, +4 loss, +5 replayed, +6 pinball
-        full = tracker.full_price(m)
-        d[j + 1] = _fit(full / budget, PRICE_MAX)
-        if m in meta.models:
-            d[j] = _fit(float(tracker.available.get(m, False)), 1.0)
+        d[_D_CALLS_LEFT] = _fit(tracker.calls_left / meta.max_calls, 1.0)
+    available, bought, replays = tracker.available, tracker.bought, tracker.replays
+    for j, m, full, in_pool in rows:  # +0 available, +1 price, +2 affordable, +3 bought, +4 loss, +5 replayed, +6 pinball
+        if in_pool:
+            a = available.get(m, False)
+            d[j] = 1.0 if a is True else 0.0 if a is False else _fit(float(a), 1.0)
             d[j + 2] = 1.0 if full <= left else 0.0
-        if m in tracker.bought:
+        if bought and m in bought:
             d[j + 3] = 1.0
             fc = tracker.bought_plan(m)
             d[j + 4] = _fit(fc["expected_loss"], LOSS_MAX) if fc else 0.0
-        if m in tracker.replays:
+        if replays and m in replays:
             d[j + 5] = 1.0
-            d[j + 6] = _fit(tracker.replays[m], LOSS_MAX)
+            d[j + 6] = _fit(replays[m], LOSS_MAX)
     losses = []
     for m, p in tracker.plans.items():
         j = _METHOD0.get(m)
@@ -483,24 +509,31 @@ def _dynamic_values(tracker: EpisodeTracker) -> list[float]:
             d[j] = 1.0
             d[j + 1] = _fit(p["expected_loss"], LOSS_MAX)
             losses.append(p["expected_loss"])
-    losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
+    if tracker.forecasts:
+        losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
+        d[_D_FORECASTS] = _fit(len(tracker.forecasts) / 4.0, 3.0)
     if losses:
-        d[_D["best_expected_loss"]] = _fit(min(losses), LOSS_MAX)
-        d[_D["any_plan_known"]] = 1.0
-    d[_D["forecasts_bought_div4"]] = _fit(len(tracker.forecasts) / 4.0, 3.0)
-    d[_D["replays_div4"]] = _fit(len(tracker.replays) / 4.0, 3.0)
+        d[_D_BEST] = _fit(min(losses), LOSS_MAX)
+        d[_D_ANY_PLAN] = 1.0
+    if replays:
+        d[_D_REPLAYS] = _fit(len(replays) / 4.0, 3.0)
     return d
+
+
+_D_BUDGET_LEFT, _D_CALLS_LEFT, _D_BEST, _D_ANY_PLAN, _D_FORECASTS, _D_REPLAYS, _D_SPENT = (_D[n] for n in (
+    "budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known", "forecasts_bought_div4",
+    "replays_div4", "spent_frac"))
 
 
 def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
     meta = tracker.meta
     if meta is None:
         raise RuntimeError("features need the catalog result: send CATALOG_CALL right after reset and update the tracker")
-    static = tracker._static  # the visible history is the same at every step of an episode
-    if static is None or static[0] is not meta:
-        static = tracker._static = (meta, _static_vector(tracker))
-    x = static[1].copy()
-    x[_DYNAMIC:] = _dynamic_values(tracker)
+    parts = tracker._static  # the visible history and the prices are the same at every step of an episode
+    if parts is None or parts[0] is not meta:
+        parts = tracker._static = _episode_parts(tracker)
+    x = parts[1].copy()
+    x[_DYNAMIC:] = _dynamic_values(tracker, parts[2], parts[3])
     return x
 
 
