@@ -31,10 +31,11 @@ def _iso_date(days: int) -> str:
     return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
 
 
+@lru_cache(maxsize=1 << 14)
 def hour_to_iso(hour: int) -> str:
-    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start). The date
-    part is cached per day (tools render the same days over and over; the data spans a few thousand
-    days) and formatted without ``strftime``.
+    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start). Cached
+    (tools render the same hours over and over: cases of different series share their times; ~3 MB
+    when full) and formatted without ``strftime``; the date part is cached per day.
 
     Raises:
         OverflowError, ValueError: an hour outside years 1..9999.
