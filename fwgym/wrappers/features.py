@@ -417,8 +417,9 @@ _DYNAMIC = _I["budget_left_frac"]
 _N_DYNAMIC = N_FEATURES - _DYNAMIC
 _MODEL0 = {m: _I[f"model_{m}_{MODEL_FIELDS[0]}"] - _DYNAMIC for m in PRICED_MODELS}  # offsets in the dynamic part
 _METHOD0 = {m: _I[f"method_{m}_{METHOD_FIELDS[0]}"] - _DYNAMIC for m in CLASSICAL_METHODS}
-_D = {n: _I[n] - _DYNAMIC for n in ("budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known",
-                                   "forecasts_bought_div4", "replays_div4", "spent_frac")}
+_D_BUDGET_LEFT, _D_CALLS_LEFT, _D_BEST, _D_ANY_PLAN, _D_FORECASTS, _D_REPLAYS, _D_SPENT = (_I[n] - _DYNAMIC for n in (
+    "budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known", "forecasts_bought_div4",
+    "replays_div4", "spent_frac"))
 
 
 _TAIL = HISTORY_HOURS  # features 336..351 (calendar, lead, domain, scale), offsets in the static tail
@@ -518,11 +519,6 @@ def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple)
     if replays:
         d[_D_REPLAYS] = _fit(len(replays) / 4.0, 3.0)
     return d
-
-
-_D_BUDGET_LEFT, _D_CALLS_LEFT, _D_BEST, _D_ANY_PLAN, _D_FORECASTS, _D_REPLAYS, _D_SPENT = (_D[n] for n in (
-    "budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known", "forecasts_bought_div4",
-    "replays_div4", "spent_frac"))
 
 
 def _full_vector(tracker: EpisodeTracker) -> np.ndarray:

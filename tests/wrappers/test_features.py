@@ -284,3 +284,24 @@ def test_hand_built_extremes_are_stored_like_the_documented_rules():
     assert x[i] == 0.0 and not np.signbit(x[i]) and not np.signbit(x[feature_index("best_expected_loss")])
     assert x[feature_index("model_seasonal_empirical_bought_expected_loss")] == 0.0  # None -> 0, no crash
     assert x[feature_index("model_chronos2_available")] == 0.0  # NaN -> 0
+
+
+def test_per_episode_parts_follow_a_new_catalog_and_a_replaced_meta():
+    import dataclasses
+
+    from fwgym.tariff import credits_for
+    from fwgym.wrappers.features import feature_vector
+
+    env = FeatureObservation(FWBenchEnv("electricity", split="test"))
+    x0, _ = env.reset(options={"case_id": ELEC})
+    tr = env.tracker
+    price = tr.full_price("chronos2")
+    assert price == credits_for("chronos2", 336, tr.meta.horizon)
+    i_price, i_left = feature_index("model_chronos2_price_frac"), feature_index("budget_left_frac")
+    assert x0[i_price] == np.float32(price / 113_726)
+    tr.meta = dataclasses.replace(tr.meta, budget=2 * 113_726)  # the cached price features are per meta
+    x1 = feature_vector(tr)
+    assert x1[i_price] == np.float32(price / (2 * 113_726)) and x1[i_left] == np.float32(0.5)
+    x2, *_ = env.step({"tool": "catalog", "args": {}})  # a second catalog: a new meta, the env's budget again
+    assert x2[i_price] == x0[i_price] and x2[i_left] == 1.0
+    assert x2[feature_index("calls_left_frac")] == np.float32(10 / 12)
