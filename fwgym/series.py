@@ -31,16 +31,25 @@ def _iso_date(days: int) -> str:
     return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
 
 
-@lru_cache(maxsize=1 << 14)
 def hour_to_iso(hour: int) -> str:
-    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start). Cached
-    (tools render the same hours over and over: cases of different series share their times; ~3 MB
-    when full) and formatted without ``strftime``; the date part is cached per day.
+    """Epoch hour -> ISO 8601 UTC string such as ``"2024-07-24T21:00:00Z"`` (hour start).
+
+    Args:
+        hour: an integer (Python or NumPy; anything ``int()`` accepts is converted first).
 
     Raises:
         OverflowError, ValueError: an hour outside years 1..9999.
+        TypeError: not convertible to int.
     """
-    days, h = divmod(int(hour), 24)
+    return _hour_iso(int(hour))
+
+
+@lru_cache(maxsize=1 << 14)
+def _hour_iso(hour: int) -> str:
+    """:func:`hour_to_iso` of an int, cached (tools render the same hours over and over: cases of
+    different series share their times; ~3 MB when full); the date part is cached per day and
+    formatted without ``strftime``."""
+    days, h = divmod(hour, 24)
     return _iso_date(days) + _HOUR_SUFFIX[h]
 
 

@@ -30,6 +30,19 @@ def test_known_hours():
     assert utc_weekday(0) == 3 and utc_hour_of_day(25) == 1  # 1970-01-01 was a Thursday
 
 
+def test_hour_to_iso_takes_any_integer_and_its_errors_do_not_depend_on_the_cache():
+    assert hour_to_iso(np.array(5)) == hour_to_iso(np.int32(5)) == hour_to_iso(5.0) == "1970-01-01T05:00:00Z"
+    hour_to_iso(5)  # cached now: a complex 5 must still be refused, as int() refuses it
+    with pytest.raises(TypeError):
+        hour_to_iso(5 + 0j)
+    with pytest.raises(TypeError):
+        hour_to_iso([5])
+    with pytest.raises((OverflowError, ValueError)):
+        hour_to_iso(10**30)
+    with pytest.raises(ValueError):
+        hour_to_iso(float("nan"))
+
+
 def test_datetime_to_hour_errors():
     with pytest.raises(ValueError, match="time zone"):
         datetime_to_hour(datetime(2024, 1, 1))

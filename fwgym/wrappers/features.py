@@ -34,14 +34,14 @@ index      feature                                                              
            +3 a covering forecast was bought this episode                              {0, 1}
            +4 expected loss of the plan under that forecast (0 if none)                 [0, 10]
            +5 a replay of this model was bought this episode                            {0, 1}
-           +6 its mean pinball loss / scale (0 if none)                                 [0, 10]
+           +6 the first such replay's mean pinball loss / scale (0 if none)             [0, 10]
 382..397   per classical method, in :data:`~fwgym.forecasters.classical.CLASSICAL_METHODS`
            order, 2 each: +0 its plan is known (classical_plan or plan called)          {0, 1}
            +1 the plan's expected loss under the method's own distribution (0 if none)  [0, 10]
-398        least expected loss among all plans seen (0 if none)                         [0, 10]
+398        least expected loss among all plans seen (0 if none; NaN losses skipped)     [0, 10]
 399        at least one plan is known                                                   {0, 1}
-400        forecasts bought / 4                                                         [0, 3]
-401        replays bought / 4                                                           [0, 3]
+400        forecasts bought / 4 (every bought forecast, covering or not)                [0, 3]
+401        models replayed / 4 (distinct models with a bought replay)                   [0, 3]
 402        credits spent / budget                                                       [0, 1]
 =========  ==========================================================================  ===========
 
@@ -286,6 +286,11 @@ class EpisodeTracker:
         last: the parsed last tool result (dict) or ``None``.
         terminated: the last update ended the episode (a submit, an abstain or a call beyond the limit).
         version: incremented by every :meth:`reset` and :meth:`update` (for caches of derived values).
+
+    The features that are fixed within an episode (history, calendar, lead, domain, scale and the
+    catalog's prices) are computed once per catalog result, i.e. per ``meta`` object: after editing
+    ``history`` by hand, assign a new ``meta`` (e.g. ``dataclasses.replace(tracker.meta)``). The
+    macro wrappers' action masks are cached per ``version``.
     """
 
     def __init__(self):
@@ -494,7 +499,7 @@ def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple)
     for j, m, full, in_pool in rows:  # +0 available, +1 price, +2 affordable, +3 bought, +4 loss, +5 replayed, +6 pinball
         if in_pool:
             a = available.get(m, False)
-            d[j] = 1.0 if a is True else 0.0 if a is False else _fit(float(a), 1.0)
+            d[j] = 1.0 if a is True else 0.0 if a is False or a is None else _fit(float(a), 1.0)
             d[j + 2] = 1.0 if full <= left else 0.0
         if bought and m in bought:
             d[j + 3] = 1.0
@@ -503,18 +508,24 @@ def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple)
         if replays and m in replays:
             d[j + 5] = 1.0
             d[j + 6] = _fit(replays[m], LOSS_MAX)
-    losses = []
+    known, best = False, math.inf  # least loss over the known plans; None and NaN losses are skipped
     for m, p in tracker.plans.items():
         j = _METHOD0.get(m)
         if j is not None:
-            d[j] = 1.0
-            d[j + 1] = _fit(p["expected_loss"], LOSS_MAX)
-            losses.append(p["expected_loss"])
+            v = p["expected_loss"]
+            d[j], d[j + 1], known = 1.0, _fit(v, LOSS_MAX), True
+            if v is not None and v < best:
+                best = v
     if tracker.forecasts:
-        losses += [fc["expected_loss"] for fc in tracker.forecasts.values() if fc["expected_loss"] is not None]
+        for fc in tracker.forecasts.values():
+            v = fc["expected_loss"]
+            if v is not None:
+                known = True
+                if v < best:
+                    best = v
         d[_D_FORECASTS] = _fit(len(tracker.forecasts) / 4.0, 3.0)
-    if losses:
-        d[_D_BEST] = _fit(min(losses), LOSS_MAX)
+    if known:
+        d[_D_BEST] = _fit(best, LOSS_MAX)
         d[_D_ANY_PLAN] = 1.0
     if replays:
         d[_D_REPLAYS] = _fit(len(replays) / 4.0, 3.0)

@@ -236,7 +236,7 @@ def test_out_of_range_and_non_finite_values_are_stored_inside_the_bounds():
     assert x[feature_index("method_weekly_repeat_expected_loss")] == 10.0  # clipped to LOSS_MAX
     assert x[feature_index("method_all_hour_empirical_expected_loss")] == 0.25
     assert x[feature_index("method_calendar_residual_expected_loss")] == 0.0
-    assert x[feature_index("best_expected_loss")] == 0.25  # min() skips nothing here: inf, 12.5, 0.25, then nan
+    assert x[feature_index("best_expected_loss")] == 0.25  # the least of inf, 12.5, 0.25 (NaN skipped)
     assert x[feature_index("model_seasonal_empirical_replay_pinball_scaled")] == 3.25
     assert x[feature_index("model_chronos2_replay_pinball_scaled")] == 0.0
     # a 100-credit budget: timesfm25's full-context price is ~11,900 budgets -> clipped to PRICE_MAX (20)
@@ -305,3 +305,22 @@ def test_per_episode_parts_follow_a_new_catalog_and_a_replaced_meta():
     x2, *_ = env.step({"tool": "catalog", "args": {}})  # a second catalog: a new meta, the env's budget again
     assert x2[i_price] == x0[i_price] and x2[i_left] == 1.0
     assert x2[feature_index("calls_left_frac")] == np.float32(10 / 12)
+
+
+def test_none_and_nan_in_hand_built_states_do_not_crash_or_depend_on_order():
+    from fwgym.wrappers.features import feature_vector
+
+    env = FeatureObservation(FWBenchEnv("electricity", split="test"))
+    env.reset(options={"case_id": ELEC})
+    tr = env.tracker
+    tr.available = {**tr.available, "seasonal_empirical": None}
+    best, known = feature_index("best_expected_loss"), feature_index("any_plan_known")
+    for plans in ([("weekly_repeat", None), ("weekday_empirical", 0.3)], [("weekday_empirical", 0.3), ("weekly_repeat", None)],
+                  [("weekly_repeat", math.nan), ("weekday_empirical", 0.3)], [("weekday_empirical", 0.3), ("weekly_repeat", math.nan)]):
+        tr.plans = {m: {"decisions": [], "expected_loss": v} for m, v in plans}
+        x = feature_vector(tr)
+        assert x[best] == np.float32(0.3) and x[known] == 1.0, plans
+        assert x[feature_index("model_seasonal_empirical_available")] == 0.0
+    tr.plans = {"weekly_repeat": {"decisions": [], "expected_loss": math.nan}}  # known, but no usable loss
+    x = feature_vector(tr)
+    assert x[best] == 0.0 and x[known] == 1.0
