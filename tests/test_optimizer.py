@@ -423,12 +423,16 @@ def test_optimal_plan_feasible_and_no_better_feasible_plan(dist, other):
     assert invalid_loss(res.cost) > hand_plan_loss(cost, other)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+#: normalised demand z (24,) in [0, 3], a scale, and 1-5 ramp-feasible index paths to compare
+_demand_and_plans = given(
     z=st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=24, max_size=24),
     scale=st.floats(0.5, 5000, allow_nan=False),
     plans=st.lists(feasible_index_paths(), min_size=1, max_size=5),
 )
+
+
+@settings(max_examples=60, deadline=None)
+@_demand_and_plans
 def test_perfect_demand_floor_below_every_feasible_plan(z, scale, plans):
     actual = np.array(z) * scale
     floor = perfect_demand_plan(actual, scale, TUESDAY)
@@ -559,11 +563,7 @@ def test_plan_loss_accepts_read_only_tables_and_equals_the_dp_total():
 
 
 @settings(max_examples=80, deadline=None)
-@given(
-    z=st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=24, max_size=24),
-    scale=st.floats(0.5, 5000, allow_nan=False),
-    plans=st.lists(feasible_index_paths(), min_size=1, max_size=5),
-)
+@_demand_and_plans
 def test_realised_loss_is_plan_loss_and_floor_bit_for_bit(z, scale, plans):
     # the env scores floor = the perfect plan's expected loss and loss = plan_loss(cost, submitted): both
     # sum the same terms in the same order, so no feasible plan can score below the floor, even by rounding
