@@ -88,3 +88,68 @@ def test_replay_refuses_future_origin_free_and_scores_visible_steps_only():
     pin = np.mean(np.maximum(levels[None] * e[:, None], (levels[None] - 1) * e[:, None]))
     assert res["mean_pinball_loss"] == pytest.approx(pin)
     assert res["mean_pinball_loss_scaled"] == pytest.approx(pin / case.scale)
+
+
+def test_forecast_worker_is_replaced_after_a_timeout_and_reused_otherwise():
+    from fwgym import tools
+
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("slow")}, forecast_timeout=0.3)
+    env.reset(options={"case_id": CASE})
+    env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})  # times out: its worker is abandoned
+    assert getattr(tools._WORKER, "pool", None) is None
+    ok = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
+    ok.reset(options={"case_id": CASE})
+    obs, *_ = ok.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 24}})
+    assert json.loads(obs["last_result"])["ok"]
+    pool = tools._WORKER.pool
+    obs, *_ = ok.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 30}})
+    assert json.loads(obs["last_result"])["ok"] and tools._WORKER.pool is pool  # one thread, kept
+
+
+def test_forecast_worker_of_a_parent_is_not_used_in_a_forked_child():
+    import multiprocessing as mp
+
+    from fwgym import tools
+
+    ok = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
+    ok.reset(options={"case_id": CASE})
+    ok.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 25}})
+    assert tools._WORKER.pool is not None  # the parent has a live worker thread; a fork does not copy it
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        code, took = pool.apply(_forecast_in_child)
+    assert code == "ok" and took < 4.0  # the child starts its own worker instead of waiting out the timeout
+
+
+def _forecast_in_child():
+    t = time.perf_counter()
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
+    env.reset(options={"case_id": CASE})
+    obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 26}})
+    res = json.loads(obs["last_result"])
+    return ("ok" if res["ok"] else res["error"]["message"]), time.perf_counter() - t
+
+
+def test_bounded_forecaster_runs_on_the_calling_thread():
+    import threading
+
+    seen = []
+
+    class Bounded(Faulty):
+        bounded = True
+
+        def _predict(self, context, horizon):
+            seen.append(threading.current_thread() is threading.main_thread())
+            return super()._predict(context, horizon)
+
+    class Unbounded(Bounded):
+        bounded = False
+
+    for cls, on_main in ((Bounded, True), (Unbounded, False)):
+        env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": cls("ok")}, forecast_timeout=5.0)
+        env.reset(options={"case_id": CASE})
+        obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 27}})
+        assert json.loads(obs["last_result"])["ok"] and seen[-1] is on_main
+    from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
+
+    assert [get_forecaster(m).bounded for m in PRICED_MODELS] == [True, False, False, False]  # only seasonal_empirical

@@ -1,4 +1,4 @@
-"""fwgym.tools: the process-wide classical-plan cache (bounded LRU, hits equal recomputations)."""
+"""fwgym.tools: the process-wide classical-plan cache (bounded LRU, hits equal recomputations), the forecast result."""
 from collections import OrderedDict
 
 import numpy as np
@@ -37,3 +37,17 @@ def test_cached_plans_are_read_only(monkeypatch):
             a[0] = 0
     again = tools.classical_plan_result(case, "weekly_repeat")
     assert again is hit
+
+
+def test_forecast_result_carries_the_quantiles_rounded_to_6_decimals():
+    from fwgym.envs.fwbench import FWBenchEnv
+
+    env = FWBenchEnv("electricity", text_observations=False)
+    env.reset(options={"case_id": "elec-ISNE-2024-07-19-day_ahead"})
+    *_, info = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
+    res = info["tool_result"]["result"]
+    q = env.episode.forecasts[res["forecast_id"]]["quantiles"]  # what plan and scoring use (unrounded)
+    shown = np.array(res["quantiles"])
+    assert shown.shape == q.shape == (50, 9) and type(res["quantiles"][0][0]) is float
+    assert np.max(np.abs(shown - q)) <= 5e-7 + 1e-12 * np.max(q)
+    assert all(v == round(v, 6) for row in res["quantiles"] for v in row)

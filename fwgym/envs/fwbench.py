@@ -83,6 +83,7 @@ class FWBenchEnv(gym.Env):
         credit_weight: cost weight on credits in forecast envs.
         forecast_timeout: seconds a forecast may take before the tool gives up with a ``backend_error``
             (the charge stands; the worker thread is abandoned). ``None`` waits indefinitely.
+            Forecasters marked ``bounded`` (seasonal_empirical) run on the calling thread without it.
         text_observations: ``True`` (default) renders the ``context`` and ``last_result`` Text fields;
             ``False`` leaves them empty (the tool result stays available as ``info["tool_result"]``).
 

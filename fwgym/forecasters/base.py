@@ -39,11 +39,16 @@ class QuantileForecaster:
         name: model name used by the tools (e.g. ``"chronos2"``).
         min_context: smallest accepted context length.
         revision: model revision identifier for caching (``None`` for deterministic methods).
+        bounded: ``True`` when :meth:`predict_quantiles` is a short in-process computation that
+            cannot block (no model backend, no I/O): the tools then run it on the calling thread and
+            the env's ``forecast_timeout`` does not apply. Default ``False``: the forecast runs on a
+            worker thread and is abandoned after ``forecast_timeout`` seconds.
     """
 
     name: str = ""
     min_context: int = 2
     revision: str | None = None
+    bounded: bool = False
 
     def availability(self) -> Availability:
         return Availability(True, source="builtin")
