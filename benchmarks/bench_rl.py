@@ -21,8 +21,11 @@ Measured in one process, after a warm-up (case pools built, numba caches loaded)
   range are printed next to it. Every chunk continues its env's case stream (no reseeding), so
   cases are drawn as in RL training: from 140k train cases with replacement, ~2 % of the timed
   classical plans being cache hits of a case drawn again;
+* microseconds per macro step of each entry of the macro menu (chosen whatever its mask: a masked
+  entry abstains), so that a slow entry stands out;
 * PPO (stable-baselines3, MlpPolicy, ``torch.set_num_threads(1)``) training steps/s on the macro
-  env with 1 env and with a DummyVecEnv of 4, and on CartPole-v1 for reference.
+  env with 1 env and with a DummyVecEnv of 4, on a no-op env with the same spaces (PPO's own cost:
+  the share of a training step the env takes is printed) and on CartPole-v1 for reference.
 """
 from __future__ import annotations
 
@@ -112,6 +115,44 @@ def interleaved(measure, rounds: int, cart, cart_steps: int) -> dict:
     out.update(cartpole_us=min(carts), ratio=best["us_per_step"] / min(carts), ratio_median=statistics.median(ratios),
                ratio_range=(ratios[0], ratios[-1]))
     return out
+
+
+def entry_costs(env, steps: int, chunks: int) -> dict:
+    """Microseconds per macro step (= one whole episode, reset included) of each entry of the env's
+    menu, chosen whatever its mask: a masked entry runs its ``abstain`` path (invalid plan). Minimum of
+    ``chunks`` chunks of ``steps`` episodes; the env continues its case stream.
+
+    Returns ``{entry name: {"us_per_step", "allowed_share"}}`` (``allowed_share``: the fraction of the
+    timed episodes in which the entry was allowed when chosen)."""
+    out = {}
+    for i, entry in enumerate(env.menu):
+        best, allowed = float("inf"), 0
+        for _ in range(chunks):
+            t = time.perf_counter()
+            for _ in range(steps):
+                *_, info = env.step(i)
+                allowed += info["macro_valid"]
+                env.reset()
+            best = min(best, 1e6 * (time.perf_counter() - t) / steps)
+        out[entry.name] = {"us_per_step": best, "allowed_share": allowed / (steps * chunks)}
+    return out
+
+
+class NoOpEnv(gym.Env):
+    """An env with the macro env's spaces (``Box(403,)`` float32, ``Discrete(12)``) whose episodes
+    end after one step and cost nothing: PPO on it measures PPO's own cost per step for these
+    spaces, the part of a training step that no env speed-up can remove."""
+
+    def __init__(self, observation_space, action_space):
+        self.observation_space, self.action_space = observation_space, action_space
+        self._obs = np.zeros(observation_space.shape, dtype=observation_space.dtype)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs.copy(), {}
+
+    def step(self, action):
+        return self._obs.copy(), 0.0, True, False, {}
 
 
 class CartPole:
@@ -206,9 +247,15 @@ def main(argv=None) -> int:
     def make_macro():
         return make_rl_env(domain="all", split="train", variant="macro")
 
+    entries = entry_costs(macro, 5 if args.quick else 20, 2 if args.quick else 5)
+
+    def make_noop():
+        return NoOpEnv(macro.observation_space, macro.action_space)
+
     ppo = {
         "PPO macro, 1 env": ppo_rate(make_macro, 1, ppo_steps, n_steps),
         "PPO macro, DummyVecEnv x4": ppo_rate(make_macro, 4, ppo_steps, n_steps),
+        "PPO no-op env with the macro env's spaces, 1 env (PPO's own cost)": ppo_rate(make_noop, 1, ppo_steps, n_steps),
         "PPO CartPole-v1, 1 env (reference)": ppo_rate(lambda: gym.make("CartPole-v1"), 1, ppo_steps, n_steps),
     }
 
@@ -233,10 +280,20 @@ def main(argv=None) -> int:
     print(f"\nTarget: an fwgym RL step <= 10x a CartPole step: one-tool-call step of the shortest episode {one:.1f}x "
           f"({'MET' if one <= 10 else 'NOT MET'}; {five:.1f}x in 5-step episodes); a macro step (a whole episode: reset + "
           f"catalog + plan on a new case + submit + scoring) {macro_ratio:.0f}x")
+    print("\n| macro entry (chosen whatever its mask; a masked one abstains) | us per step (= episode, reset included) | "
+          "allowed when chosen |\n|---|---:|---:|")
+    for name, r in entries.items():
+        print(f"| {name} | {r['us_per_step']:,.0f} | {100 * r['allowed_share']:.0f} % |")
     print("\n| PPO training | steps/s |\n|---|---:|")
     for name, rate in ppo.items():
         print(f"| {name} | {rate:,.0f} |")
-    print(json.dumps({"cartpole_us_per_step": cart_us, "rows": rows, "ppo_steps_per_s": ppo}, sort_keys=True, default=list))
+    noop = ppo["PPO no-op env with the macro env's spaces, 1 env (PPO's own cost)"]
+    one_env = ppo["PPO macro, 1 env"]
+    share = 1.0 - one_env / noop
+    print(f"\nShare of a PPO macro training step (1 env) spent outside PPO itself (env, wrappers, features, masks): "
+          f"{100 * share:.0f} % ({1e6 / one_env:,.0f} us per step, of which PPO on the no-op env {1e6 / noop:,.0f} us)")
+    print(json.dumps({"cartpole_us_per_step": cart_us, "rows": rows, "macro_entries": entries, "ppo_steps_per_s": ppo,
+                      "ppo_env_share": share}, sort_keys=True, default=list))
     return 0
 
 
