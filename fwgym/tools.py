@@ -11,7 +11,6 @@ ever carries a value at or after ``as_of - 2 h``: the history tool reads only th
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import Counter, OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -484,18 +483,35 @@ def _buy(ep: Episode, model: str, quote: dict, tool: str) -> QuantileForecaster:
     return f
 
 
-_WORKER = threading.local()
+def rounded_lists(a: np.ndarray, digits: int) -> list:
+    """``a`` as nested lists of Python floats, each value exactly ``round(float(v), digits)``
+    (Python's correctly rounded decimal rounding, ties to even), in a few vectorised NumPy calls.
 
+    ``numpy.rint(a * 10**digits) / 10**digits`` gives the same value except where the scaled value
+    lies within a few ulps of a half-integer (the product's rounding may flip the decision), is too
+    large for fractional digits, or overflows; those few values are rounded by Python.
 
-def _forecast_worker() -> ThreadPoolExecutor:
-    """The calling thread's forecast worker: one thread, kept between forecasts (starting a thread per
-    forecast cost ~0.2-0.5 ms, more than a seasonal forecast), replaced after a timeout and in a forked
-    child (a parent's worker thread does not exist there)."""
-    pool, pid = getattr(_WORKER, "pool", None), os.getpid()
-    if pool is None or _WORKER.pid != pid:
-        pool = _WORKER.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fwgym-forecast")
-        _WORKER.pid = pid
-    return pool
+    Args:
+        a: float array of any shape (finite or not; NaN and +-inf stay as they are).
+        digits: decimal digits, >= 0.
+
+    Returns:
+        ``a.tolist()`` with every value rounded (a float for a 0-d array).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 0:
+        return round(float(a), digits)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = a * 10.0**digits
+        out = np.rint(y) / 10.0**digits
+        unsure = ~np.isfinite(out) | ~(np.abs(y - np.floor(y) - 0.5) > 4.0 * np.spacing(np.abs(y)))
+    rows = out.tolist()
+    for index in zip(*np.nonzero(unsure)):
+        row = rows
+        for i in index[:-1]:
+            row = row[i]
+        row[index[-1]] = round(float(a[index]), digits)
+    return rows
 
 
 def _infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: int, horizon: int, tool: str) -> np.ndarray:
@@ -504,15 +520,15 @@ def _infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: i
     key = (ep.case.series_id, int(last_hour), len(context), int(horizon))
 
     def compute():
-        if ep.forecast_timeout is None or f.bounded:
+        if ep.forecast_timeout is None or getattr(f, "bounded", False):  # a bounded forecaster cannot block: no thread
             return f.predict_quantiles(context, horizon)
-        pool = _forecast_worker()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fwgym-forecast")
         try:
             return pool.submit(f.predict_quantiles, context, horizon).result(timeout=ep.forecast_timeout)
         except FutureTimeout:
-            _WORKER.pool = None  # abandon the busy thread (it ends when the forecast returns); the next call starts a new one
-            pool.shutdown(wait=False, cancel_futures=True)
             raise ForecastBackendError(f"{f.name}: no forecast within {ep.forecast_timeout:g} s") from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # a timed-out (or interrupted) forecast's thread is abandoned
 
     try:
         return FORECAST_CACHE.get_or_compute(f, key, compute)
@@ -536,7 +552,7 @@ def _forecast(ep: Episode, args: dict) -> dict:
         "start": hour_to_iso(first), "end": hour_to_iso(first + horizon - 1), "unit": c.series.unit,
         "covers_target": horizon >= hi, "target_steps": [lo, hi],
         "quantile_levels": list(QUANTILE_LEVELS),
-        "quantiles": np.round(q, 6).tolist(),  # rows of 9, 6 decimals (np.round: rint(q * 1e6) / 1e6)
+        "quantiles": rounded_lists(q, 6),
         "budget_remaining": ep.budget_left,
     }
 

@@ -41,8 +41,10 @@ class QuantileForecaster:
         revision: model revision identifier for caching (``None`` for deterministic methods).
         bounded: ``True`` when :meth:`predict_quantiles` is a short in-process computation that
             cannot block (no model backend, no I/O): the tools then run it on the calling thread and
-            the env's ``forecast_timeout`` does not apply. Default ``False``: the forecast runs on a
-            worker thread and is abandoned after ``forecast_timeout`` seconds.
+            the env's ``forecast_timeout`` does not apply. Default ``False``: with a
+            ``forecast_timeout`` the forecast runs on a new worker thread and is abandoned after that
+            many seconds. Subclasses inherit the flag: a subclass of a bounded forecaster whose
+            prediction may block sets ``bounded = False``.
     """
 
     name: str = ""
