@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_rl.py            # ~1-2 min on 2 cores
+    python benchmarks/bench_rl.py            # ~1-2.5 min on 2 cores
     python benchmarks/bench_rl.py --quick    # smoke test
 
 Measured in one process, after a warm-up (case pools built, numba caches loaded):
