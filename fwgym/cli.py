@@ -21,7 +21,8 @@ def _domains(value: str) -> list[str]:
 
 def cmd_evaluate(args) -> int:
     from fwgym.agents.registry import agent_kinds
-    from fwgym.baselines.registry import suite_policies
+    from fwgym.baselines.forecast import FALLBACK_METHOD
+    from fwgym.baselines.registry import suite_policies, unavailable_policies
     from fwgym.evaluation import (DEFAULT_REFERENCE, SUITES, evaluate, format_leaderboard, leaderboard, run_meta,
                                   write_results)
 
@@ -34,6 +35,9 @@ def cmd_evaluate(args) -> int:
         policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
         for policy, reason in skipped.items():
             print(f"skipping policy {policy}: {reason}", file=sys.stderr)
+    for policy, reason in unavailable_policies(args.policies or ()).items():  # asked for by name: run, but say so
+        print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
+              f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
     suffix = "" if args.suite == "decision" else f"-{args.suite}"
     out = Path(args.out or f"results/{args.split}{suffix}")
     if (out / "results.jsonl").exists():

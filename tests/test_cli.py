@@ -22,6 +22,20 @@ def test_evaluate_command_writes_results(tmp_path, capsys):
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert len(lines) == 16 and json.loads(lines[0])["policy"] == "weekday_empirical"
     assert main(["leaderboard", str(tmp_path)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_policy_asked_for_without_its_weights_is_run_with_a_warning(tmp_path, capsys):
+    # the test process has no TSFM weights (HF_HUB_OFFLINE=1): chronos2 falls back on every case
+    rc = main(["evaluate", "--split", "test", "--limit", "1", "--no-progress", "--out", str(tmp_path),
+               "--policies", "chronos2", "hour_of_day_empirical"])
+    captured = capsys.readouterr()
+    assert rc == 0 and captured.err.count("warning: policy") == 1
+    assert "warning: policy chronos2 runs without its model (chronos2: weights of amazon/chronos-2" in captured.err
+    assert "fall back to hour_of_day_empirical" in captured.err
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    by = {(r["policy"], r["case_id"]): r["S"] for r in rows}
+    assert all(by["chronos2", c] == by["hour_of_day_empirical", c] for p, c in by if p == "chronos2")
 
 
 def test_unknown_policy_is_a_clear_error(capsys):

@@ -63,18 +63,30 @@ def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, st
     Returns:
         ``(policies, skipped)`` with ``skipped = {policy: reason}``.
     """
+    policies, skipped = list(CLASSICAL_METHODS) + ["seasonal_empirical"], {}
+    if include_tsfm:
+        skipped = unavailable_policies(TSFM_POLICIES)
+        policies += [p for p in TSFM_POLICIES if p not in skipped]
+    return policies + list(SELECTOR_POLICIES) + list(ORACLE_POLICIES), skipped
+
+
+def unavailable_policies(policies) -> dict[str, str]:
+    """The policies among ``policies`` (names) whose TSFM weights do not load in this process
+    (:data:`TSFM_POLICIES`; loading them is the check), as ``{policy: reason}``. Such a policy still
+    runs, but every episode falls back to the hour-of-day empirical plan
+    (:class:`~fwgym.baselines.forecast.FixedForecastAgent`)."""
     from fwgym.forecasters.base import ModelUnavailable
     from fwgym.forecasters.registry import get_forecaster
 
-    policies, skipped = list(CLASSICAL_METHODS) + ["seasonal_empirical"], {}
-    if include_tsfm:
-        for policy, model in TSFM_POLICIES.items():
+    out = {}
+    for policy in policies:
+        model = TSFM_POLICIES.get(policy) if isinstance(policy, str) else None
+        if model is not None:
             try:
                 get_forecaster(model).load()
-                policies.append(policy)
             except ModelUnavailable as exc:
-                skipped[policy] = str(exc)
-    return policies + list(SELECTOR_POLICIES) + list(ORACLE_POLICIES), skipped
+                out[policy] = str(exc)
+    return out
 
 
 _FACTORIES["context_hour_of_day_empirical"] = lambda: ContextAwareAgent(use_context=True)

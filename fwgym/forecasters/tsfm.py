@@ -11,7 +11,8 @@ Weights are resolved in this order (DESIGN §6):
 1. an explicit local directory (constructor ``local_dir``) or the environment variable
    ``FWGYM_<NAME>_PATH`` (e.g. ``FWGYM_CHRONOS2_PATH``);
 2. the Hugging Face cache (``HF_HOME`` / ``HF_HUB_CACHE``);
-3. the Hugging Face hub (unless ``HF_HUB_OFFLINE=1``).
+3. the Hugging Face hub (unless ``HF_HUB_OFFLINE=1``, or the hub's host does not answer a TCP
+   connection within 3 s: :func:`hub_unreachable`; without a proxy configured).
 
 A revision may be pinned with the constructor or ``FWGYM_<NAME>_REVISION``. Inference runs on the
 CPU in float32 by default (``device`` argument or ``FWGYM_DEVICE``); ``torch_threads`` sets the
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -39,6 +42,41 @@ def _env_key(name: str, what: str) -> str:
 
 def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+_HUB_PROBES: dict[tuple[str, int], str | None] = {}
+
+
+def hub_unreachable(endpoint: str | None = None, timeout: float = 3.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached from this process, or ``None`` when it can (or
+    when a proxy is configured: the download then goes through it and reports its own errors).
+
+    One TCP connection to the endpoint's host (``huggingface_hub.constants.ENDPOINT``, i.e.
+    ``HF_ENDPOINT`` or https://huggingface.co), made once per process and host. Without it a
+    machine without network access spends ~20 s per model in huggingface_hub's download retries
+    before the model is reported unavailable.
+
+    Args:
+        endpoint: URL to probe (default: the hub endpoint).
+        timeout: seconds to wait for the connection.
+    """
+    if any(os.environ.get(v) for v in _PROXY_VARS):
+        return None
+    if endpoint is None:
+        from huggingface_hub import constants
+
+        endpoint = constants.ENDPOINT
+    url = urlsplit(endpoint)
+    host, port = url.hostname or "", url.port or (80 if url.scheme == "http" else 443)
+    key = (host, port)
+    if key not in _HUB_PROBES:
+        try:
+            socket.create_connection(key, timeout=timeout).close()
+            _HUB_PROBES[key] = None
+        except OSError as exc:
+            _HUB_PROBES[key] = f"{host}:{port} is unreachable ({type(exc).__name__}: {exc})"
+    return _HUB_PROBES[key]
 
 
 class HubForecaster(QuantileForecaster):
@@ -91,6 +129,10 @@ class HubForecaster(QuantileForecaster):
         if _offline():
             return None, "", (f"{self.name}: weights of {self.model_id} are not in the Hugging Face cache and "
                               f"HF_HUB_OFFLINE=1 forbids downloading; {self._how_to()}")
+        unreachable = hub_unreachable()
+        if unreachable:
+            return None, "", (f"{self.name}: weights of {self.model_id} are not in the Hugging Face cache and the hub "
+                              f"{unreachable}; {self._how_to()}")
         return self.model_id, "hub", ""
 
     def availability(self) -> Availability:

@@ -110,3 +110,37 @@ def test_week_ahead_chronos2_twice_second_refused_free(forecasters):
     obs, _, _, _, info = env.step({"tool": "forecast", "args": {"model": "chronos2"}})
     err = json.loads(obs["last_result"])["error"]
     assert err["code"] == "insufficient_budget" and info["credits"] == 113726 and info["budget_left"] == 0
+
+
+def test_unreachable_hub_is_reported_at_once_and_a_reachable_one_is_tried(monkeypatch):
+    import socket
+    import time
+
+    import huggingface_hub.constants as c
+
+    from fwgym.forecasters import tsfm
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: the connection is refused at once
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for v in tsfm._PROXY_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(c, "ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(tsfm, "_HUB_PROBES", {})
+    t = time.perf_counter()
+    av = Chronos2(model_id="fwgym-tests/not-in-any-cache").availability()
+    assert not av.available and f"127.0.0.1:{port} is unreachable" in av.reason and "FWGYM_CHRONOS2_PATH" in av.reason
+    with pytest.raises(ModelUnavailable, match="unreachable"):
+        Chronos2(model_id="fwgym-tests/not-in-any-cache").load()
+    assert time.perf_counter() - t < 2.0  # no download retries
+    with socket.socket() as server:  # a host that answers: the download would be attempted
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setattr(c, "ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert Chronos2(model_id="fwgym-tests/not-in-any-cache").availability().source == "hub"
+    monkeypatch.setattr(c, "ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(tsfm, "_HUB_PROBES", {})
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # a proxy: nothing is probed, the download reports
+    assert tsfm.hub_unreachable() is None and tsfm._HUB_PROBES == {}
