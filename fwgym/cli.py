@@ -35,7 +35,8 @@ def cmd_evaluate(args) -> int:
         policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
         for policy, reason in skipped.items():
             print(f"skipping policy {policy}: {reason}", file=sys.stderr)
-    for policy, reason in unavailable_policies(args.policies or ()).items():  # asked for by name: run, but say so
+    without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so (and in meta.json)
+    for policy, reason in without_model.items():
         print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
               f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
     suffix = "" if args.suite == "decision" else f"-{args.suite}"
@@ -50,6 +51,9 @@ def cmd_evaluate(args) -> int:
     labels = list(dict.fromkeys(r["policy"] for r in records))
     meta = run_meta(args.split, labels, args.workers)
     meta.update({"suite": args.suite, "backend": args.backend})
+    if without_model:
+        meta["policies_without_model"] = {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {reason}"
+                                          for p, reason in without_model.items()}
     paths = write_results(records, out, meta)
     n_cases = len({r["case_id"] for r in records})
     ref = next((p for p in (DEFAULT_REFERENCE, "hour_of_day_empirical_samples") if p in labels), None)

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from fwgym.agents.base import run_episode
-from fwgym.baselines.registry import DEFAULT_POLICIES, make_policy
+from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy
 from fwgym.cases import build_cases
 from fwgym.data import DOMAINS
 from fwgym.scoring import aggregate, load_sigma
@@ -121,7 +121,8 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
         Records (dicts with :data:`RECORD_FIELDS`), sorted by (policy order, domain, case order).
 
     Raises:
-        ValueError: unknown policy, domain, split or backend; no case selected.
+        ValueError: unknown policy, domain, split or backend; no case selected; a named decision
+            policy in a forecast-task env (``env_kwargs["task"] == "forecast"``).
         ImportError: ``backend="ray"`` without the ``ray`` package.
     """
     if backend not in ("local", "ray"):
@@ -129,6 +130,11 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     labels = [policy_label(p) for p in policies]  # validates names before any work
     if len(set(labels)) != len(labels):
         raise ValueError(f"policy names repeat: {labels}")
+    if (env_kwargs or {}).get("task") == "forecast":
+        deciding = [p for p in policies if isinstance(p, str) and p not in FORECAST_TASK_POLICIES]
+        if deciding:
+            raise ValueError(f"policies {deciding} submit capacity decisions; the forecast task needs policies that "
+                             f"submit forecasts: {list(FORECAST_TASK_POLICIES)} or an agent")
     selected = select_cases(split, domains, lead, limit, case_ids)
     if not selected:
         raise ValueError("no case selected")

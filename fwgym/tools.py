@@ -475,6 +475,10 @@ def _buy(ep: Episode, model: str, quote: dict, tool: str) -> QuantileForecaster:
         raise ToolError("insufficient_budget", f"{tool}: {model} at context {quote['context_steps']} / horizon "
                         f"{quote['horizon']} costs {quote['credits']} credits but only {ep.budget_left} remain; nothing was charged")
     f = ep.forecaster(model)
+    av = f.availability()  # what quote and catalog report; a forecaster that says unavailable is never charged
+    if not av.available:
+        reason = av.reason or f"{tool}: {model} reports itself unavailable"
+        raise ToolError("model_unavailable", f"{reason} (nothing was charged)")
     try:
         f.load()
     except ModelUnavailable as exc:
@@ -492,13 +496,23 @@ def rounded_lists(a: np.ndarray, digits: int) -> list:
     large for fractional digits, or overflows; those few values are rounded by Python.
 
     Args:
-        a: float array of any shape (finite or not; NaN and +-inf stay as they are).
-        digits: decimal digits, >= 0.
+        a: real-valued array of any shape (bool, integer or float; converted to float64; NaN and
+            +-inf stay as they are).
+        digits: decimal digits, 0..15.
 
     Returns:
         ``a.tolist()`` with every value rounded (a float for a 0-d array).
+
+    Raises:
+        ValueError: ``digits`` is not an integer in 0..15.
+        TypeError: complex, object or string array.
     """
-    a = np.asarray(a, dtype=np.float64)
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 0 <= digits <= 15:
+        raise ValueError(f"digits must be an integer in 0..15, got {digits!r}")
+    a = np.asarray(a)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"rounded_lists needs a real-valued array, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
     if a.ndim == 0:
         return round(float(a), digits)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -110,6 +110,13 @@ def test_forecast_after_a_timeout_or_an_interrupt_is_not_held_up_by_the_abandone
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+    # charged, but the call was not counted nor its dense reward paid: the episode cannot go on
+    assert slow.episode.spent == 8452 and slow.episode.calls == 0
+    with pytest.raises(RuntimeError, match=r"reset.*interrupted \(KeyboardInterrupt\)"):
+        slow.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    slow.reset(options={"case_id": CASE})
+    *_, term, _, info = slow.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+    assert term and info["valid"] and info["credits"] == 0
     ok = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=1.0)
     ok.reset(options={"case_id": CASE})
     t = time.perf_counter()
@@ -161,3 +168,24 @@ def test_bounded_forecaster_runs_on_the_calling_thread():
     from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
 
     assert [get_forecaster(m).bounded for m in PRICED_MODELS] == [True, False, False, False]  # only seasonal_empirical
+
+
+def test_forecaster_that_reports_itself_unavailable_is_refused_free():
+    from fwgym.forecasters.base import Availability
+
+    class SaysNo(Faulty):
+        def availability(self):
+            return Availability(False, "licence expired")
+
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": SaysNo("ok")})
+    env.reset(options={"case_id": CASE})
+    obs, _, _, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
+    err = json.loads(obs["last_result"])["error"]
+    assert err["code"] == "model_unavailable" and "licence expired" in err["message"] and "nothing was charged" in err["message"]
+    assert info["credits"] == 0 and info["calls"] == 1
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), 1e10, float("nan"), 0, -1, "5", True])
+def test_forecast_timeout_must_be_seconds_a_thread_can_wait(timeout):
+    with pytest.raises(ValueError, match="forecast_timeout must be None"):
+        FWBenchEnv("electricity", forecast_timeout=timeout)

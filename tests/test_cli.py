@@ -33,6 +33,9 @@ def test_policy_asked_for_without_its_weights_is_run_with_a_warning(tmp_path, ca
     assert rc == 0 and captured.err.count("warning: policy") == 1
     assert "warning: policy chronos2 runs without its model (chronos2: weights of amazon/chronos-2" in captured.err
     assert "fall back to hour_of_day_empirical" in captured.err
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert list(meta["policies_without_model"]) == ["chronos2"]
+    assert "falling back to hour_of_day_empirical" in meta["policies_without_model"]["chronos2"]
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     by = {(r["policy"], r["case_id"]): r["S"] for r in rows}
     assert all(by["chronos2", c] == by["hour_of_day_empirical", c] for p, c in by if p == "chronos2")
@@ -47,3 +50,9 @@ def test_console_script_entry_point():
     out = subprocess.run([sys.executable, "-m", "fwgym.cli", "cases", "--split", "dev", "--domain", "cycle_hire"],
                          capture_output=True, text=True, check=True).stdout
     assert "cycle_hire-august" in out
+
+
+def test_decision_policy_in_the_forecast_suite_is_a_clear_error(capsys):
+    assert main(["evaluate", "--suite", "forecast", "--policies", "weekday_empirical", "--limit", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "['weekday_empirical'] submit capacity decisions; the forecast task needs policies that submit forecasts" in err

@@ -82,3 +82,11 @@ def test_rounded_lists_near_ties_huge_and_overflowing_values():
     out = tools.rounded_lists(a, 6)
     assert all(_same(u, round(float(v), 6)) for u, v in zip(out, a))
     assert out[-11] == 1e305 and tools.rounded_lists(np.array(2.5), 0) == 2.0  # 0-d: a float
+
+
+@pytest.mark.parametrize("a,digits,exc", [([1.5], 16, ValueError), ([1.5], -1, ValueError), ([1.5], 2.0, ValueError),
+                                          ([1.5], True, ValueError), (np.array([1 + 2j]), 2, TypeError),
+                                          (np.array(["1.5"]), 2, TypeError)])
+def test_rounded_lists_refuses_bad_arguments(a, digits, exc):
+    with pytest.raises(exc):
+        tools.rounded_lists(a, digits)

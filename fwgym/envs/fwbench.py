@@ -24,6 +24,11 @@ With ``text_observations=False`` the two Text fields are empty strings and nothi
 (no context text, no JSON): numeric agents (the RL wrappers of :mod:`fwgym.wrappers`) read
 ``info["tool_result"]`` instead, which saves most of a step's cost.
 
+An exception that escapes ``step`` (tools turn every agent error into a result, so this is an
+interrupt such as Ctrl-C, or a bug) leaves the episode's ledger incomplete (a forecast may have been
+charged without its call being counted or its dense reward paid): later ``step`` calls raise
+``RuntimeError`` until ``reset``.
+
 Termination: a ``submit`` (valid plan, or an invalid one when ``invalid_submission="terminate"``),
 an ``abstain`` (status ``abstained``, invalid, with the agent's reason), or call ``max_calls + 1``
 (status ``call_limit_exceeded``, invalid) when ``call_limit="terminate"``.
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import string
+import threading
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -152,8 +158,11 @@ class FWBenchEnv(gym.Env):
             raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
-        if forecast_timeout is not None and not forecast_timeout > 0:
-            raise ValueError(f"forecast_timeout must be None or > 0, got {forecast_timeout!r}")
+        if forecast_timeout is not None and not (
+                isinstance(forecast_timeout, (int, float, np.integer, np.floating)) and not isinstance(forecast_timeout, bool)
+                and 0 < forecast_timeout <= threading.TIMEOUT_MAX):
+            raise ValueError(f"forecast_timeout must be None (wait indefinitely) or seconds in (0, "
+                             f"{threading.TIMEOUT_MAX:.3g}], got {forecast_timeout!r}")
         self.forecast_timeout = forecast_timeout
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -195,6 +204,7 @@ class FWBenchEnv(gym.Env):
         self.action_space = spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.episode: Episode | None = None
         self._outcome: dict | None = None
+        self._interrupted: str | None = None
 
     # -- gymnasium API -------------------------------------------------------------------------
 
@@ -226,6 +236,7 @@ class FWBenchEnv(gym.Env):
                                models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
                                forecast_timeout=self.forecast_timeout)
         self._outcome = None
+        self._interrupted: str | None = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)
         return self._observation(None), self._info()
@@ -234,6 +245,16 @@ class FWBenchEnv(gym.Env):
         ep = self.episode
         if ep is None or self._outcome is not None:
             raise RuntimeError("call reset() before step() (the episode has ended)")
+        if self._interrupted is not None:
+            raise RuntimeError(f"call reset() before step(): a step of this episode was interrupted ({self._interrupted}), "
+                               "so its ledger, call count and rewards are incomplete")
+        try:
+            return self._step(ep, action)
+        except BaseException as exc:  # tools never raise for agent input: this is an interrupt (Ctrl-C, a signal) or a bug
+            self._interrupted = type(exc).__name__
+            raise
+
+    def _step(self, ep: Episode, action: Any):
         call = parse_action(action)
         name = call.tool if isinstance(call, ToolCall) else "invalid"
         counts = not (isinstance(call, ToolCall) and call.tool in ("submit", "abstain") and call.tool in self.tools)

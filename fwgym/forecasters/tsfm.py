@@ -46,6 +46,7 @@ def _offline() -> bool:
 
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _HUB_PROBES: dict[tuple[str, int], str | None] = {}
+_HUB_LOCK = threading.Lock()
 
 
 def hub_unreachable(endpoint: str | None = None, timeout: float = 3.0) -> str | None:
@@ -53,13 +54,18 @@ def hub_unreachable(endpoint: str | None = None, timeout: float = 3.0) -> str | 
     when a proxy is configured: the download then goes through it and reports its own errors).
 
     One TCP connection to the endpoint's host (``huggingface_hub.constants.ENDPOINT``, i.e.
-    ``HF_ENDPOINT`` or https://huggingface.co), made once per process and host. Without it a
-    machine without network access spends ~20 s per model in huggingface_hub's download retries
-    before the model is reported unavailable.
+    ``HF_ENDPOINT`` or https://huggingface.co), name lookup included, given at most ``timeout``
+    seconds; made once per process and host (threads wait for the first probe; its answer is kept
+    for the life of the process). Without it a machine without network access spends tens of
+    seconds per model in huggingface_hub's download retries before the model is reported unavailable.
 
     Args:
         endpoint: URL to probe (default: the hub endpoint).
-        timeout: seconds to wait for the connection.
+        timeout: seconds to wait for the name lookup and the connection.
+
+    Returns:
+        ``None`` or a phrase completing "the hub ...", e.g. ``"huggingface.co:443 is unreachable
+        (gaierror: ...)"``.
     """
     if any(os.environ.get(v) for v in _PROXY_VARS):
         return None
@@ -67,16 +73,39 @@ def hub_unreachable(endpoint: str | None = None, timeout: float = 3.0) -> str | 
         from huggingface_hub import constants
 
         endpoint = constants.ENDPOINT
-    url = urlsplit(endpoint)
-    host, port = url.hostname or "", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        url = urlsplit(endpoint)
+        host, port = url.hostname, url.port or (80 if url.scheme == "http" else 443)
+    except ValueError as exc:
+        return f"endpoint {endpoint!r} (HF_ENDPOINT) is not a valid URL ({exc})"
+    if not host or url.scheme not in ("http", "https"):
+        return f"endpoint {endpoint!r} (HF_ENDPOINT) is not an http(s) URL with a host"
     key = (host, port)
-    if key not in _HUB_PROBES:
+    with _HUB_LOCK:
+        if key not in _HUB_PROBES:
+            _HUB_PROBES[key] = _probe(host, port, timeout)
+        return _HUB_PROBES[key]
+
+
+def _probe(host: str, port: int, timeout: float) -> str | None:
+    """Connect to ``host:port`` on a daemon thread (the name lookup has no timeout of its own) and
+    wait at most ``timeout`` seconds for it."""
+    answer: list[str | None] = []
+
+    def connect():
         try:
-            socket.create_connection(key, timeout=timeout).close()
-            _HUB_PROBES[key] = None
+            socket.create_connection((host, port), timeout=timeout).close()
+            answer.append(None)
         except OSError as exc:
-            _HUB_PROBES[key] = f"{host}:{port} is unreachable ({type(exc).__name__}: {exc})"
-    return _HUB_PROBES[key]
+            answer.append(f"({type(exc).__name__}: {exc})")
+
+    thread = threading.Thread(target=connect, name="fwgym-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if not answer:
+        return f"{where} did not answer within {timeout:g} s"
+    return None if answer[0] is None else f"{where} is unreachable {answer[0]}"
 
 
 class HubForecaster(QuantileForecaster):

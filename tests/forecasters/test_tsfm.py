@@ -144,3 +144,34 @@ def test_unreachable_hub_is_reported_at_once_and_a_reachable_one_is_tried(monkey
     monkeypatch.setattr(tsfm, "_HUB_PROBES", {})
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # a proxy: nothing is probed, the download reports
     assert tsfm.hub_unreachable() is None and tsfm._HUB_PROBES == {}
+
+
+def test_hub_probe_is_bounded_made_once_and_names_a_bad_endpoint(monkeypatch):
+    import threading
+    import time
+
+    from fwgym.forecasters import tsfm
+
+    for v in tsfm._PROXY_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(tsfm, "_HUB_PROBES", {})
+    calls = []
+
+    def slow_lookup(address, timeout=None):  # a name lookup that hangs (its own timeout does not cover it)
+        calls.append(address)
+        time.sleep(2.0)
+        raise OSError("too late")
+
+    monkeypatch.setattr(tsfm.socket, "create_connection", slow_lookup)
+    answers = []
+    t = time.perf_counter()
+    threads = [threading.Thread(target=lambda: answers.append(tsfm.hub_unreachable("https://hub.invalid", timeout=0.3)))
+               for _ in range(5)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert time.perf_counter() - t < 1.5 and len(calls) == 1  # one probe, the others waited for its answer
+    assert answers == ["hub.invalid:443 did not answer within 0.3 s"] * 5
+    assert "is not an http(s) URL with a host" in tsfm.hub_unreachable("huggingface.co")
+    assert "is not a valid URL" in tsfm.hub_unreachable("http://[::1")
