@@ -185,7 +185,16 @@ def test_forecaster_that_reports_itself_unavailable_is_refused_free():
     assert info["credits"] == 0 and info["calls"] == 1
 
 
-@pytest.mark.parametrize("timeout", [float("inf"), 1e10, float("nan"), 0, -1, "5", True])
+@pytest.mark.parametrize("timeout", [float("inf"), 1e10, float("nan"), 0, -1, "5", True, np.bool_(True), np.float16(-1)])
 def test_forecast_timeout_must_be_seconds_a_thread_can_wait(timeout):
     with pytest.raises(ValueError, match="forecast_timeout must be None"):
         FWBenchEnv("electricity", forecast_timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", [np.float32(5), np.float16(5), np.int64(5), 5])
+def test_forecast_timeout_of_any_real_type_works(timeout):
+    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=timeout)
+    assert type(env.forecast_timeout) is float and env.forecast_timeout == 5.0
+    env.reset(options={"case_id": CASE})
+    obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 28}})
+    assert json.loads(obs["last_result"])["ok"]  # a NumPy float32 timeout made every threaded forecast fail

@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from fwgym.cli import main
 
 
@@ -52,7 +54,8 @@ def test_console_script_entry_point():
     assert "cycle_hire-august" in out
 
 
-def test_decision_policy_in_the_forecast_suite_is_a_clear_error(capsys):
-    assert main(["evaluate", "--suite", "forecast", "--policies", "weekday_empirical", "--limit", "1", "--no-progress"]) == 2
+@pytest.mark.parametrize("policy", ["weekday_empirical", "perfect_demand", "catalog_oracle"])
+def test_decision_policy_in_the_forecast_suite_is_a_clear_error(policy, capsys):
+    assert main(["evaluate", "--suite", "forecast", "--policies", policy, "--limit", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "['weekday_empirical'] submit capacity decisions; the forecast task needs policies that submit forecasts" in err
+    assert f"['{policy}'] submit capacity decisions; the forecast task needs policies that submit forecasts" in err

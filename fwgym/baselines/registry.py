@@ -35,7 +35,7 @@ TSFM_POLICIES: dict[str, str] = {"chronos_bolt_tiny": "chronos_bolt_tiny", "chro
 #: default policies of the context and forecast suites (the text-reading baseline and the same method without the text)
 CONTEXT_POLICIES: tuple[str, ...] = ("context_hour_of_day_empirical", "hour_of_day_empirical_samples")
 #: named policies that can play the forecast task (submit quantiles or samples); the others submit decisions
-FORECAST_TASK_POLICIES: tuple[str, ...] = CONTEXT_POLICIES + ("perfect_demand",)
+FORECAST_TASK_POLICIES: tuple[str, ...] = CONTEXT_POLICIES
 
 
 def suite_policies(suite: str, include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:

@@ -36,6 +36,7 @@ an ``abstain`` (status ``abstained``, invalid, with the agent's reason), or call
 from __future__ import annotations
 
 import bisect
+import math
 import string
 import threading
 from typing import Any, Sequence
@@ -158,11 +159,13 @@ class FWBenchEnv(gym.Env):
             raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
-        if forecast_timeout is not None and not (
-                isinstance(forecast_timeout, (int, float, np.integer, np.floating)) and not isinstance(forecast_timeout, bool)
-                and 0 < forecast_timeout <= threading.TIMEOUT_MAX):
-            raise ValueError(f"forecast_timeout must be None (wait indefinitely) or seconds in (0, "
-                             f"{threading.TIMEOUT_MAX:.3g}], got {forecast_timeout!r}")
+        if forecast_timeout is not None:
+            seconds = (float(forecast_timeout) if isinstance(forecast_timeout, (int, float, np.integer, np.floating))
+                       and not isinstance(forecast_timeout, (bool, np.bool_)) else math.nan)
+            if not 0 < seconds <= threading.TIMEOUT_MAX:
+                raise ValueError(f"forecast_timeout must be None (wait indefinitely) or seconds in (0, "
+                                 f"{threading.TIMEOUT_MAX:.3g}], got {forecast_timeout!r}")
+            forecast_timeout = seconds  # a Python float: threading refuses NumPy floats other than float64
         self.forecast_timeout = forecast_timeout
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")

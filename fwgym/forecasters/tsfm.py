@@ -96,7 +96,7 @@ def _probe(host: str, port: int, timeout: float) -> str | None:
         try:
             socket.create_connection((host, port), timeout=timeout).close()
             answer.append(None)
-        except OSError as exc:
+        except Exception as exc:  # OSError; UnicodeError from the name encoder (e.g. a label over 63 characters)
             answer.append(f"({type(exc).__name__}: {exc})")
 
     thread = threading.Thread(target=connect, name="fwgym-hub-probe", daemon=True)

@@ -175,3 +175,13 @@ def test_hub_probe_is_bounded_made_once_and_names_a_bad_endpoint(monkeypatch):
     assert answers == ["hub.invalid:443 did not answer within 0.3 s"] * 5
     assert "is not an http(s) URL with a host" in tsfm.hub_unreachable("huggingface.co")
     assert "is not a valid URL" in tsfm.hub_unreachable("http://[::1")
+
+
+def test_hub_probe_answers_for_a_host_the_name_encoder_refuses(monkeypatch):
+    from fwgym.forecasters import tsfm
+
+    for v in tsfm._PROXY_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(tsfm, "_HUB_PROBES", {})
+    answer = tsfm.hub_unreachable("https://" + "a" * 70 + ".com", timeout=2.0)
+    assert "is unreachable (UnicodeError" in answer  # not "did not answer within 2 s"
