@@ -47,6 +47,7 @@ from gymnasium import spaces
 
 from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case
 from fwgym.context import render_context
+from fwgym.contract import is_number
 from fwgym.data import DOMAINS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
@@ -160,8 +161,7 @@ class FWBenchEnv(gym.Env):
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
         if forecast_timeout is not None:
-            seconds = (float(forecast_timeout) if isinstance(forecast_timeout, (int, float, np.integer, np.floating))
-                       and not isinstance(forecast_timeout, (bool, np.bool_)) else math.nan)
+            seconds = float(forecast_timeout) if is_number(forecast_timeout) else math.nan
             if not 0 < seconds <= threading.TIMEOUT_MAX:
                 raise ValueError(f"forecast_timeout must be None (wait indefinitely) or seconds in (0, "
                                  f"{threading.TIMEOUT_MAX:.3g}], got {forecast_timeout!r}")
@@ -239,7 +239,7 @@ class FWBenchEnv(gym.Env):
                                models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
                                forecast_timeout=self.forecast_timeout)
         self._outcome = None
-        self._interrupted: str | None = None
+        self._interrupted = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)
         return self._observation(None), self._info()
