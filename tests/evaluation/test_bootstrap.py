@@ -1,8 +1,8 @@
-"""Paired series-cluster bootstrap of aggregate differences (fwgym.evaluation.paired_bootstrap)."""
+"""Paired series-cluster bootstrap of aggregate differences (fwgym.evaluation.bootstrap)."""
 import numpy as np
 import pytest
 
-from fwgym.evaluation import _Bootstrap, evaluate, leaderboard, paired_bootstrap
+from fwgym.evaluation import ClusterBootstrap, evaluate, leaderboard, paired_bootstrap
 from fwgym.scoring import aggregate
 
 
@@ -42,7 +42,7 @@ def test_hand_checkable_two_series_case():
     out = paired_bootstrap(recs, "ref", "pol", n_boot=4000, seed=1)
     assert out["S"]["diff"] == pytest.approx(0.3)
     assert out["S"]["lo"] == pytest.approx(0.1) and out["S"]["hi"] == pytest.approx(0.5)
-    boot = _Bootstrap(recs[:2], 4000, 1)
+    boot = ClusterBootstrap(recs[:2], 4000, 1)
     draws = boot.draws(np.array([0.1, 0.5]))[:, 0]
     assert set(np.round(draws, 12)) == {0.1, 0.3, 0.5}
     assert np.mean(np.isclose(draws, 0.3)) == pytest.approx(0.5, abs=0.03)
@@ -58,7 +58,7 @@ def test_each_draw_equals_the_case_weighted_aggregate_of_the_resampled_set():
                     for i in range(rng.integers(1, 4)):
                         if (co, s) != ("e2", "D"):  # series D absent from cohort e2
                             recs.append(_rec("ref", dom, co, s, lead, float(rng.normal()), i=i))
-    boot = _Bootstrap(recs, 50, 3)
+    boot = ClusterBootstrap(recs, 50, 3)
     x = np.array([r["S"] for r in recs])
     draws = boot.draws(x)[:, 0]
     for b in range(50):
