@@ -36,3 +36,13 @@ def test_no_calibration_on_the_test_split():
     assert CALIBRATION_SPLITS == ("train", "dev")
     with pytest.raises(ValueError, match="before the test period"):
         calibrate_sigma("test", progress=False)
+
+
+def test_the_command_prints_the_calibration(dev, capsys, tmp_path):
+    from fwgym.cli import main
+
+    out = tmp_path / "sigma.json"
+    assert main(["calibrate-sigma", "--no-progress", "--write", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(sigma_config(dev)) and f"wrote {out}" in printed
+    assert out.read_text() == sigma_config(dev) and load_sigma(out) == dev["sigma"]

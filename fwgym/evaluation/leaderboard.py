@@ -65,8 +65,8 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
     :func:`fwgym.scoring.case_weights`); ``S[<cohort>]``, ``loss[<cohort>]``, ``credits[<cohort>]``
     per cohort and ``S[<lead>]``, ``loss[<lead>]``, ``credits[<lead>]`` per lead (each aggregated
     over its own cases with the same weighting rules); with ``reference``: ``reference`` and the
-    paired bootstrap (:func:`~fwgym.evaluation.bootstrap.paired_bootstrap`) point estimates and 95% intervals ``dS, dS_lo, dS_hi,
-    dloss, dloss_lo, dloss_hi`` of ``policy - reference``.
+    paired bootstrap (:func:`~fwgym.evaluation.bootstrap.paired_bootstrap`) point estimates and 95%
+    intervals ``dS, dS_lo, dS_hi, dloss, dloss_lo, dloss_hi`` of ``policy - reference``.
 
     Args:
         records: result records (:class:`~fwgym.evaluation.records.Record`) of one or more policies on

@@ -216,8 +216,8 @@ def check_result_set(records: Sequence[Mapping], complete: bool = False) -> None
         p, missing = next(iter(partial.items()))
         raise ValueError(
             f"partial result set: policies were evaluated on different cases; merge complete result sets only "
-            f"(policy {p!r} lacks {len(missing)} of the {len(union)} cases the others cover, e.g. {sorted(missing)[0]!r}; "
-            f"{len(partial)} of {len(sets)} policies are incomplete)")
+            f"(policy {p!r} lacks {len(missing)} of the {len(union)} cases the others cover, "
+            f"e.g. {sorted(missing)[0]!r}; {len(partial)} of {len(sets)} policies are incomplete)")
     if complete:
         index = split_index(records)
         expected = frozenset().union(*index.values())

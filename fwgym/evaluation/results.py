@@ -119,8 +119,9 @@ def read_results(paths: Iterable[str | Path], allow_partial: bool = True) -> lis
         info = _results_info(p)
         if info is not None:
             if len(recs) != info.get("records") or _digest(recs) != info.get("sha256"):
-                raise ValueError(f"partial results file {p}: it holds {len(recs)} records but {p.parent / 'meta.json'} "
-                                 f"says {info.get('records')} (or other (policy, case) pairs); it was truncated or edited")
+                raise ValueError(f"partial results file {p}: it holds {len(recs)} records but "
+                                 f"{p.parent / 'meta.json'} says {info.get('records')} (or other (policy, case) "
+                                 "pairs); it was truncated or edited")
             declared_subset.append(not info.get("coverage", {}).get("complete", False))
         else:
             declared_subset.append(False)

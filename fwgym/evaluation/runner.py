@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from typing import Callable, Iterable, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
@@ -120,14 +121,7 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-    labels = [policy_label(p) for p in policies]  # validates names before any work
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"policy names repeat: {labels}")
-    if (env_kwargs or {}).get("task") == "forecast":
-        deciding = [p for p in policies if isinstance(p, str) and p not in FORECAST_TASK_POLICIES]
-        if deciding:
-            raise ValueError(f"policies {deciding} submit capacity decisions; the forecast task needs policies that "
-                             f"submit forecasts: {list(FORECAST_TASK_POLICIES)} or an agent")
+    labels = _labels(policies, env_kwargs)  # validates names before any work
     selected = select_cases(split, domains, lead, limit, case_ids)
     if not selected:
         raise ValueError("no case selected")
@@ -141,19 +135,10 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(selected), unit="case", desc=f"evaluate {split}", dynamic_ncols=True)
-    results: list[list[dict]] = []
     try:
-        if backend == "ray":
-            results = _run_ray(tasks, workers, ray_address, lambda n: _advance(bar, progress, n))
-        elif workers > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for chunk, recs in zip(chunks, pool.map(_run_chunk, tasks)):
-                    results.append(recs)
-                    _advance(bar, progress, len(chunk))
-        else:
-            for task in tasks:
-                results.append(_run_chunk(task))
-                _advance(bar, progress, len(task[2]))
+        advance = partial(_advance, bar, progress)
+        results = (_run_ray(tasks, workers, ray_address, advance) if backend == "ray"
+                   else _run_local(tasks, workers, advance))
     finally:
         if bar is not None:
             bar.close()
@@ -162,6 +147,36 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     records = [r for recs in results for r in recs]
     records.sort(key=lambda r: (order[r["policy"]], case_order[r["case_id"]]))
     return records
+
+
+def _labels(policies: Sequence, env_kwargs: dict | None) -> list[str]:
+    """The policies' row names; refuses repeated names, unknown names and, in a forecast-task env,
+    named policies that submit decisions."""
+    labels = [policy_label(p) for p in policies]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"policy names repeat: {labels}")
+    if (env_kwargs or {}).get("task") == "forecast":
+        deciding = [p for p in policies if isinstance(p, str) and p not in FORECAST_TASK_POLICIES]
+        if deciding:
+            raise ValueError(f"policies {deciding} submit capacity decisions; the forecast task needs policies that "
+                             f"submit forecasts: {list(FORECAST_TASK_POLICIES)} or an agent")
+    return labels
+
+
+def _run_local(tasks: list, workers: int, advance: Callable[[int], None]) -> list[list[dict]]:
+    """Run the tasks in this process (``workers`` 1) or a process pool, in order, reporting progress."""
+    if workers <= 1:
+        out = []
+        for task in tasks:
+            out.append(_run_chunk(task))
+            advance(len(task[2]))
+        return out
+    out = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for task, recs in zip(tasks, pool.map(_run_chunk, tasks)):
+            out.append(recs)
+            advance(len(task[2]))
+    return out
 
 
 def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[int], None]) -> list[list[dict]]:
@@ -192,6 +207,7 @@ def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[
 
 
 def _advance(bar, progress, n: int) -> None:
+    """Report ``n`` more cases done to the bar or the ``progress`` callback."""
     if bar is not None:
         bar.update(n)
     elif callable(progress):

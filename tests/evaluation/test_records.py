@@ -64,7 +64,8 @@ class _BuyThenSubmitQuantiles:
 
 ENDINGS = {  # agent -> the status it ends with, in a decision env
     "submitted": _PlanAndSubmit,
-    "invalid_submission": lambda: _Script({"tool": "submit", "args": {"decisions": [{"decision_id": "b00", "value": 1}]}}),
+    "invalid_submission": lambda: _Script({"tool": "submit",
+                                           "args": {"decisions": [{"decision_id": "b00", "value": 1}]}}),
     "abstained": lambda: _Script({"tool": "abstain", "args": {"reason": "no idea"}}),
     "call_limit_exceeded": lambda: _Script({"tool": "catalog"}),
 }
@@ -188,9 +189,10 @@ def test_partial_or_duplicated_result_sets_are_rejected():
     real = evaluate(["weekday_empirical"], split="test", limit=3, progress=False)
     with pytest.raises(ValueError, match="partial result set: it covers 6 of the 1259 cases"):
         check_result_set(real, complete=True)
+    stray = {**real[0], "case_id": "cycle-0-2015-10-01-day_ahead", "domain": "cycle_hire"}
     with pytest.raises(ValueError, match="holds 1 case ids that are not in the split index"):
-        check_result_set([*evaluate(["weekday_empirical"], split="test", progress=False, domains=["cycle_hire"]),
-                          {**real[0], "case_id": "cycle-0-2015-10-01-day_ahead", "domain": "cycle_hire"}], complete=True)
+        full = evaluate(["weekday_empirical"], split="test", progress=False, domains=["cycle_hire"])
+        check_result_set([*full, stray], complete=True)
     cov = coverage(real)
     assert cov == {"cases": 6, "index_cases": 1259, "complete": False,
                    "by_domain": {"test/cycle_hire": [3, 157], "test/electricity": [3, 1102]}}
