@@ -152,6 +152,9 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
 def _labels(policies: Sequence, env_kwargs: dict | None) -> list[str]:
     """The policies' row names; refuses repeated names, unknown names and, in a forecast-task env,
     named policies that submit decisions."""
+    for p in policies:
+        if isinstance(p, str):
+            make_policy(p)  # raises the registry's error for an unknown name
     labels = [policy_label(p) for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"policy names repeat: {labels}")
