@@ -6,7 +6,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from fwgym.evaluation import (DEFAULT_REFERENCE, REFERENCE_POLICIES, coverage, check_result_set, evaluate,
+from fwgym.evaluation import (DEFAULT_REFERENCE, REFERENCE_POLICIES, check_result_set, coverage, evaluate,
                               format_breakdowns, format_leaderboard, leaderboard, reference_policy, write_csv,
                               write_results)
 from fwgym.scoring import case_weights

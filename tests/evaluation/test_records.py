@@ -1,11 +1,11 @@
 """The one record schema (fwgym.evaluation.records): the env and the episode loop emit exactly its fields,
 no other field list exists in the package, and the checks of single records and of record sets."""
 import ast
-import json
 import typing
 from pathlib import Path
 
 import pytest
+from scripted_agents import BuyThenSubmitQuantiles, PlanAndSubmit, Script
 
 import fwgym
 from fwgym.agents import run_episode
@@ -17,57 +17,12 @@ from fwgym.evaluation.records import (CORE_FIELDS, ENV_FIELDS, FIELD_MEANINGS, F
 PACKAGE = Path(fwgym.__file__).parent
 
 
-class _Script:
-    """Plays a fixed list of actions (the last one repeated)."""
-
-    def __init__(self, *actions):
-        self.actions, self.name, self.k = actions, "script", 0
-
-    def reset(self):
-        self.k = 0
-
-    def act(self, observation):
-        self.k += 1
-        return self.actions[min(self.k, len(self.actions)) - 1]
-
-
-class _PlanAndSubmit:
-    name = "plan_and_submit"
-
-    def reset(self):
-        self.k = 0
-
-    def act(self, observation):
-        self.k += 1
-        if self.k == 1:
-            return {"tool": "classical_plan", "args": {"method": "weekly_repeat"}}
-        plan = json.loads(observation["last_result"])["result"]["plan"]
-        return {"tool": "submit", "args": {"decisions": plan["decisions"]}}
-
-
-class _BuyThenSubmitQuantiles:
-    """Forecast task: buy a seasonal_empirical forecast, submit its quantiles over the target window."""
-
-    name = "buy_then_submit_quantiles"
-
-    def reset(self):
-        self.k = 0
-
-    def act(self, observation):
-        self.k += 1
-        if self.k == 1:
-            return {"tool": "forecast", "args": {"model": "seasonal_empirical", "context_steps": 336}}
-        res = json.loads(observation["last_result"])["result"]
-        lo, hi = res["target_steps"]
-        return {"tool": "submit", "args": {"quantiles": res["quantiles"][lo - 1 : hi]}}
-
-
 ENDINGS = {  # agent -> the status it ends with, in a decision env
-    "submitted": _PlanAndSubmit,
-    "invalid_submission": lambda: _Script({"tool": "submit",
-                                           "args": {"decisions": [{"decision_id": "b00", "value": 1}]}}),
-    "abstained": lambda: _Script({"tool": "abstain", "args": {"reason": "no idea"}}),
-    "call_limit_exceeded": lambda: _Script({"tool": "catalog"}),
+    "submitted": PlanAndSubmit,
+    "invalid_submission": lambda: Script({"tool": "submit",
+                                          "args": {"decisions": [{"decision_id": "b00", "value": 1}]}}),
+    "abstained": lambda: Script({"tool": "abstain", "args": {"reason": "no idea"}}),
+    "call_limit_exceeded": lambda: Script({"tool": "catalog"}),
 }
 
 
@@ -89,8 +44,8 @@ def test_env_terminal_info_is_the_schema(suite):
     expected = set(ENV_FIELDS) if forecast else set(ENV_FIELDS) - set(FORECAST_TASK_FIELDS)
     agents = dict(ENDINGS)
     if forecast:
-        agents["submitted"] = _BuyThenSubmitQuantiles
-        agents["invalid_submission"] = lambda: _Script({"tool": "submit", "args": {"quantiles": [[1.0] * 9]}})
+        agents["submitted"] = BuyThenSubmitQuantiles
+        agents["invalid_submission"] = lambda: Script({"tool": "submit", "args": {"quantiles": [[1.0] * 9]}})
     for status, make in agents.items():
         for case in (env.cases[0], env.cases[-1]):  # both domains
             info = _terminal_info(env, make(), case.case_id)
@@ -155,7 +110,7 @@ def test_the_schema_is_the_only_field_list():
 def test_check_record_names_what_is_wrong():
     env = FWBenchEnv("cycle_hire", split="test")
     cid = env.cases[0].case_id
-    rec = run_episode(env, _PlanAndSubmit(), options={"case_id": cid}).record
+    rec = run_episode(env, PlanAndSubmit(), options={"case_id": cid}).record
     check_record(rec)
     assert stored_record(rec) == rec and list(stored_record(rec)) == [f for f in RECORD_FIELDS if f in rec]
     with pytest.raises(ValueError, match=rf"x.jsonl:3: result record of policy 'plan_and_submit' on case "

@@ -3,35 +3,12 @@ files of fwgym 0.1.0 (core fields only) still read, malformed files are refused 
 import json
 
 import pytest
+from scripted_agents import BuyThenSubmitQuantiles, GiveUp
 
 from fwgym.evaluation import (CORE_FIELDS, FORECAST_TASK_FIELDS, RECORD_FIELDS, SUITES, evaluate, leaderboard,
                               read_results, write_results)
 from fwgym.evaluation.records import ENV_FIELDS
 from fwgym.jsonl import write_jsonl
-
-
-class BuyThenSubmitQuantiles:
-    """Forecast task: buy a seasonal_empirical forecast, submit its quantiles over the target window."""
-
-    name = "buy_then_submit_quantiles"
-
-    def reset(self):
-        self.k = 0
-
-    def act(self, observation):
-        self.k += 1
-        if self.k == 1:
-            return {"tool": "forecast", "args": {"model": "seasonal_empirical", "context_steps": 336}}
-        res = json.loads(observation["last_result"])["result"]
-        lo, hi = res["target_steps"]
-        return {"tool": "submit", "args": {"quantiles": res["quantiles"][lo - 1 : hi]}}
-
-
-class GiveUp:
-    name = "give_up"
-
-    def act(self, observation):
-        return {"tool": "abstain", "args": {"reason": "nothing to say ü"}}
 
 
 def test_results_roundtrip_and_leaderboard(tmp_path):
