@@ -1,6 +1,6 @@
 """Batch evaluation: the main job (``fwgym evaluate --split test``, every default policy on all 1,259
 test cases) in 1 and N local worker processes, optionally on a local Ray cluster, with the wall time
-of each and a check that the result files agree record for record.
+of each and a check that the result files agree record for record, field for field.
 
 Run from the repository root::
 
@@ -15,7 +15,6 @@ leaderboard with its bootstrap intervals included), writing to a temporary direc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -23,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from fwgym.evaluation import read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 60.0
@@ -42,8 +43,7 @@ def run(out: Path, extra: list[str], quick: bool) -> float:
 
 
 def records(out: Path) -> dict:
-    with open(out / "results.jsonl") as fh:
-        return {(r["policy"], r["case_id"]): r for r in map(json.loads, fh)}
+    return {(r["policy"], r["case_id"]): r for r in read_results([out])}
 
 
 def main(argv=None) -> int:
@@ -67,8 +67,7 @@ def main(argv=None) -> int:
         n = len(base)
         print(f"\n{'run':<36}{'wall s':>9}{'episodes/s':>12}  results")
         for name in times:
-            same = results[name].keys() == base.keys() and all(
-                results[name][k]["S"] == base[k]["S"] and results[name][k]["levels"] == base[k]["levels"] for k in base)
+            same = results[name] == base  # every field of every record
             print(f"{name:<36}{times[name]:>9.1f}{n / times[name]:>12.0f}  "
                   f"{'identical to 1 process' if same else 'DIFFERENT from 1 process'} ({n} records)")
             if not same:

@@ -22,8 +22,6 @@ from fwgym.report.traces import (bands_from_calls, calls_from_log, calls_from_tr
 
 #: default number of episode pages per policy (a third worst, a third best, the rest random)
 DEFAULT_EPISODE_PAGES = 6
-#: ``reference="auto"``: the first of these policies present in the results
-AUTO_REFERENCES = ("hour_of_day_empirical", "hour_of_day_empirical_samples")
 ASSETS = ("report.css", "report.js")
 
 
@@ -362,8 +360,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
             (policy, case_id).
         max_episode_pages: episode pages per policy (a third worst, a third best by S, the rest
             random; only traced episodes for policies with traces); ``None`` = every episode.
-        reference: policy of the intervals; ``"auto"`` = hour_of_day_empirical (or its samples
-            variant) when present; ``None`` = no intervals.
+        reference: policy of the intervals, as :func:`fwgym.evaluation.reference_policy` takes it
+            (``"auto"``: hour_of_day_empirical, or its samples variant, when present; ``None``: no intervals).
         n_boot, seed: bootstrap draws and seed (default: the protocol's 10,000 and 1701).
         replay: rerun registered baselines (not TSFM ones) on the paged episodes to list their tool
             calls in order; used only when the rerun reproduces the recorded score.
@@ -381,7 +379,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
             ``max_episode_pages`` < 0. ImportError: jinja2 or matplotlib missing (``pip install 'fwgym[plots]'``).
     """
     from fwgym import __version__, plots
-    from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, coverage
+    from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, coverage, reference_policy
 
     t0 = time.perf_counter()
     if isinstance(results_paths, (str, Path)):
@@ -400,10 +398,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     if not records:
         raise ValueError(f"no result records in {[str(p) for p in results_paths]}")
     groups = by_policy(records)
-    if reference == "auto":
-        reference = next((p for p in AUTO_REFERENCES if p in groups), None) if len(groups) > 1 else None
-    elif reference is not None and reference not in groups:
-        raise ValueError(f"reference policy {reference!r} is not among the policies {list(groups)}")
+    reference = reference_policy(list(groups), reference)
     trace_map, warnings = load_traces(traces)
     keys = {(r["policy"], r["case_id"]) for r in records}
     stray = sorted(k for k in trace_map if k not in keys)

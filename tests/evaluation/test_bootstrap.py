@@ -1,8 +1,8 @@
-"""Paired series-cluster bootstrap of aggregate differences (fwgym.evaluation.paired_bootstrap)."""
+"""Paired series-cluster bootstrap of aggregate differences (fwgym.evaluation.bootstrap)."""
 import numpy as np
 import pytest
 
-from fwgym.evaluation import _Bootstrap, evaluate, leaderboard, paired_bootstrap
+from fwgym.evaluation import ClusterBootstrap, evaluate, leaderboard, paired_bootstrap
 from fwgym.scoring import aggregate
 
 
@@ -27,8 +27,9 @@ def test_reproducible_under_its_seed_and_contains_the_point_estimate(records):
     assert c["S"]["diff"] == a["S"]["diff"] and (c["S"]["lo"], c["S"]["hi"]) != (a["S"]["lo"], a["S"]["hi"])
     for m in ("S", "loss"):
         assert a[m]["lo"] <= a[m]["diff"] <= a[m]["hi"]
-    agg = {p: aggregate([r for r in records if r["policy"] == p]) for p in ("hour_of_day_empirical", "weekday_empirical")}
-    assert a["S"]["diff"] == pytest.approx(agg["weekday_empirical"]["S"] - agg["hour_of_day_empirical"]["S"], abs=1e-15)
+    agg = {p: aggregate([r for r in records if r["policy"] == p])["S"]
+           for p in ("hour_of_day_empirical", "weekday_empirical")}
+    assert a["S"]["diff"] == pytest.approx(agg["weekday_empirical"] - agg["hour_of_day_empirical"], abs=1e-15)
     assert set(a["clusters"]) == {"electricity", "cycle_hire"}
     same = paired_bootstrap(records, "weekday_empirical", "weekday_empirical")
     assert same["S"] == {"diff": 0.0, "lo": 0.0, "hi": 0.0}
@@ -37,12 +38,12 @@ def test_reproducible_under_its_seed_and_contains_the_point_estimate(records):
 def test_hand_checkable_two_series_case():
     # one domain, one cohort, two series with one case each: paired differences d1 = 0.1, d2 = 0.5.
     # Draws of 2 series ids with replacement give means 0.1 (p = 1/4), 0.3 (1/2), 0.5 (1/4).
-    recs = [_rec("ref", "electricity", "c", "A", "day_ahead", 1.0), _rec("ref", "electricity", "c", "B", "day_ahead", 1.0),
-            _rec("pol", "electricity", "c", "A", "day_ahead", 1.1), _rec("pol", "electricity", "c", "B", "day_ahead", 1.5)]
+    recs = [_rec(p, "electricity", "c", s, "day_ahead", v)
+            for p, s, v in (("ref", "A", 1.0), ("ref", "B", 1.0), ("pol", "A", 1.1), ("pol", "B", 1.5))]
     out = paired_bootstrap(recs, "ref", "pol", n_boot=4000, seed=1)
     assert out["S"]["diff"] == pytest.approx(0.3)
     assert out["S"]["lo"] == pytest.approx(0.1) and out["S"]["hi"] == pytest.approx(0.5)
-    boot = _Bootstrap(recs[:2], 4000, 1)
+    boot = ClusterBootstrap(recs[:2], 4000, 1)
     draws = boot.draws(np.array([0.1, 0.5]))[:, 0]
     assert set(np.round(draws, 12)) == {0.1, 0.3, 0.5}
     assert np.mean(np.isclose(draws, 0.3)) == pytest.approx(0.5, abs=0.03)
@@ -58,7 +59,7 @@ def test_each_draw_equals_the_case_weighted_aggregate_of_the_resampled_set():
                     for i in range(rng.integers(1, 4)):
                         if (co, s) != ("e2", "D"):  # series D absent from cohort e2
                             recs.append(_rec("ref", dom, co, s, lead, float(rng.normal()), i=i))
-    boot = _Bootstrap(recs, 50, 3)
+    boot = ClusterBootstrap(recs, 50, 3)
     x = np.array([r["S"] for r in recs])
     draws = boot.draws(x)[:, 0]
     for b in range(50):

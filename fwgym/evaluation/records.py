@@ -1,0 +1,240 @@
+"""The result record: the ONE schema of an episode's outcome, and what makes a set of records comparable.
+
+A record is a plain ``dict`` (JSON-ready) typed by :class:`Record`. Its life:
+the env's terminal ``info`` (:meth:`fwgym.envs.fwbench.FWBenchEnv.step` at termination; its keys are
+:data:`ENV_FIELDS` plus the step's ``tool_result``) -> :func:`fwgym.agents.run_episode` adds ``policy``
+and drops ``tool_result`` -> :func:`fwgym.evaluation.evaluate` -> ``results.jsonl``
+(:mod:`fwgym.evaluation.results`, every field of :data:`RECORD_FIELDS` the record has) -> the
+leaderboard, plots and report. Every field is named once, below, with its type and meaning; the field
+lists of the package are derived from these classes (``tests/evaluation/test_records.py`` holds the
+env and the loop to them).
+
+Field groups (TypedDicts, combined by inheritance into :class:`Record`):
+
+* :class:`AgentFields` (``policy``) and :class:`CaseFields` (which case): the record's key is
+  ``(policy, case_id)``; the case fields carry the aggregation weights' groups
+  (:func:`fwgym.scoring.case_weights`).
+* :class:`ScoreFields`: the score and the ledger. With the two above they are :data:`CORE_FIELDS`, the
+  fields every results file holds (all that results files of fwgym 0.1.0 hold).
+* :class:`DetailFields`: the rest of every env's terminal info (results files hold them since the
+  forecast fields were kept; files without them are still read).
+* :class:`ForecastTaskFields`: only forecast-task envs (``task="forecast"``) emit these.
+
+This module imports nothing of fwgym above :mod:`fwgym.cases` (the split index of
+:func:`check_result_set`).
+"""
+# no ``from __future__ import annotations``: the TypedDicts' annotations are read at run time
+import typing
+from collections import defaultdict
+from typing import Annotated, Any, Iterable, Mapping, Sequence, TypedDict
+
+from fwgym.cases import build_cases
+
+__all__ = ["Record", "AgentFields", "CaseFields", "ScoreFields", "DetailFields", "ForecastTaskFields",
+           "EpisodeOutcome", "PurchasedForecastCRPS", "RECORD_FIELDS", "ENV_FIELDS", "CORE_FIELDS",
+           "FORECAST_TASK_FIELDS", "FIELD_MEANINGS", "check_record", "stored_record", "by_policy",
+           "split_index", "check_result_set", "coverage"]
+
+
+class PurchasedForecastCRPS(TypedDict):
+    """Score of one purchased forecast over the target window (a value of ``forecast_crps``)."""
+
+    model: Annotated[str, "the forecast model that was bought (e.g. seasonal_empirical, chronos2)"]
+    crps: Annotated[float, "mean over the 24 target hours of the CRPS of its 9 quantiles (raw units: MW or "
+                           "departures/hour; fwgym.scoring.crps_quantiles)"]
+    crps_scaled: Annotated[float, "crps divided by the case's scale s (mean of the visible history)"]
+
+
+class AgentFields(TypedDict):
+    """Who played the episode (added by :func:`fwgym.agents.run_episode`)."""
+
+    policy: Annotated[str, "row name of the leaderboard: the agent's name attribute, else its class name"]
+
+
+class CaseFields(TypedDict):
+    """Which case (from :class:`fwgym.cases.Case`); ``(policy, case_id)`` is the record's key."""
+
+    case_id: Annotated[str, "stable case id naming the target date, e.g. elec-ISNE-2024-07-25-day_ahead"]
+    domain: Annotated[str, "electricity or cycle_hire"]
+    cohort: Annotated[str, "aggregation cohort, e.g. electricity-july (DESIGN §2: equal shares inside a domain)"]
+    series_id: Annotated[str, "EIA balancing-authority code (e.g. ISNE) or TfL station id (e.g. 191): the "
+                              "bootstrap's cluster"]
+    lead: Annotated[str, "day_ahead or week_ahead"]
+    split: Annotated[str, "train, dev or test (fwgym.cases.SPLITS)"]
+
+
+class ScoreFields(TypedDict):
+    """The episode's score and ledger (DESIGN §3, §5; forecast envs §8)."""
+
+    loss: Annotated[float, "decision envs: realised decision loss l(a, z) of the submitted plan, in units of the "
+                           "scale (an invalid plan: mean_h max_g cost + 1); forecast envs: the uncapped RCRPS"]
+    floor: Annotated[float, "decision envs: perfect-demand floor F (the same optimizer on the realised demand); "
+                            "forecast envs: 0.0"]
+    R: Annotated[float, "decision envs: (loss - floor) / sigma_d; forecast envs: min(RCRPS, 5)"]
+    S: Annotated[float, "the case score (lower is better): decision envs 0.5 * (R + credits / B); forecast envs "
+                        "R + credit_weight * credits / B (B: the episode budget, 113,726 by default)"]
+    credits: Annotated[int, "credits charged in the episode"]
+    calls: Annotated[int, "tool calls counted toward the call limit (an accepted submit or abstain is not counted)"]
+    valid: Annotated[bool, "the episode ended with an accepted submission"]
+    status: Annotated[str, "how it ended: submitted, invalid_submission, abstained or call_limit_exceeded"]
+    reason: Annotated[str, "why an invalid episode is invalid (the refusal message or the agent's abstain "
+                           "reason); empty when submitted"]
+    tool_counts: Annotated[dict[str, int], "actions per tool name, submit and abstain included; 'invalid' counts "
+                                           "actions that did not parse as a tool call"]
+    levels: Annotated[list[float] | None, "the 8 normalised grid levels of the submitted plan (capacity = scale x "
+                                          "level, blocks b00..b07); None for an invalid episode and in forecast envs"]
+
+
+class DetailFields(TypedDict):
+    """The rest of every env's terminal info."""
+
+    budget_left: Annotated[int, "credits left at the end (budget - credits)"]
+    scenario: Annotated[str | None, "scenario family of the case's context (context and forecast suites), else None"]
+    forecast_crps: Annotated[dict[str, PurchasedForecastCRPS], "{forecast_id: score} of every purchased forecast "
+                                                               "whose horizon covers the target window; {} if none"]
+
+
+class ForecastTaskFields(TypedDict, total=False):
+    """Emitted by forecast-task envs only (``task="forecast"``, DESIGN §8)."""
+
+    rcrps: Annotated[float, "RCRPS of the submitted forecast, uncapped (= loss); an invalid forecast scores the "
+                            "cap 5"]
+    crps: Annotated[float | None, "mean over the 24 target hours of the CRPS of the submitted forecast (raw units); "
+                                  "None for an invalid forecast"]
+    alpha: Annotated[float, "the RCRPS scale alpha of the series (1 / mean target range of held-out instances)"]
+
+
+class EpisodeOutcome(CaseFields, ScoreFields, DetailFields, ForecastTaskFields):
+    """The env's terminal ``info`` without ``tool_result`` (what :class:`fwgym.envs.fwbench.FWBenchEnv` emits)."""
+
+
+class Record(AgentFields, EpisodeOutcome):
+    """One episode's result: one line of ``results.jsonl``, one input row of the leaderboard.
+
+    Fields (type: meaning):
+    """
+
+
+#: every field of a record, in schema order
+RECORD_FIELDS: tuple[str, ...] = tuple(Record.__annotations__)
+#: the fields of the env's terminal info (``tool_result`` aside)
+ENV_FIELDS: tuple[str, ...] = tuple(EpisodeOutcome.__annotations__)
+#: the fields every results file holds: reading requires them (files of fwgym 0.1.0 hold exactly these)
+CORE_FIELDS: tuple[str, ...] = (*AgentFields.__annotations__, *CaseFields.__annotations__,
+                                *ScoreFields.__annotations__)
+#: the fields only forecast-task envs emit
+FORECAST_TASK_FIELDS: tuple[str, ...] = tuple(ForecastTaskFields.__annotations__)
+
+
+def _type_text(tp: Any) -> str:
+    if typing.get_origin(tp) is Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp.__name__ if isinstance(tp, type) and not typing.get_args(tp) else str(tp).replace("typing.", "")
+
+
+_HINTS = typing.get_type_hints(Record, include_extras=True)
+#: ``{field: meaning}`` for every field of :class:`Record`
+FIELD_MEANINGS: dict[str, str] = {name: typing.get_args(_HINTS[name])[1] for name in RECORD_FIELDS}
+Record.__doc__ += "\n".join(f"        {name} ({_type_text(_HINTS[name])}): {FIELD_MEANINGS[name]}"
+                            for name in RECORD_FIELDS) + "\n"
+
+
+def check_record(record: Mapping, required: Iterable[str] = Record.__required_keys__, where: str = "") -> None:
+    """Refuse a record that lacks a required field or holds a field the schema does not name.
+
+    Args:
+        record: one record.
+        required: the fields it must hold (default: every field but :data:`FORECAST_TASK_FIELDS`; a
+            results file being read needs only :data:`CORE_FIELDS`).
+        where: prefix of the message (e.g. ``"results.jsonl:12"``).
+
+    Raises:
+        ValueError: the message names the record (policy, case) and the fields.
+    """
+    missing = [k for k in required if k not in record]
+    unknown = [k for k in record if k not in _HINTS]
+    if missing or unknown:
+        what = "; ".join(part for part in (f"lacks {missing}" if missing else "",
+                                           f"holds fields the record schema does not name {unknown}" if unknown else "")
+                         if part)
+        raise ValueError(f"{where + ': ' if where else ''}result record of policy {record.get('policy')!r} on case "
+                         f"{record.get('case_id')!r} {what} (fwgym.evaluation.records.Record)")
+
+
+def stored_record(record: Mapping) -> dict:
+    """The record as a results file stores it: every schema field it holds (checked by :func:`check_record`).
+
+    Raises:
+        ValueError: as :func:`check_record`.
+    """
+    check_record(record)
+    return {k: record[k] for k in RECORD_FIELDS if k in record}
+
+
+def by_policy(records: Iterable[Mapping]) -> dict[str, list]:
+    """Group records by policy, keeping first-seen order."""
+    groups: dict[str, list] = defaultdict(list)
+    for r in records:
+        groups[r["policy"]].append(r)
+    return dict(groups)
+
+
+def split_index(records: Sequence[Mapping]) -> dict[tuple[str, str], frozenset[str]]:
+    """The frozen case index of every (split, domain) present in ``records``: ``{(split, domain): case ids}``."""
+    keys = sorted({(r["split"], r["domain"]) for r in records})
+    return {(s, d): frozenset(c.case_id for c in build_cases(d, s)) for s, d in keys}
+
+
+def check_result_set(records: Sequence[Mapping], complete: bool = False) -> None:
+    """Reject result sets that cannot be aggregated into one comparable table.
+
+    Args:
+        records: result records of one or more policies (merged runs allowed).
+        complete: also require every policy to cover the whole frozen index of each (split, domain)
+            present (protocol §5.3: case weights must cover exactly the index).
+
+    Raises:
+        ValueError: with a message saying what is wrong: no records; a (policy, case) pair more than
+            once (duplicated); policies on different case sets (partial); with ``complete``, cases
+            of the split missing (partial) or cases not in the split.
+    """
+    if not records:
+        raise ValueError("no result records")
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    for r in records:
+        seen[(r["policy"], r["case_id"])] += 1
+    dup = [(k, n) for k, n in seen.items() if n > 1]
+    if dup:
+        (p, c), n = dup[0]
+        raise ValueError(f"duplicated result set: policy {p!r} has {n} records for case {c!r} "
+                         f"({len(dup)} duplicated (policy, case) pairs); merge each run once")
+    groups = by_policy(records)
+    sets = {p: frozenset(r["case_id"] for r in recs) for p, recs in groups.items()}
+    union = frozenset().union(*sets.values())
+    partial = {p: union - s for p, s in sets.items() if s != union}
+    if partial:
+        p, missing = next(iter(partial.items()))
+        raise ValueError(
+            f"partial result set: policies were evaluated on different cases; merge complete result sets only "
+            f"(policy {p!r} lacks {len(missing)} of the {len(union)} cases the others cover, "
+            f"e.g. {sorted(missing)[0]!r}; {len(partial)} of {len(sets)} policies are incomplete)")
+    if complete:
+        index = split_index(records)
+        expected = frozenset().union(*index.values())
+        missing, extra = expected - union, union - expected
+        if missing or extra:
+            parts = ", ".join(f"{d} {len(union & ids)}/{len(ids)}" for (s, d), ids in index.items())
+            what = (f"covers {len(union & expected)} of the {len(expected)} cases of its split(s) ({parts})" if missing
+                    else f"holds {len(extra)} case ids that are not in the split index, e.g. {sorted(extra)[0]!r}")
+            raise ValueError(f"partial result set: it {what}; the aggregation weights must cover the whole frozen "
+                             "index (protocol §5.3): evaluate the full split, or allow a partial table explicitly")
+
+
+def coverage(records: Sequence[Mapping]) -> dict:
+    """``{"cases", "index_cases", "complete", "by_domain": {"split/domain": [n, of]}}`` of one policy's case set."""
+    index = split_index(records)
+    cases = frozenset(r["case_id"] for r in records)
+    by = {f"{s}/{d}": [len(cases & ids), len(ids)] for (s, d), ids in index.items()}
+    total = sum(len(ids) for ids in index.values())
+    return {"cases": len(cases), "index_cases": total, "complete": all(a == b for a, b in by.values()),
+            "by_domain": by}
