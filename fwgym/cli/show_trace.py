@@ -1,20 +1,21 @@
-"""``fwgym show-trace FILE``: print LLM-agent traces (JSONL, one episode per line) as readable transcripts.
+"""``fwgym show-trace FILE``: print LLM-agent traces (JSONL, one episode per line; :mod:`fwgym.agents.chat.traces`)
+as readable transcripts.
 
 Usage::
 
     fwgym show-trace results/test/traces.jsonl --list          # one line per episode
     fwgym show-trace results/test/traces.jsonl --case elec-PJM-2024-02-11-day_ahead
     fwgym show-trace traces.jsonl --episode 0 --full           # no truncation of long messages
-
-The function :func:`main` takes the arguments after ``show-trace``; :func:`add_arguments` and
-:func:`run` let a parent parser host the subcommand.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
+
+NAME = "show-trace"
+HELP = "print LLM-agent traces (JSONL) as readable transcripts"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -117,8 +118,12 @@ def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -
 
 
 def run(args, out: TextIO | None = None) -> int:
-    """Run the subcommand on parsed ``args``; returns the exit code."""
-    from fwgym.agents.chat_agent import read_traces
+    """Print the selected traces (or one summary line each with ``--list``) to ``out`` (default stdout).
+
+    Returns:
+        0; 1 when no episode matches; 2 when the file cannot be read or ``--episode`` is out of range.
+    """
+    from fwgym.agents.chat.traces import read_traces
 
     out = out or sys.stdout
     try:
@@ -148,12 +153,4 @@ def run(args, out: TextIO | None = None) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``fwgym show-trace`` (``argv`` = the arguments after ``show-trace``)."""
-    p = argparse.ArgumentParser(prog="fwgym show-trace", description="print LLM-agent traces as readable transcripts")
-    add_arguments(p)
-    return run(p.parse_args(None if argv is None else list(argv)))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render_trace", "summary_line"]
