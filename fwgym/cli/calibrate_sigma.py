@@ -5,10 +5,12 @@ import argparse
 import json
 from pathlib import Path
 
+from fwgym.cases import SPLITS
+
 NAME = "calibrate-sigma"
 HELP = "recompute the per-domain sigma on the dev split"
 #: splits sigma may be calibrated on (never the test split)
-CALIBRATION_SPLITS = ("train", "dev")
+CALIBRATION_SPLITS = tuple(s for s in SPLITS if s != "test")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

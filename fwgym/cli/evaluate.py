@@ -9,11 +9,10 @@ from pathlib import Path
 from fwgym.cases import LEADS, SPLITS
 from fwgym.cli.agent_kinds import agent_kinds
 from fwgym.cli.args import add_domain_argument
+from fwgym.evaluation import SUITES
 
 NAME = "evaluate"
 HELP = "run policies on a split and print the leaderboard"
-#: the evaluation suites (env settings in :data:`fwgym.evaluation.SUITES`)
-SUITE_NAMES = ("decision", "context", "forecast")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1, help="local worker processes")
     p.add_argument("--out", default=None, help="output directory (default results/<split>)")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--suite", choices=SUITE_NAMES, default="decision",
+    p.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="local processes (default) or a Ray cluster")
@@ -46,8 +45,7 @@ def run(args) -> int:
     """Run the evaluation, write ``results.jsonl``, ``meta.json`` and the leaderboard files, print the leaderboard."""
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.baselines.registry import suite_policies, unavailable_policies
-    from fwgym.evaluation import (DEFAULT_REFERENCE, SUITES, evaluate, format_leaderboard, leaderboard, run_meta,
-                                  write_results)
+    from fwgym.evaluation import DEFAULT_REFERENCE, evaluate, format_leaderboard, leaderboard, run_meta, write_results
 
     if args.agent:
         kind = agent_kinds()[args.agent]
@@ -89,4 +87,4 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "SUITE_NAMES"]
+__all__ = ["NAME", "HELP", "add_arguments", "run"]

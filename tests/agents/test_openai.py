@@ -12,7 +12,6 @@ pytest.importorskip("openai", reason="the llm extra (openai) is not installed")
 
 from fwgym.agents import run_episode  # noqa: E402
 from fwgym.agents.chat import LLMRequestError, read_traces  # noqa: E402
-from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
 from fwgym.agents.openai import DUMMY_API_KEY, OpenAIChatAgent, is_context_error  # noqa: E402
 from fwgym.cli import main  # noqa: E402
 
