@@ -13,7 +13,7 @@ An OpenAI-compatible server (vLLM, llama.cpp ``llama-server``, Ollama, LM Studio
 
 Every episode runs through ``fwgym.agents.run_episode`` (via ``fwgym.evaluation.evaluate``), the same
 loop and scorer as the baselines. Traces go to ``<out>/traces.jsonl``; read them with
-``fwgym show-trace <out>/traces.jsonl`` (or ``python -m fwgym.agents.trace_cli``).
+``fwgym show-trace <out>/traces.jsonl`` (or ``python -m fwgym show-trace ...``).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from fwgym.agents.chat_agent import LLMAgentFactory  # noqa: E402
+from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
 from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, write_results  # noqa: E402
 
 

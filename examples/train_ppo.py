@@ -19,9 +19,9 @@ What it does:
    the 20 stations the dev/test splits use (``--stations busiest``, chosen by the protocol on
    train-period departures; ``--stations all`` for all 100);
 2. trains ``PPO("MlpPolicy")`` and ``MaskablePPO("MlpPolicy")`` for ``--steps`` env steps each and
-   saves them with :func:`fwgym.wrappers.sb3_agent.save_policy` to ``--out`` (``ppo_<variant>.zip``,
+   saves them with :func:`fwgym.agents.sb3.save_policy` to ``--out`` (``ppo_<variant>.zip``,
    ``maskableppo_<variant>.zip``);
-3. evaluates them on the test split as agents (:class:`fwgym.wrappers.sb3_agent.SB3Agent` factories
+3. evaluates them on the test split as agents (:class:`fwgym.agents.sb3.SB3Agent` factories
    passed to :func:`fwgym.evaluation.evaluate`; the same as
    ``fwgym evaluate --agent sb3 --model-path OUT/ppo_macro.zip``) next to the 8 fixed classical
    policies and fixed seasonal_empirical, prints the leaderboard and, for each learned policy,
@@ -146,7 +146,7 @@ def make_venv(args, variant: str):
 def train(algo: str, args, out: Path) -> tuple[Path, float]:
     import torch
 
-    from fwgym.wrappers.sb3_agent import save_policy
+    from fwgym.agents.sb3 import save_policy
 
     torch.set_num_threads(1)
     if algo == "MaskablePPO":
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, run_meta, write_results
-    from fwgym.wrappers.sb3_agent import SB3Agent
+    from fwgym.agents.sb3 import SB3Agent
 
     t_all = time.perf_counter()
     algos = args.algos or (["PPO", "MaskablePPO"] if importlib.util.find_spec("sb3_contrib") else ["PPO"])

@@ -148,7 +148,7 @@ _DECISION_SET = frozenset(DECISION_IDS)
 def decision_values(decisions: Any) -> list[Any]:
     """The 8 raw values of a decisions payload, in b00..b07 order (structure only: the values are not
     checked). The one reader of decision containers, shared by the env (:func:`validate_decisions`) and
-    the LLM answer parser (:func:`fwgym.agents.parsing.normalise_decisions`).
+    the LLM answer parser (:func:`fwgym.agents.chat.parsing.normalise_decisions`).
 
     Args:
         decisions: a list (or tuple) of ``{"decision_id": "b00".."b07", "value": ...}`` records (extra

@@ -1,15 +1,23 @@
 """Agents and the one episode loop shared by every policy (DESIGN §9).
 
-LLM agents (:class:`~fwgym.agents.openai_agent.OpenAIChatAgent`,
-:class:`~fwgym.agents.transformers_agent.TransformersChatAgent`, their base
-:class:`~fwgym.agents.chat_agent.ChatAgent`) are importable from here; they load lazily.
+* :mod:`~fwgym.agents.base`: the agent protocol and :func:`run_episode`;
+* :mod:`~fwgym.agents.chat`: the chat layer of LLM agents (:class:`ChatAgent`, its session, prompts,
+  reply parsing and traces);
+* :mod:`~fwgym.agents.openai` / :mod:`~fwgym.agents.transformers`: chat backends
+  (:class:`OpenAIChatAgent`, :class:`TransformersChatAgent`), built by kind with :class:`LLMAgentFactory`;
+* :mod:`~fwgym.agents.sb3`: a trained stable-baselines3 macro policy as an agent (:class:`SB3Agent`,
+  :func:`save_policy`).
+
+Everything but the loop loads lazily (the backends need their extras).
 """
-from fwgym.agents.base import Agent, EpisodeResult, run_episode
+from fwgym.agents.base import Agent, EpisodeResult, reset_agent, run_episode
 
-__all__ = ["Agent", "EpisodeResult", "run_episode", "ChatAgent", "OpenAIChatAgent", "TransformersChatAgent"]
+__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "ChatAgent", "LLMAgentFactory", "OpenAIChatAgent",
+           "TransformersChatAgent", "SB3Agent", "save_policy"]
 
-_LAZY = {"ChatAgent": "fwgym.agents.chat_agent", "OpenAIChatAgent": "fwgym.agents.openai_agent",
-         "TransformersChatAgent": "fwgym.agents.transformers_agent"}
+_LAZY = {"ChatAgent": "fwgym.agents.chat", "LLMAgentFactory": "fwgym.agents.factory",
+         "OpenAIChatAgent": "fwgym.agents.openai", "TransformersChatAgent": "fwgym.agents.transformers",
+         "SB3Agent": "fwgym.agents.sb3", "save_policy": "fwgym.agents.sb3"}
 
 
 def __getattr__(name):

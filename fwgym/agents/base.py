@@ -1,15 +1,26 @@
 """The agent protocol and :func:`run_episode`, the single episode loop of fwgym.
 
-An agent is any object with ``act(observation) -> action`` (a JSON tool-call string or dict) and,
-optionally, ``reset()`` (called at the start of each episode) and a ``name`` attribute. Oracles that
-need hindsight set ``requires_hindsight = True`` and implement ``set_hindsight(hindsight: dict)``;
-the loop then passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly. An agent may
-also define ``end_episode(record)``: the loop calls it once after the last step with a copy of the
-episode's record (e.g. so an LLM agent can write its trace with the score); it cannot change the record.
+An agent is any object with ``act(observation) -> action`` (a JSON tool-call string or dict) and
+optionally:
+
+* ``reset(info)`` or ``reset()``: called once at the start of each episode, after ``env.reset``, and
+  before the first ``act``. An episode starts there and nowhere else (agents never infer a new
+  episode from an observation). A ``reset`` that takes a positional parameter receives the env's
+  reset ``info``; for the fwgym envs, ``info["episode"]`` holds the episode's public, structured
+  facts (:meth:`fwgym.envs.fwbench.FWBenchEnv.reset`: case summary, visible-history and target
+  windows, contract, task, tools, budget, call limit; nothing at or after ``as_of - 2 h``), so an
+  agent never has to parse them out of the context text. A ``reset`` without parameters is called
+  as ``reset()``.
+* ``name``: the policy name of its records (default: the class name).
+* ``requires_hindsight = True`` and ``set_hindsight(hindsight: dict)``: for oracles; the loop then
+  passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly, after ``reset``.
+* ``end_episode(record)``: called once after the last step with a copy of the episode's record (e.g.
+  so an LLM agent can write its trace with the score); it cannot change the record.
 """
 from __future__ import annotations
 
 import copy
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -18,7 +29,7 @@ import gymnasium as gym
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything that maps an observation to an action."""
+    """Anything that maps an observation to an action (see the module docstring for the optional methods)."""
 
     def act(self, observation: dict) -> Any:  # pragma: no cover - protocol
         ...
@@ -47,9 +58,37 @@ def agent_name(agent: Any) -> str:
     return str(getattr(agent, "name", type(agent).__name__))
 
 
+def reset_agent(agent: Any, info: dict) -> None:
+    """Call ``agent.reset(info)``, or ``agent.reset()`` when its ``reset`` takes no positional parameter;
+    nothing when the agent has no ``reset``.
+
+    Raises:
+        whatever the agent's ``reset`` raises.
+    """
+    reset = getattr(agent, "reset", None)
+    if not callable(reset):
+        return
+    if _takes_argument(reset):
+        reset(info)
+    else:
+        reset()
+
+
+def _takes_argument(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: call it the old way
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
+
+
 def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: dict | None = None,
                 max_steps: int = 1000, keep_actions: bool = False) -> EpisodeResult:
     """Play one episode of ``env`` with ``agent``.
+
+    The loop: ``obs, info = env.reset(...)``; :func:`reset_agent` (``agent.reset(info)`` or
+    ``agent.reset()``); hindsight for oracles; then ``agent.act(obs)`` / ``env.step`` until the
+    episode terminates or is truncated; ``agent.end_episode(record)``.
 
     Args:
         env: an fwgym environment (wrapped or not).
@@ -65,8 +104,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         RuntimeError: the episode did not end within ``max_steps`` steps.
     """
     obs, info = env.reset(seed=seed, options=options)
-    if hasattr(agent, "reset"):
-        agent.reset()
+    reset_agent(agent, info)
     if getattr(agent, "requires_hindsight", False):
         agent.set_hindsight(env.unwrapped.hindsight())
     total, actions = 0.0, []
@@ -83,3 +121,6 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
                 end(copy.deepcopy(record))
             return EpisodeResult(record=record, total_reward=total, steps=step, actions=actions)
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")
+
+
+__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "agent_name"]

@@ -2,8 +2,9 @@
 past windows inside the visible history, then submit that method's plan on the full history.
 
 A selector sees only what every agent sees: the visible history (``observation["history"]``, 336
-hourly values) and the context text (forecast steps of the target window and the target date, whose
-weekday fixes the contract's shortage weights; when the text cannot be read it asks the free
+hourly values) and the episode's public facts (``info["episode"]`` of the env's reset, passed to
+``reset(info)`` by :func:`fwgym.agents.run_episode`: the first forecast step of the target window
+and the target weekday, which fixes the contract's shortage weights; without them it asks the free
 ``catalog`` tool once). It never reads the target. It ends with ``classical_plan(method)`` and
 submits that plan unchanged (0 credits, 1 counted call; 2 with the catalog fallback).
 
@@ -51,10 +52,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import date
 
 import numpy as np
 
@@ -264,24 +263,16 @@ def select_method(losses: np.ndarray, methods: tuple[str, ...] = METHODS) -> str
 
 
 # -------------------------------------------------------------------------------------------------
-# reading the contract from the observation
-
-_STEPS = re.compile(r"forecast steps (\d+)\.\.(\d+) after the last visible hour")
-_DATE = re.compile(r"[Tt]he target date (\d{4}-\d{2}-\d{2})")
+# the target window's position and weekday
 
 
-def contract_from_context(context: str) -> tuple[int, int] | None:
-    """``(first_target_step, target_weekday)`` read from the context text (the sentences "forecast steps
-    A..B after the last visible hour" and "The target date YYYY-MM-DD"), or None if they are not there."""
-    s, d = _STEPS.search(context or ""), _DATE.search(context or "")
-    if not (s and d):
+def contract_from_episode(episode: dict | None) -> tuple[int, int] | None:
+    """``(first_target_step, target_weekday)`` from the episode's facts (``info["episode"]`` of the env's
+    reset: ``target.steps`` and ``target.weekday``), or ``None`` without them."""
+    target = (episode or {}).get("target")
+    if not target:
         return None
-    lo, hi = int(s.group(1)), int(s.group(2))
-    try:
-        weekday = date.fromisoformat(d.group(1)).weekday()
-    except ValueError:
-        return None
-    return (lo, weekday) if hi - lo + 1 == TARGET_HOURS else None
+    return int(target["steps"][0]), int(target["weekday"])
 
 
 def contract_from_catalog(result: dict) -> tuple[int, int]:
@@ -328,16 +319,19 @@ class BacktestSelector:
         self.methods = METHODS
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self, info: dict | None = None) -> None:
+        """Start an episode; ``info`` is the env's reset info (its ``"episode"`` facts place the target
+        window; without them the first action is a ``catalog`` call)."""
         self.choice = None
         self.losses = None
         self.lead_days_used = None
         self._stage = 0
+        self._contract = contract_from_episode((info or {}).get("episode"))
 
     def act(self, observation: dict):
         last = json.loads(observation["last_result"]) if observation.get("last_result") else {}
         if self.choice is None:
-            contract = contract_from_context(observation.get("context", ""))
+            contract = self._contract
             if contract is None:
                 if self._stage == 0:
                     self._stage = 1

@@ -47,12 +47,13 @@ from gymnasium import spaces
 
 from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case
 from fwgym.context import render_context
-from fwgym.contract import is_number
+from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP, is_number
 from fwgym.data import DOMAINS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.scenarios import make_scenario
+from fwgym.series import hour_to_iso
 from fwgym.scoring import (BUDGET, RCRPS_CAP, case_score, case_weights, crps_quantiles, crps_samples, load_sigma, rcrps,
                            rcrps_alpha)
 from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, ToolError, parse_action, result_json
@@ -61,6 +62,7 @@ from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, T
 CHARSET = string.printable
 MAX_TEXT = 1 << 17
 TERMINATE, ERROR = "terminate", "error"
+_GRID_LEVELS: tuple[float, ...] = tuple(GRID.tolist())  # the normalised grid as JSON numbers (0.4, 0.45, ...)
 
 
 class FWBenchEnv(gym.Env):
@@ -215,6 +217,24 @@ class FWBenchEnv(gym.Env):
         """Start an episode on a case drawn with the aggregation weights (seeded), or on
         ``options["case_id"]``.
 
+        Returns:
+            ``(observation, info)``. ``info`` holds ``case_id``, ``calls``, ``credits``, ``budget_left``
+            and ``episode``: the episode's public facts as JSON-safe data, what the context text
+            states in words, for agents that should not parse text (:func:`fwgym.agents.run_episode`
+            passes ``info`` to ``agent.reset(info)``). Nothing in it is at or after ``as_of - 2 h``:
+
+            * ``case``: :meth:`fwgym.cases.Case.summary` (case id, domain, series, unit, lead,
+              ``as_of``, ``last_visible``, target start/end, ``horizon``, ``target_steps``, ``scale``,
+              split, cohort);
+            * ``history``: ``{"start", "end", "hours"}``, the visible window (ISO UTC hour starts,
+              both inclusive; ``hours`` = 336 = the length of the ``history`` observation);
+            * ``target``: ``{"date", "weekday" (Monday = 0), "start", "end" (exclusive), "steps"
+              ([first, last] 1-based forecast steps after the last visible hour)}``;
+            * ``contract``: ``{"decision_ids", "normalised_grid" (33 levels), "scale", "unit", "ramp",
+              "surplus_price", "shortage_weights" (24)}`` in decision envs, ``None`` in forecast envs;
+            * ``task``, ``tools`` (names, ``submit`` and ``abstain`` included), ``budget`` (credits),
+              ``max_calls``.
+
         Raises:
             ValueError: unknown ``case_id`` or unknown option keys.
         """
@@ -242,7 +262,29 @@ class FWBenchEnv(gym.Env):
         self._interrupted = None
         self._context = None
         self._history_obs = np.asarray(case.history, dtype=np.float32)
-        return self._observation(None), self._info()
+        info = self._info()
+        info["episode"] = self._episode_facts(case)
+        return self._observation(None), info
+
+    def _episode_facts(self, case: Case) -> dict:
+        """``info["episode"]`` of :meth:`reset` (JSON-safe; built from the case and the env's settings only)."""
+        summary = case.summary()
+        contract = None
+        if self.task == "decision":
+            contract = {"decision_ids": list(DECISION_IDS), "normalised_grid": list(_GRID_LEVELS), "scale": case.scale,
+                        "unit": summary["unit"], "ramp": RAMP, "surplus_price": ALPHA,
+                        "shortage_weights": case.shortage.tolist()}
+        return {
+            "case": summary,
+            "history": {"start": hour_to_iso(case.history_start), "end": summary["last_visible"], "hours": HISTORY_HOURS},
+            "target": {"date": case.target_date.isoformat(), "weekday": case.target_weekday,
+                       "start": summary["target_start"], "end": summary["target_end"], "steps": list(case.target_steps)},
+            "contract": contract,
+            "task": self.task,
+            "tools": list(self.tools),
+            "budget": self.budget,
+            "max_calls": self.max_calls,
+        }
 
     def step(self, action: Any):
         ep = self.episode

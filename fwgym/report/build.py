@@ -161,10 +161,9 @@ class _Cases:
 def _replay(policy: str, rec: dict, cases: _Cases, suite: str) -> tuple[list[dict] | None, str]:
     """Rerun a registered baseline on the case and log every tool call; the log is used only when
     the rerun reproduces the recorded score, credits and validity."""
-    import gymnasium as gym
-
     from fwgym.agents.base import run_episode
     from fwgym.baselines.registry import TSFM_POLICIES, make_policy
+    from fwgym.wrappers.record import RecordToolCalls
 
     if policy in TSFM_POLICIES:
         return None, "TSFM policies are not replayed"
@@ -173,18 +172,7 @@ def _replay(policy: str, rec: dict, cases: _Cases, suite: str) -> tuple[list[dic
     except (ValueError, KeyError):
         return None, ""
 
-    class _Log(gym.Wrapper):
-        def __init__(self, env):
-            super().__init__(env)
-            self.log: list[dict] = []
-
-        def step(self, action):
-            obs, reward, term, trunc, info = self.env.step(action)
-            self.log.append({"action": action, "result": obs.get("last_result", ""),
-                             "calls_left": int(obs.get("calls_left", 0)), "info": dict(info)})
-            return obs, reward, term, trunc, info
-
-    env = _Log(cases.env(rec["domain"], rec["split"], suite))
+    env = RecordToolCalls(cases.env(rec["domain"], rec["split"], suite))
     try:
         out = run_episode(env, agent, options={"case_id": rec["case_id"]}).record
     except Exception as exc:  # a failing replay must not stop the report
@@ -194,7 +182,7 @@ def _replay(policy: str, rec: dict, cases: _Cases, suite: str) -> tuple[list[dic
     if not same:
         return None, (f"a replay of {policy} gave S {out['S']:.6f}, credits {out['credits']} "
                       f"(recorded S {rec['S']:.6f}, credits {rec['credits']}): the calls are not shown in order")
-    return env.log, ""
+    return env.calls, ""
 
 
 def select_episodes(recs: Sequence[dict], n: int | None, seed_text: str = "",

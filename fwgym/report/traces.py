@@ -1,7 +1,7 @@
 """Reading LLM-agent traces (JSONL) for the report, and turning traces or replays into page data.
 
 Trace schema (one JSON object per line; any other field is ignored, so the richer traces written by
-:class:`fwgym.agents.chat_agent.ChatAgent` are read as they are):
+:class:`fwgym.agents.chat.ChatAgent` are read as they are):
 
 * required: ``policy`` (str, the results' policy name), ``case_id`` (str) and ``messages``: a list of
   OpenAI-style chat messages ``{"role": "system" | "user" | "assistant" | "tool", "content": str | null}``,

@@ -9,7 +9,7 @@ metadata (as_of, lead, target date, scale, budget, call limit, tools, model avai
 one free ``catalog`` call that every feature-based episode makes right after ``reset``. Because the
 features are a pure function of what an agent sees, a learned policy can rebuild them exactly from
 the observations it receives in :func:`fwgym.agents.run_episode`
-(:class:`fwgym.wrappers.sb3_agent.SB3Agent`), and they cannot leak the target.
+(:class:`fwgym.agents.sb3.SB3Agent`), and they cannot leak the target.
 
 Feature vector (``float32``, shape ``(N_FEATURES,) = (403,)``; bounds in :func:`feature_space`):
 

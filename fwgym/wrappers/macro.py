@@ -42,7 +42,7 @@ ignores masks, learns from that penalty; nothing silently falls back to another 
 final entry whose tool fails at run time (e.g. weights that fail to load) also ends invalid.
 
 The same :class:`MacroController` drives the wrappers and the learned-policy agent
-(:class:`fwgym.wrappers.sb3_agent.SB3Agent`), which emits the macro's tool calls one by one on the
+(:class:`fwgym.agents.sb3.SB3Agent`), which emits the macro's tool calls one by one on the
 raw env, so a policy scores the same S in training wrappers and in ``fwgym evaluate``.
 """
 from __future__ import annotations
@@ -233,7 +233,7 @@ class MacroProgram:
 
 class MacroController:
     """Menu, episode tracker and the running :class:`MacroProgram`: the state machine shared by
-    the macro wrappers and :class:`~fwgym.wrappers.sb3_agent.SB3Agent`.
+    the macro wrappers and :class:`~fwgym.agents.sb3.SB3Agent`.
 
     Protocol: ``start(reset_obs)`` returns the catalog call; after every env step call
     ``observe(call, obs)``; when ``next_call()`` returns ``None`` (no macro running) pick an entry

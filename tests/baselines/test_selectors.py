@@ -118,24 +118,26 @@ def test_selectors_submit_their_choice_and_use_no_target_data(monkeypatch):
         assert rec["loss"] != normal[key][2]["loss"]  # the patch did reach the scorer
 
 
-def test_selector_falls_back_to_the_catalog_when_the_context_is_unreadable():
+def test_selector_falls_back_to_the_catalog_without_the_episode_facts():
     case = build_cases("electricity", "test")[7]
     env = FWBenchEnv(domain="electricity", split="test")
     ref = make_policy("lead_matched_selector")
     run_episode(env, ref, options={"case_id": case.case_id})
     agent = make_policy("lead_matched_selector")
-    agent.reset()
+    agent.reset()  # the old protocol: no reset info, so the target window is asked from the catalog
     obs, _ = env.reset(options={"case_id": case.case_id})
     actions = []
     for _ in range(4):
-        action = agent.act({**obs, "context": "(no context)"})
+        action = agent.act(obs)
         actions.append(action["tool"])
         obs, _, done, _, info = env.step(action)
         if done:
             break
     assert actions == ["catalog", "classical_plan", "submit"]
     assert agent.choice == ref.choice and info["valid"] and info["calls"] == 2
-    assert S.contract_from_context("") is None
+    assert S.contract_from_episode(None) is None
+    facts = env.reset(options={"case_id": case.case_id})[1]["episode"]
+    assert S.contract_from_episode(facts) == (case.target_steps[0], case.target_date.weekday())
 
 
 def test_registry_names():

@@ -85,7 +85,8 @@ def test_observation_contents(env):
     assert obs["last_result"] == ""
     assert obs["calls_left"] == 12 and obs["budget_left"][0] == 113726
     assert "ISO New England" in obs["context"] and "2024-07-19" in obs["context"]
-    assert info == {"case_id": CASE, "calls": 0, "credits": 0, "budget_left": 113726}
+    facts = info.pop("episode")  # the episode's public facts: tests/envs/test_reset_info.py
+    assert info == {"case_id": CASE, "calls": 0, "credits": 0, "budget_left": 113726} and facts["case"]["case_id"] == CASE
 
 
 def test_fixed_plan_scored_against_hand_loss(env):

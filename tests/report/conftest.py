@@ -4,7 +4,7 @@ Policies: three baselines and the perfect-demand oracle on 2 cases per domain (4
 ``scripted_minimal``, an agent that writes its own trace in the report's minimal trace schema (a
 history call, a forecast purchase, then a submit; on cycle-hire cases an infeasible plan, so those
 episodes are invalid) and, when the chat agent stack is importable, ``scripted_chat``: a
-:class:`fwgym.agents.chat_agent.ChatAgent` with a scripted model, whose traces have the full format.
+:class:`fwgym.agents.chat.ChatAgent` with a scripted model, whose traces have the full format.
 """
 from __future__ import annotations
 
@@ -68,8 +68,7 @@ class ScriptedMinimal:
 def _chat_factory(path: str):
     """A ChatAgent with a scripted model, or None when the chat stack is not importable."""
     try:
-        from fwgym.agents.chat_agent import ChatAgent
-        from fwgym.wrappers.chat import ModelReply, ToolRequest
+        from fwgym.agents.chat import ChatAgent, ModelReply, ToolRequest
     except ImportError:
         return None
 

@@ -1,9 +1,12 @@
-"""SB3Agent: a learned policy as an fwgym agent on the raw env (same S as the wrapper), the ``sb3``
-agent kind of ``fwgym evaluate``, and a smoke run of examples/train_ppo.py."""
-import argparse
+"""SB3Agent: a learned policy as an fwgym agent on the raw env (same S as the wrapper), the algorithm read
+from the zip without unpickling (PPO vs MaskablePPO, save_policy and plain model.save files), and a smoke run
+of examples/train_ppo.py. The ``sb3`` agent kind of ``fwgym evaluate`` is tested in tests/cli/test_agent_kinds.py."""
+import base64
 import functools
+import json
 import pickle
 import runpy
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +15,9 @@ import pytest
 from fwgym.agents.base import run_episode
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import evaluate, select_cases
+from fwgym.agents.sb3 import SB3Agent, policy_class, read_data, read_spec, resolve_algo, saved_algo, save_policy
 from fwgym.wrappers import make_rl_env
 from fwgym.wrappers.features import resolve_features
-from fwgym.wrappers.sb3_agent import SB3Agent, read_spec, save_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,41 +113,104 @@ def test_agent_errors(tmp_path, ppo_macro):
         run_episode(FWBenchEnv("electricity", split="test", text_observations=False), SB3Agent(ppo_macro[1]), seed=0)
 
 
+def _plain_save(model, path: Path) -> Path:
+    """``model.save`` without the fwgym spec that save_policy attached to the model."""
+    spec = model.__dict__.pop("fwgym_spec", None)
+    try:
+        model.save(path)
+    finally:
+        if spec is not None:
+            model.fwgym_spec = spec
+    assert read_spec(path.with_suffix(".zip")) is None
+    return path.with_suffix(".zip")
+
+
 def test_plain_model_save_still_loads(tmp_path, ppo_macro, maskable_sequential):
     model, _ = ppo_macro
-    model.save(tmp_path / "plain")  # no fwgym spec: the variant comes from the action-space size
-    agent = SB3Agent(tmp_path / "plain.zip")
+    plain = _plain_save(model, tmp_path / "plain")  # no fwgym spec: the variant comes from the action-space size
+    assert saved_algo(plain) == "PPO"
+    agent = SB3Agent(plain)
     assert agent.variant == "macro" and agent.algo == "PPO" and len(agent.feature_names) == 403
     model, _ = maskable_sequential
-    model.save(tmp_path / "plain2")
-    agent = SB3Agent(tmp_path / "plain2.zip", algo="MaskablePPO")
-    assert agent.variant == "sequential" and agent.feature_names == resolve_features("compact")
+    _plain_save(model, tmp_path / "plain2")
+    agent = SB3Agent(tmp_path / "plain2.zip")  # "auto" reads MaskablePPO from the zip (it used to try PPO and crash)
+    assert agent.algo == "MaskablePPO" and agent.variant == "sequential"
+    assert agent.feature_names == resolve_features("compact")
 
 
-def test_sb3_agent_kind_and_cli(tmp_path, ppo_macro, capsys):
-    from fwgym.agents.registry import agent_kinds
-    from fwgym.cli import main
-    from fwgym.wrappers import sb3_cli
+def test_the_algorithm_is_read_from_the_zip(tmp_path, ppo_macro, maskable_sequential):
+    (_, ppo), (mmodel, mppo) = ppo_macro, maskable_sequential
+    assert policy_class(read_data(ppo)) == ("stable_baselines3.common.policies", "ActorCriticPolicy")
+    assert policy_class(read_data(mppo)) == ("sb3_contrib.common.maskable.policies", "MaskableActorCriticPolicy")
+    assert (saved_algo(ppo), saved_algo(mppo)) == ("PPO", "MaskablePPO")
+    assert resolve_algo(mppo, "MaskablePPO") == "MaskablePPO"
+    with pytest.raises(ValueError, match="holds a MaskablePPO policy, which cannot be loaded as PPO"):
+        SB3Agent(mppo, algo="PPO")
+    with pytest.raises(ValueError, match="holds a PPO policy"):
+        resolve_algo(ppo, "MaskablePPO")
+    assert saved_algo(_plain_save(mmodel, tmp_path / "plain_maskable")) == "MaskablePPO"
 
-    kinds = agent_kinds()
-    assert kinds["sb3"] is sb3_cli and sb3_cli.KIND == "sb3" and sb3_cli.HELP
-    parser = argparse.ArgumentParser()
-    sb3_cli.add_arguments(parser.add_argument_group("sb3"))
-    args = parser.parse_args(["--model-path", str(ppo_macro[1]), "--algo", "PPO"])
-    factory = sb3_cli.build(args)
-    assert isinstance(factory, functools.partial)
-    agent = pickle.loads(pickle.dumps(factory))()
-    assert isinstance(agent, SB3Agent) and agent.algo == "PPO"
-    with pytest.raises(ValueError, match="--model-path"):
-        sb3_cli.build(parser.parse_args([]))
-    with pytest.raises(FileNotFoundError):
-        sb3_cli.build(parser.parse_args(["--model-path", str(tmp_path / "nope.zip")]))
-    rc = main(["evaluate", "--split", "test", "--limit", "1", "--no-progress", "--agent", "sb3", "--model-path",
-               str(ppo_macro[1]), "--policies", "weekday_empirical", "--out", str(tmp_path / "out")])
-    assert rc == 0
-    out = capsys.readouterr().out
-    assert ppo_macro[1].stem in out and "weekday_empirical" in out
-    assert (tmp_path / "out" / "results.jsonl").is_file()
+
+def _rewrite_data(src: Path, dst: Path, edit) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            body = zin.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(body)
+                edit(data)
+                body = json.dumps(data).encode()
+            zout.writestr(item, body)
+    return dst
+
+
+class _Trap:
+    """Unpickling this runs ``_trap_fired``: a zip whose policy class is this pickle must not fire it."""
+
+    def __reduce__(self):
+        return (_trap_fired, ())
+
+
+FIRED = []
+
+
+def _trap_fired():
+    FIRED.append(True)
+
+
+def test_reading_the_algorithm_unpickles_nothing(tmp_path, ppo_macro):
+    _, ppo = ppo_macro
+    trap = base64.b64encode(pickle.dumps(_Trap())).decode()
+    bad = _rewrite_data(ppo, tmp_path / "trap.zip", lambda d: d["policy_class"].update({":serialized:": trap}))
+    assert saved_algo(bad) is None  # the pickle names another module than the entry's __module__: unreadable
+    with pytest.raises(ValueError, match="policy class cannot be read"):
+        SB3Agent(bad)
+    consistent = _rewrite_data(ppo, tmp_path / "trap2.zip", lambda d: d["policy_class"].update(
+        {":serialized:": trap, "__module__": __name__}))
+    with pytest.raises(ValueError, match=f"a {__name__}._trap_fired model; fwgym SB3 agents run PPO and MaskablePPO"):
+        saved_algo(consistent)
+    assert FIRED == []
+    garbled = _rewrite_data(ppo, tmp_path / "garbled.zip", lambda d: d["policy_class"].update({":serialized:": "%%"}))
+    assert saved_algo(garbled) is None
+    with pytest.raises(ValueError, match="policy class cannot be read"):
+        SB3Agent(garbled)
+    assert resolve_algo(garbled, "PPO") == "PPO"  # an explicit algorithm is taken as given
+    lying = _rewrite_data(ppo, tmp_path / "lying.zip", lambda d: d["fwgym_spec"].update({"algo": "MaskablePPO"}))
+    with pytest.raises(ValueError, match="fwgym_spec says 'MaskablePPO'"):
+        saved_algo(lying)
+    (tmp_path / "not.zip").write_text("hello")
+    with pytest.raises(ValueError, match="not an SB3 model zip"):
+        SB3Agent(tmp_path / "not.zip")
+
+
+def test_other_algorithms_are_refused(tmp_path):
+    import gymnasium as gym
+    from stable_baselines3 import A2C, DQN
+
+    A2C("MlpPolicy", gym.make("CartPole-v1"), n_steps=8, device="cpu").save(tmp_path / "a2c")
+    DQN("MlpPolicy", gym.make("CartPole-v1"), learning_starts=0, buffer_size=100, device="cpu").save(tmp_path / "dqn")
+    for name in ("a2c", "dqn"):
+        with pytest.raises(ValueError, match="PPO and MaskablePPO policies only"):
+            SB3Agent(tmp_path / f"{name}.zip")
 
 
 def test_train_ppo_example_quick_run(tmp_path, capsys):

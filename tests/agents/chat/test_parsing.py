@@ -1,11 +1,11 @@
-"""Table tests of the text-answer parser (fwgym.agents.parsing): accepted and rejected forms with reasons."""
+"""Table tests of the text-answer parser (fwgym.agents.chat.parsing): accepted and rejected forms with reasons."""
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fwgym.agents.parsing import (
+from fwgym.agents.chat.parsing import (
     AnswerError,
     normalise_decisions,
     normalise_submit_args,

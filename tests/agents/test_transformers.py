@@ -12,10 +12,11 @@ pytest.importorskip("torch", reason="the llm extra (torch, transformers) is not 
 pytest.importorskip("transformers")
 
 from fwgym.agents import run_episode  # noqa: E402
-from fwgym.agents.chat_agent import LLMAgentFactory, LLMRequestError, read_traces  # noqa: E402
-from fwgym.agents.transformers_agent import TransformersChatAgent, resolve_device  # noqa: E402
+from fwgym.agents.chat import LLMRequestError, read_traces  # noqa: E402
+from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
+from fwgym.agents.transformers import TransformersChatAgent, resolve_device  # noqa: E402
 from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
-from fwgym.wrappers.chat import first_user_message, system_prompt  # noqa: E402
+from fwgym.agents.chat.prompts import first_user_message, history_start, system_prompt  # noqa: E402
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -54,8 +55,10 @@ def build_tiny_lm(path, corpus, template=CHATML, max_positions=32768):
 
 @pytest.fixture(scope="module")
 def corpus(env):
-    obs, _ = env.reset(seed=0)
-    return [system_prompt(max_calls=12, budget=113726, tools=env.tools, native_tools=False), first_user_message(obs),
+    obs, info = env.reset(seed=0)
+    start = history_start(info["episode"], len(obs["history"]))
+    return [system_prompt(max_calls=12, budget=113726, tools=env.tools, native_tools=False),
+            first_user_message(obs, history_start=start),
             '{"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}}',
             '{"decisions": [{"decision_id": "b00", "value": 3518.4392857142857}]}']
 
@@ -107,24 +110,6 @@ def test_agent_is_cheap_to_build_and_picklable(tmp_path):
     with pytest.raises(ValueError):
         TransformersChatAgent("x", max_new_tokens=0)
     assert resolve_device("cpu") == "cpu" and resolve_device("auto") in ("cpu", "cuda", "mps")
-
-
-def test_cli_kind_builds_a_factory(tmp_path):
-    import argparse
-
-    from fwgym.agents import llm_cli, transformers_cli
-
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", default=None)  # fwgym evaluate's own option
-    llm_cli.add_arguments(p.add_argument_group("openai"))
-    transformers_cli.add_arguments(p.add_argument_group("transformers"))  # shared options are not added twice
-    with pytest.raises(ValueError, match="--hf-model"):
-        transformers_cli.build(p.parse_args(["--trace-out", str(tmp_path / "t.jsonl")]))
-    f = transformers_cli.build(p.parse_args(["--model", "/some/dir", "--max-tokens", "64", "--llm-seed", "5",
-                                             "--hf-device", "cpu", "--trace-out", str(tmp_path / "t.jsonl")]))
-    assert f["kind"] == "transformers" and f["model_path"] == "/some/dir" and f["max_new_tokens"] == 64 and f["seed"] == 5
-    f2 = transformers_cli.build(p.parse_args(["--hf-model", "/d", "--gguf-file", "m.gguf", "--out", str(tmp_path / "o")]))
-    assert f2["gguf_file"] == "m.gguf" and f2["trace_out"] == str(tmp_path / "o" / "traces.jsonl")
 
 
 # --- a real small chat model ----------------------------------------------------------------------------------

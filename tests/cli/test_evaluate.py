@@ -1,18 +1,9 @@
+"""``fwgym evaluate``: results files, the leaderboard print-out, warnings and clear errors."""
 import json
-import subprocess
-import sys
 
 import pytest
 
 from fwgym.cli import main
-
-
-def test_cases_command_prints_counts(capsys):
-    assert main(["cases", "--split", "test"]) == 0
-    out = capsys.readouterr().out
-    assert "| electricity-february | 187 | 183 | 370 |" in out
-    assert "| cycle_hire-october | 80 | 77 | 157 |" in out
-    assert "| total | | | 1259 |" in out
 
 
 def test_evaluate_command_writes_results(tmp_path, capsys):
@@ -46,12 +37,6 @@ def test_policy_asked_for_without_its_weights_is_run_with_a_warning(tmp_path, ca
 def test_unknown_policy_is_a_clear_error(capsys):
     assert main(["evaluate", "--policies", "nope", "--no-progress"]) == 2
     assert "unknown policy 'nope'" in capsys.readouterr().err
-
-
-def test_console_script_entry_point():
-    out = subprocess.run([sys.executable, "-m", "fwgym.cli", "cases", "--split", "dev", "--domain", "cycle_hire"],
-                         capture_output=True, text=True, check=True).stdout
-    assert "cycle_hire-august" in out
 
 
 @pytest.mark.parametrize("policy", ["weekday_empirical", "perfect_demand", "catalog_oracle"])

@@ -1,9 +1,11 @@
-"""Backend-neutral chat agent: the agent protocol on top of :class:`fwgym.wrappers.chat.ChatSession`.
+"""Backend-neutral chat agent: the agent protocol on top of :class:`~fwgym.agents.chat.session.ChatSession`.
 
-:class:`ChatAgent` implements ``act(observation) -> action`` and ``reset()``; a backend subclass only
-implements :meth:`ChatAgent.complete` (messages in, one :class:`~fwgym.wrappers.chat.ModelReply` out).
-Episodes run through :func:`fwgym.agents.run_episode` like every other agent, so scores always come
-from the env's records.
+:class:`ChatAgent` implements ``reset(info)`` and ``act(observation) -> action``; a backend subclass only
+implements :meth:`ChatAgent.complete` (messages in, one :class:`~fwgym.agents.chat.session.ModelReply`
+out). Episodes run through :func:`fwgym.agents.run_episode` like every other agent, so scores always
+come from the env's records. An episode starts at :meth:`ChatAgent.reset`, which receives the env's
+reset ``info``; its ``"episode"`` entry (the structured facts of the episode: tools, task, call limit,
+budget, visible-history window) configures the session, so nothing is read back out of the context text.
 
 Ending an episode early. When the backend cannot go on, :meth:`complete` raises
 :class:`ContextExhausted` (the prompt no longer fits: HTTP 400 mentioning the context, or a prompt
@@ -14,29 +16,22 @@ tool: the episode ends invalid with status ``abstained`` and ``reason`` starting
 status (e.g. ``"context_exhausted: ..."``), at no call and no credit. Configuration errors (bad API key, unknown model, a request the server
 refuses for another reason) raise :class:`LLMRequestError` instead: they are not the model's fault.
 
-Traces. With ``trace_out`` set, one JSON line per episode is appended to that file (the file is
-locked while writing, so evaluation worker processes can share it): every message, every tool call
-with its env result, the model replies (text, tool calls, reasoning, latency, token usage), credits,
-calls, statuses, the final plan and the score. The score and final plan come from the env record
-that :func:`fwgym.agents.run_episode` passes to :meth:`ChatAgent.end_episode` after the last step;
-an episode ended by other means is flushed without them at the next episode or :meth:`ChatAgent.close`.
-Credentials are never part of a trace.
+Traces (:mod:`fwgym.agents.chat.traces`). With ``trace_out`` set, one JSON line per episode is
+appended to that file (locked while writing, so evaluation worker processes can share it). The score
+and final plan come from the env record that :func:`fwgym.agents.run_episode` passes to
+:meth:`ChatAgent.end_episode` after the last step; an episode ended by other means is flushed without
+them at the next :meth:`ChatAgent.reset` or :meth:`ChatAgent.close`.
 """
 from __future__ import annotations
 
 import dataclasses
-
-import json
 import os
 import time
-import uuid
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from fwgym.wrappers.chat import REPLY_ERROR_TOOL, ChatSession, ModelReply
+from fwgym.agents.chat.session import REPLY_ERROR_TOOL, ChatSession, ModelReply
+from fwgym.agents.chat.traces import add_record, append_jsonl, finish_trace, new_trace, reply_json
 
-TRACE_VERSION = 1
 ABANDON_STATUSES = ("context_exhausted", "backend_error", "max_turns")
 
 
@@ -53,54 +48,6 @@ class LLMRequestError(RuntimeError):
     model, unsupported parameter). Raised to the caller; fix the configuration and rerun."""
 
 
-def _jsonable(o: Any) -> Any:
-    if hasattr(o, "item") and callable(o.item):
-        try:
-            return o.item()
-        except (TypeError, ValueError):
-            pass
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
-
-
-def append_jsonl(path: str | os.PathLike, record: Mapping) -> None:
-    """Append one JSON line to ``path`` (parent folders created; exclusive lock while writing).
-
-    Raises:
-        OSError: the file cannot be written.
-    """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, ensure_ascii=False, default=_jsonable, allow_nan=True) + "\n"
-    with open(p, "a", encoding="utf-8") as fh:
-        try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        except (ImportError, OSError):  # pragma: no cover - non-POSIX
-            pass
-        fh.write(line)
-        fh.flush()
-
-
-def read_traces(path: str | os.PathLike) -> list[dict]:
-    """All trace records of a JSONL file, in order.
-
-    Raises:
-        FileNotFoundError: no such file. ValueError: a line is not JSON (its number is given).
-    """
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{i}: not a JSON line ({exc})") from None
-    return out
-
-
 class ChatAgent:
     """Base class of chat-model agents (subclasses implement :meth:`complete`).
 
@@ -108,7 +55,7 @@ class ChatAgent:
         name: policy name shown in results and leaderboards.
         native_tools: offer tools by native function calling (else JSON tool calls in text).
         text_tool_calls: also accept JSON tool calls in reply text.
-        tools: the env's tool names (default: read from the context).
+        tools: the tool names to offer (default: the episode's, from :meth:`reset`'s ``info``).
         max_tool_chars: truncate tool results longer than this in the chat (``None``: never).
         max_reply_chars: truncate model replies longer than this (default 100,000 characters) and append a
             notice saying so; the truncated text is what the harness parses and what the trace keeps.
@@ -119,6 +66,7 @@ class ChatAgent:
         history_hours: show only the last N visible hours in the first message (``None``: all).
 
     Attributes:
+        session: the current (or last finished) episode's :class:`~fwgym.agents.chat.session.ChatSession`.
         trace: the current (or last finished) episode's trace dict.
         status: ``"running"``, ``"answered"`` (the last action was a submit), ``"no_answer"`` (the env
             ended the episode first, e.g. at the call limit), ``"context_exhausted"``, ``"backend_error"``,
@@ -146,6 +94,7 @@ class ChatAgent:
         self.session: ChatSession | None = None
         self.trace: dict | None = None
         self.status = "idle"
+        self._episode: Mapping | None = None
         self._flushed = True
         self._t0 = 0.0
 
@@ -165,16 +114,26 @@ class ChatAgent:
 
     # -- agent protocol ------------------------------------------------------------------------
 
-    def reset(self) -> None:
-        """Start a new episode (flushes an unfinished trace of the previous one)."""
+    def reset(self, info: Mapping | None = None) -> None:
+        """Start a new episode (flushes an unfinished trace of the previous one).
+
+        Args:
+            info: the env's reset ``info`` (:func:`fwgym.agents.run_episode` passes it). Its
+                ``"episode"`` entry, the episode's structured facts, sets the tools, call limit, budget
+                and history window of the chat (:meth:`ChatSession.start
+                <fwgym.agents.chat.session.ChatSession.start>`); ``None`` or an info without it: the
+                defaults stated there.
+        """
         self._flush()
         self.session = None
         self.status = "idle"
+        self._episode = (info or {}).get("episode")
 
     def act(self, observation: Mapping) -> dict:
         """The next env action (a dict ``{"tool": NAME, "args": {...}}``). Never raises for model output;
-        raises :class:`LLMRequestError` for configuration errors."""
-        if self.session is None or observation.get("last_result", "") == "":
+        raises :class:`LLMRequestError` for configuration errors. The first call after :meth:`reset`
+        (or the very first call) starts the episode's chat."""
+        if self.session is None:
             self._begin(observation)
         else:
             self.session.observe(observation)
@@ -198,7 +157,7 @@ class ChatAgent:
                 reply, content=reply.content[: self.max_reply_chars]
                 + f"\n[fwgym: reply truncated from {n} to {self.max_reply_chars} characters]",
                 meta={**reply.meta, "truncated_from_chars": n})
-        self.trace["replies"].append(_reply_json(s.turns + 1, reply))
+        self.trace["replies"].append(reply_json(s.turns + 1, reply))
         s.add_reply(reply)
         return self._hand(s.next_action())
 
@@ -213,11 +172,7 @@ class ChatAgent:
         self.session.record_final()
         if self.status == "running":
             self.status = "no_answer"  # the env ended the episode (e.g. call limit) before an answer
-        rec = dict(record)
-        self.trace["record"] = rec
-        self.trace["case_id"] = rec.get("case_id")
-        self.trace["score"] = {k: rec.get(k) for k in ("S", "R", "loss", "floor", "credits", "calls", "valid", "status", "reason")}
-        self.trace["final_plan"] = {"levels": rec.get("levels"), "submitted": self._last_submit()}
+        add_record(self.trace, record, self._last_submit())
         self._flush()
 
     def close(self) -> None:
@@ -231,16 +186,10 @@ class ChatAgent:
         self.session = ChatSession(native_tools=self.native_tools, text_tool_calls=self.text_tool_calls, tools=self.tools,
                                    max_tool_chars=self.max_tool_chars, system=self.system,
                                    history_hours=self.history_hours)
-        self.session.start(observation)
+        self.session.start(observation, self._episode)
         self.status = "running"
         self._t0 = time.perf_counter()
-        self.trace = {
-            "trace_version": TRACE_VERSION, "trace_id": uuid.uuid4().hex, "policy": self.name, "backend": self.backend,
-            "settings": self.describe(), "native_tools": self.native_tools, "tools": list(self.session.tools),
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "case_id": None,
-            "agent_status": "running", "agent_status_detail": None, "replies": [], "messages": None, "steps": None,
-            "record": None, "score": None, "final_plan": None,
-        }
+        self.trace = new_trace(self.name, self.backend, self.describe(), self.native_tools, self.session.tools)
         self._flushed = False
 
     def _abandon(self, status: str, detail: str) -> dict:
@@ -264,56 +213,10 @@ class ChatAgent:
         if self._flushed or self.trace is None or self.session is None:
             return
         self._flushed = True
-        t = self.trace
-        if t["agent_status"] == "running":
-            t["agent_status"] = self.status
-        t["settings"] = self.describe()  # refreshed: a lazily loaded backend knows more now
-        t["messages"] = self.session.messages
-        t["steps"] = self.session.steps
-        t["turns"] = self.session.turns
-        t["wall_s"] = round(time.perf_counter() - self._t0, 3)
-        usage: dict[str, int] = {}
-        for r in t["replies"]:
-            for k, v in (r.get("usage") or {}).items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    usage[k] = usage.get(k, 0) + v
-        t["usage"] = usage
+        # settings refreshed: a lazily loaded backend knows more now
+        finish_trace(self.trace, self.session, self.status, self.describe(), time.perf_counter() - self._t0)
         if self.trace_out:
-            append_jsonl(self.trace_out, t)
+            append_jsonl(self.trace_out, self.trace)
 
 
-def _reply_json(turn: int, reply: ModelReply) -> dict:
-    out = {"turn": turn, "content": reply.content, "finish_reason": reply.finish_reason,
-           "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]}
-    if reply.reasoning:
-        out["reasoning"] = reply.reasoning
-    out.update(reply.meta or {})
-    return out
-
-
-class LLMAgentFactory(dict):
-    """A picklable, JSON-serialisable zero-argument factory of LLM agents (``fwgym evaluate --agent``).
-
-    It is a ``dict`` ``{"kind": "openai" | "transformers", **constructor kwargs}`` (so run metadata can
-    record it as JSON; it never holds credentials) and calling it builds a fresh agent.
-
-    Raises:
-        ValueError: unknown kind (when called).
-    """
-
-    def __call__(self):
-        kwargs = {k: v for k, v in self.items() if k != "kind"}
-        kind = self.get("kind")
-        if kind == "openai":
-            from fwgym.agents.openai_agent import OpenAIChatAgent
-
-            return OpenAIChatAgent(**kwargs)
-        if kind == "transformers":
-            from fwgym.agents.transformers_agent import TransformersChatAgent
-
-            return TransformersChatAgent(**kwargs)
-        raise ValueError(f"unknown LLM agent kind {kind!r}; expected 'openai' or 'transformers'")
-
-
-__all__ = ["ChatAgent", "ContextExhausted", "BackendUnavailable", "LLMRequestError", "LLMAgentFactory",
-           "append_jsonl", "read_traces", "TRACE_VERSION"]
+__all__ = ["ChatAgent", "ContextExhausted", "BackendUnavailable", "LLMRequestError", "ABANDON_STATUSES"]

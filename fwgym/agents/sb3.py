@@ -13,10 +13,16 @@ the feature version in the SB3 zip (as the model attribute ``fwgym_spec``) so th
 exactly the inputs the policy was trained on. Models saved with plain ``model.save`` also load;
 the variant is then inferred from the size of the action space (12: ``macro``, 28: ``sequential``)
 and the feature set from the observation size (403: ``all``, 56: ``compact``).
+
+The algorithm (PPO or MaskablePPO) is read from the zip itself (:func:`saved_algo`): SB3 stores the
+policy class in the zip's ``data`` JSON as a base64 pickle next to its ``__module__``; the class's
+module and name are read from the pickle's opcodes (:mod:`pickletools`) without unpickling anything.
 """
 from __future__ import annotations
 
+import base64
 import json
+import pickletools
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,7 +32,12 @@ import numpy as np
 from fwgym.wrappers.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
 from fwgym.wrappers.macro import MENUS, MacroController
 
+#: ``algo`` values: ``"auto"`` (read from the zip) or an algorithm name
 ALGOS = ("auto", "PPO", "MaskablePPO")
+#: module prefix of sb3-contrib's maskable policies (``MaskableActorCriticPolicy`` and kin)
+_MASKABLE_MODULE = "sb3_contrib.common.maskable."
+#: modules of stable-baselines3's on-policy actor-critic policies (PPO's and A2C's)
+_SB3_POLICY_MODULES = ("stable_baselines3.common.policies", "stable_baselines3.ppo.policies")
 
 
 def policy_spec(variant: str, algo: str, features="all") -> dict:
@@ -64,15 +75,116 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all")
     return path
 
 
-def read_spec(path: str | Path) -> dict | None:
-    """The ``fwgym_spec`` stored in an SB3 zip, or ``None`` (plain ``model.save``)."""
+def read_data(path: str | Path) -> dict:
+    """The ``data`` JSON of an SB3 zip (hyper-parameters, spaces, policy class: SB3's own metadata), read
+    without unpickling anything.
+
+    Raises:
+        ValueError: ``path`` is not a zip with a JSON ``data`` member (not an SB3 model file).
+        FileNotFoundError: no such file.
+    """
     try:
         with zipfile.ZipFile(path) as zf:
             data = json.loads(zf.read("data"))
-    except (KeyError, ValueError, zipfile.BadZipFile):
+    except (KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path} is not an SB3 model zip (no JSON 'data' member: {exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not an SB3 model zip ('data' is not a JSON object)")
+    return data
+
+
+def read_spec(path: str | Path) -> dict | None:
+    """The ``fwgym_spec`` stored in an SB3 zip, or ``None`` (plain ``model.save``, or not an SB3 zip)."""
+    try:
+        spec = read_data(path).get("fwgym_spec")
+    except ValueError:
         return None
-    spec = data.get("fwgym_spec")
     return spec if isinstance(spec, dict) else None
+
+
+def _pickled_global(b64: Any) -> tuple[str, str] | None:
+    """``(module, qualname)`` of the global a base64 pickle refers to, read from its opcodes (nothing is
+    unpickled), or ``None`` when it is not a plain reference to a global."""
+    try:
+        raw = base64.b64decode(b64, validate=True)
+        strings: list[str] = []
+        for op, arg, _ in pickletools.genops(raw):
+            if op.name == "GLOBAL":  # protocols 0-3: "module name"
+                module, _, name = str(arg).partition(" ")
+                return module, name
+            if op.name == "STACK_GLOBAL":  # protocol 4+: the two strings pushed before it
+                return (strings[-2], strings[-1]) if len(strings) >= 2 else None
+            if isinstance(arg, str):
+                strings.append(arg)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None
+
+
+def policy_class(data: dict) -> tuple[str, str] | None:
+    """``(module, class name)`` of the policy class recorded in an SB3 zip's ``data`` (see :func:`read_data`),
+    or ``None`` when the entry is missing or does not name an importable class."""
+    entry = data.get("policy_class")
+    if not isinstance(entry, dict):
+        return None
+    found = _pickled_global(entry.get(":serialized:"))
+    if found is None or found[0] != entry.get("__module__", found[0]):
+        return None
+    return found
+
+
+def saved_algo(path: str | Path) -> str | None:
+    """The algorithm of an SB3 model zip, ``"PPO"`` or ``"MaskablePPO"``, from the policy class recorded
+    in it (:func:`policy_class`; zips of :func:`save_policy` and of plain ``model.save`` alike), read
+    without unpickling anything; ``None`` when the zip records no readable policy class (e.g. a policy
+    class defined in a script, which SB3 pickles by value).
+
+    Raises:
+        ValueError: not an SB3 zip; its policy class belongs to another algorithm (e.g. A2C, DQN); or
+            its ``fwgym_spec`` names another algorithm than its policy class.
+    """
+    data = read_data(path)
+    cls = policy_class(data)
+    if cls is None:
+        return None
+    module, name = cls
+    on_policy = "clip_range" in data and "n_epochs" in data  # PPO's hyper-parameters (MaskablePPO has them too)
+    if module.startswith(_MASKABLE_MODULE) and on_policy:
+        algo = "MaskablePPO"
+    elif module in _SB3_POLICY_MODULES and on_policy:
+        algo = "PPO"
+    else:
+        raise ValueError(f"{path}: a {module}.{name} model; fwgym SB3 agents run PPO and MaskablePPO policies only")
+    spec = data.get("fwgym_spec")
+    recorded = spec.get("algo") if isinstance(spec, dict) else None
+    if recorded is not None and recorded != algo:
+        raise ValueError(f"{path}: fwgym_spec says {recorded!r} but the policy class {name} is {algo}'s")
+    return algo
+
+
+def resolve_algo(path: str | Path, algo: str = "auto") -> str:
+    """The algorithm to load an SB3 zip with: :func:`saved_algo`, checked against an explicit ``algo``.
+
+    Args:
+        path: the model zip. algo: ``"auto"``, ``"PPO"`` or ``"MaskablePPO"``.
+
+    Returns:
+        ``"PPO"`` or ``"MaskablePPO"``.
+
+    Raises:
+        ValueError: unknown ``algo``; ``algo`` disagrees with the zip's policy class; ``"auto"`` and the
+            zip's policy class cannot be read; or any :func:`saved_algo` error.
+    """
+    if algo not in ALGOS:
+        raise ValueError(f"algo must be one of {list(ALGOS)}, got {algo!r}")
+    saved = saved_algo(path)
+    if saved is None:
+        if algo == "auto":
+            raise ValueError(f"{path}: the zip's policy class cannot be read; give the algorithm (PPO or MaskablePPO)")
+        return algo
+    if algo not in ("auto", saved):
+        raise ValueError(f"{path} holds a {saved} policy, which cannot be loaded as {algo} (leave the algorithm on auto)")
+    return saved
 
 
 def resolve_model_path(path: str | Path) -> Path:
@@ -117,8 +229,9 @@ class SB3Agent:
 
     Args:
         model_path: the model zip (``.zip`` may be omitted).
-        algo: ``"PPO"``, ``"MaskablePPO"`` or ``"auto"`` (default: the algorithm recorded by
-            :func:`save_policy`, else PPO). With MaskablePPO the policy sees the action mask.
+        algo: ``"auto"`` (default: the algorithm of the zip's policy class, :func:`saved_algo`),
+            ``"PPO"`` or ``"MaskablePPO"`` (must agree with the zip; needed only when the zip's policy
+            class cannot be read). With MaskablePPO the policy sees the action mask.
         name: leaderboard name (default: the file name without ``.zip``).
         deterministic: take the most likely entry (default) instead of sampling.
 
@@ -128,8 +241,9 @@ class SB3Agent:
         choices: menu entry names chosen in the current episode.
 
     Raises:
-        FileNotFoundError: no model file. ValueError: unknown algo, missing sb3/sb3-contrib, or a
-            model whose spaces/spec do not match the fwgym features and menus.
+        FileNotFoundError: no model file. ValueError: unknown algo, an algo that disagrees with the
+            zip, a zip of another algorithm, missing sb3/sb3-contrib, or a model whose spaces/spec do
+            not match the fwgym features and menus.
     """
 
     def __init__(self, model_path: str | Path, algo: str = "auto", name: str | None = None, deterministic: bool = True):
@@ -140,8 +254,7 @@ class SB3Agent:
         if spec and spec.get("feature_version") != FEATURE_VERSION:
             raise ValueError(f"{path}: trained on fwgym features v{spec.get('feature_version')}; "
                              f"this fwgym computes v{FEATURE_VERSION}")
-        if algo == "auto":
-            algo = spec.get("algo") if spec.get("algo") in ALGOS[1:] else "PPO"
+        algo = resolve_algo(path, algo)
         self.algo, self.model_path, self.deterministic = algo, str(path), deterministic
         self.model = _load(path, algo)
         n = getattr(self.model.action_space, "n", None)
@@ -164,7 +277,7 @@ class SB3Agent:
         self._last: Any = None
 
     def reset(self) -> None:
-        """Forget the previous episode (called by :func:`fwgym.agents.run_episode`)."""
+        """Start a new episode (called by :func:`fwgym.agents.run_episode`): the next ``act`` makes its catalog call."""
         self._last = None
         self.choices = []
 
@@ -188,7 +301,7 @@ class SB3Agent:
         if not observation.get("context"):
             raise RuntimeError(f"{self.name} reads the text observations (last_result JSON); run it on an env with "
                                "text_observations=True (the default), not the RL training env of make_rl_env")
-        if self._last is None or not observation.get("last_result"):
+        if self._last is None:  # the episode's first call (after reset)
             call = ctl.start(observation)
             self.choices = []
         else:
@@ -202,3 +315,7 @@ class SB3Agent:
                 call = ctl.next_call()
         self._last = call
         return call
+
+
+__all__ = ["SB3Agent", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",
+           "resolve_algo", "resolve_model_path", "ALGOS"]

@@ -4,7 +4,7 @@ Ollama, LM Studio, hosted APIs) through the ``openai`` client.
 Example::
 
     from fwgym.agents import run_episode
-    from fwgym.agents.openai_agent import OpenAIChatAgent
+    from fwgym.agents.openai import OpenAIChatAgent
     from fwgym.envs.fwbench import FWBenchEnv
 
     agent = OpenAIChatAgent("qwen3-4b", base_url="http://127.0.0.1:8000/v1", temperature=0.7, seed=1701,
@@ -18,7 +18,7 @@ attributes, traces or logs.
 Errors: transport failures (timeouts, refused connections, HTTP 408/409/429 and 5xx) are retried
 ``max_retries`` times with exponential backoff, then end the episode with status ``backend_error``;
 HTTP 400/413 whose message mentions the context length ends it with status ``context_exhausted``;
-other refusals (401, 403, 404, other 400s) raise :class:`~fwgym.agents.chat_agent.LLMRequestError`.
+other refusals (401, 403, 404, other 400s) raise :class:`~fwgym.agents.chat.LLMRequestError`.
 """
 from __future__ import annotations
 
@@ -27,8 +27,7 @@ import re
 import time
 from typing import Any, Mapping
 
-from fwgym.agents.chat_agent import BackendUnavailable, ChatAgent, ContextExhausted, LLMRequestError
-from fwgym.wrappers.chat import ModelReply, ToolRequest
+from fwgym.agents.chat import BackendUnavailable, ChatAgent, ContextExhausted, LLMRequestError, ModelReply, ToolRequest
 
 #: Placeholder key sent when the key variable is unset (local servers ignore it).
 DUMMY_API_KEY = "sk-no-key-required"
@@ -57,7 +56,7 @@ class OpenAIChatAgent(ChatAgent):
         extra_body: extra JSON fields for the request body (e.g. ``{"top_k": 20}`` or
             ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM).
         name: policy name (default ``"openai:<model>"``).
-        **chat_kwargs: :class:`~fwgym.agents.chat_agent.ChatAgent` options (``trace_out``,
+        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` options (``trace_out``,
             ``max_tool_chars``, ``max_turns``, ``text_tool_calls``, ``tools``, ``system``, ``history_hours``).
 
     Raises:

@@ -1,20 +1,21 @@
-"""``fwgym show-trace FILE``: print LLM-agent traces (JSONL, one episode per line) as readable transcripts.
+"""``fwgym show-trace FILE``: print LLM-agent traces (JSONL, one episode per line; :mod:`fwgym.agents.chat.traces`)
+as readable transcripts.
 
 Usage::
 
     fwgym show-trace results/test/traces.jsonl --list          # one line per episode
     fwgym show-trace results/test/traces.jsonl --case elec-PJM-2024-02-11-day_ahead
     fwgym show-trace traces.jsonl --episode 0 --full           # no truncation of long messages
-
-The function :func:`main` takes the arguments after ``show-trace``; :func:`add_arguments` and
-:func:`run` let a parent parser host the subcommand.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
+
+NAME = "show-trace"
+HELP = "print LLM-agent traces (JSONL) as readable transcripts"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,12 +50,15 @@ def summary_line(i: int, t: dict) -> str:
             f"| calls {sc.get('calls', '-')} | turns {t.get('turns', '-')} | {_fmt_num(t.get('wall_s'), '.1f')} s")
 
 
-def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -> str:
-    """A readable transcript of one trace record."""
-    lines = ["=" * 100]
-    st = t.get("settings") or {}
-    lines.append(f"policy {t.get('policy')}  backend {t.get('backend')}  case {t.get('case_id') or '?'}  started {t.get('started')}")
-    shown = {k: v for k, v in st.items() if v is not None}
+def _indent(text: str) -> str:
+    return "  " + text.replace("\n", "\n  ")
+
+
+def _header(t: dict) -> list[str]:
+    """Policy, settings, score, agent status, reason and final plan of a trace."""
+    lines = ["=" * 100,
+             f"policy {t.get('policy')}  backend {t.get('backend')}  case {t.get('case_id') or '?'}  started {t.get('started')}"]
+    shown = {k: v for k, v in (t.get("settings") or {}).items() if v is not None}
     if shown:
         lines.append("settings " + json.dumps(shown, ensure_ascii=False))
     sc = t.get("score") or {}
@@ -68,6 +72,46 @@ def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -
     fp = t.get("final_plan") or {}
     if fp.get("levels"):
         lines.append("final plan (levels): " + ", ".join(f"{x:g}" for x in fp["levels"]))
+    return lines
+
+
+def _reply_label(turn: int, r: dict) -> str:
+    extra = []
+    if r.get("finish_reason"):
+        extra.append(f"finish {r['finish_reason']}")
+    if r.get("latency_s") is not None:
+        extra.append(f"{r['latency_s']} s")
+    if (r.get("attempts") or 1) > 1:
+        extra.append(f"{r['attempts']} attempts")
+    return f"[assistant #{turn}]" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _text_step(s: dict, max_chars: int | None) -> str:
+    """How the harness read a reply that was not a native tool call."""
+    if s.get("kind") == "error":
+        return f"  !! not used: {s['error']['code']}"
+    if s.get("kind") == "answer":
+        return "  -> answer: submit"
+    return f"  -> tool call {s['action'].get('tool')}({_short(s['action'].get('args'), max_chars)}) [JSON in text]"
+
+
+def _assistant(m: dict, turn: int, reply: dict, steps: list, max_chars: int | None) -> list[str]:
+    lines = [_reply_label(turn, reply)]
+    if reply.get("reasoning"):
+        lines.append("  (reasoning) " + _short(reply["reasoning"], max_chars).replace("\n", "\n  "))
+    if m.get("content"):
+        lines.append(_indent(_short(m["content"], max_chars)))
+    for tc in m.get("tool_calls") or []:
+        fn = tc.get("function", {})
+        lines.append(f"  -> tool call {fn.get('name')}({_short(fn.get('arguments'), max_chars)})  id {tc.get('id')}")
+    lines += [_text_step(s, max_chars) for s in steps if s.get("turn") == turn and s.get("source") != "native"]
+    return lines
+
+
+def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -> str:
+    """A readable transcript of one trace record (``max_chars``: truncation of each message, ``None``: none;
+    ``system``: include the system message)."""
+    lines = _header(t)
     replies = {r.get("turn"): r for r in t.get("replies") or []}
     steps = t.get("steps") or []
     lines.append("-" * 100)
@@ -78,38 +122,13 @@ def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -
             continue
         if role == "assistant":
             turn += 1
-            r = replies.get(turn, {})
-            extra = []
-            if r.get("finish_reason"):
-                extra.append(f"finish {r['finish_reason']}")
-            if r.get("latency_s") is not None:
-                extra.append(f"{r['latency_s']} s")
-            if (r.get("attempts") or 1) > 1:
-                extra.append(f"{r['attempts']} attempts")
-            lines.append(f"[assistant #{turn}]" + (f" ({', '.join(extra)})" if extra else ""))
-            if r.get("reasoning"):
-                lines.append("  (reasoning) " + _short(r["reasoning"], max_chars).replace("\n", "\n  "))
-            if m.get("content"):
-                lines.append("  " + _short(m["content"], max_chars).replace("\n", "\n  "))
-            for tc in m.get("tool_calls") or []:
-                fn = tc.get("function", {})
-                lines.append(f"  -> tool call {fn.get('name')}({_short(fn.get('arguments'), max_chars)})  id {tc.get('id')}")
-            for s in steps:
-                if s.get("turn") == turn and s.get("source") != "native":
-                    if s.get("kind") == "error":
-                        lines.append(f"  !! not used: {s['error']['code']}")
-                    elif s.get("kind") == "answer":
-                        lines.append("  -> answer: submit")
-                    else:
-                        lines.append(f"  -> tool call {s['action'].get('tool')}({_short(s['action'].get('args'), max_chars)}) [JSON in text]")
+            lines += _assistant(m, turn, replies.get(turn, {}), steps, max_chars)
         elif role == "tool":
-            lines.append(f"[tool result {m.get('tool_call_id')}]")
-            lines.append("  " + _short(m.get("content"), max_chars).replace("\n", "\n  "))
+            lines += [f"[tool result {m.get('tool_call_id')}]", _indent(_short(m.get("content"), max_chars))]
         else:
             # the system message and the case message are long: allow them 4x the limit
             limit = max_chars * 4 if max_chars is not None and turn == 0 else max_chars
-            lines.append(f"[{role}]")
-            lines.append("  " + _short(m.get("content"), limit).replace("\n", "\n  "))
+            lines += [f"[{role}]", _indent(_short(m.get("content"), limit))]
     for s in steps:
         if s.get("kind") == "abandon":
             lines.append(f"[agent] abandoned the episode: {s['error']['code']}: {_short(s['error']['message'], max_chars)}")
@@ -117,8 +136,12 @@ def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -
 
 
 def run(args, out: TextIO | None = None) -> int:
-    """Run the subcommand on parsed ``args``; returns the exit code."""
-    from fwgym.agents.chat_agent import read_traces
+    """Print the selected traces (or one summary line each with ``--list``) to ``out`` (default stdout).
+
+    Returns:
+        0; 1 when no episode matches; 2 when the file cannot be read or ``--episode`` is out of range.
+    """
+    from fwgym.agents.chat.traces import read_traces
 
     out = out or sys.stdout
     try:
@@ -148,12 +171,4 @@ def run(args, out: TextIO | None = None) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``fwgym show-trace`` (``argv`` = the arguments after ``show-trace``)."""
-    p = argparse.ArgumentParser(prog="fwgym show-trace", description="print LLM-agent traces as readable transcripts")
-    add_arguments(p)
-    return run(p.parse_args(None if argv is None else list(argv)))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render_trace", "summary_line"]

@@ -8,11 +8,11 @@ Example::
 
 ``--model`` (the openai kind's option) is accepted as well when ``--hf-model`` is not given. The
 shared LLM options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
-``--agent-name``, ``--max-tool-chars``) are described in :mod:`fwgym.agents.llm_cli`.
+``--agent-name``, ``--max-tool-chars``, ``--history-hours``) are described in :mod:`fwgym.cli.agent_kinds.llm`.
 """
 from __future__ import annotations
 
-from fwgym.agents.llm_cli import add_common_arguments, common_kwargs, start_trace_file, trace_path
+from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
 
 KIND = "transformers"
 HELP = "a local Hugging Face chat model (tools via JSON in text): --hf-model DIR_OR_ID [--gguf-file F] [--hf-device auto]"
@@ -34,12 +34,12 @@ def add_arguments(group) -> None:
 
 
 def build(args):
-    """A picklable, JSON-serialisable factory of :class:`~fwgym.agents.transformers_agent.TransformersChatAgent`.
+    """A picklable, JSON-serialisable factory of :class:`~fwgym.agents.transformers.TransformersChatAgent`.
 
     Raises:
         ValueError: neither ``--hf-model`` nor ``--model`` is given; bad numbers.
     """
-    from fwgym.agents.chat_agent import LLMAgentFactory
+    from fwgym.agents.factory import LLMAgentFactory
 
     model = getattr(args, "hf_model", None) or getattr(args, "model", None)
     if not model:
@@ -53,3 +53,6 @@ def build(args):
     factory()  # validates the settings now (cheap: the model loads on the first turn)
     start_trace_file(path)
     return factory
+
+
+__all__ = ["KIND", "HELP", "add_arguments", "build"]

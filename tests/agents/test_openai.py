@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("openai", reason="the llm extra (openai) is not installed")
 
 from fwgym.agents import run_episode  # noqa: E402
-from fwgym.agents import trace_cli  # noqa: E402
-from fwgym.agents.chat_agent import LLMAgentFactory, LLMRequestError, read_traces  # noqa: E402
-from fwgym.agents.openai_agent import DUMMY_API_KEY, OpenAIChatAgent, is_context_error  # noqa: E402
+from fwgym.agents.chat import LLMRequestError, read_traces  # noqa: E402
+from fwgym.agents.openai import DUMMY_API_KEY, OpenAIChatAgent, is_context_error  # noqa: E402
+from fwgym.cli import main  # noqa: E402
 
 METHOD = "hour_of_day_empirical"
 
@@ -273,8 +273,6 @@ def _plan_then_answer(body):
 
 
 def test_cli_evaluate_openai_joins_the_baseline_leaderboard(serve, tmp_path, capsys):
-    from fwgym.cli import main
-
     srv = serve([_plan_then_answer] * 4)
     out = tmp_path / "res"
     rc = main(["evaluate", "--agent", "openai", "--base-url", srv.url, "--model", "test-model", "--policies", METHOD,
@@ -293,46 +291,11 @@ def test_cli_evaluate_openai_joins_the_baseline_leaderboard(serve, tmp_path, cap
     (t,) = read_traces(trace_file)
     assert t["score"]["S"] == by["openai:test-model"]["S"]
     capsys.readouterr()
-    assert trace_cli.main([str(trace_file), "--list"]) == 0
+    assert main(["show-trace", str(trace_file), "--list"]) == 0
     listing = capsys.readouterr().out
     assert "openai:test-model" in listing and "submitted" in listing
-    assert trace_cli.main([str(trace_file)]) == 0
+    assert main(["show-trace", str(trace_file)]) == 0
     text = capsys.readouterr().out
     for needle in ("[system]", "[user]", "[assistant #1]", "-> tool call classical_plan", "[tool result call_0]",
                    "[assistant #2]", "-> answer: submit", "final plan (levels)", "env status submitted"):
         assert needle in text, needle
-
-
-def test_cli_build_errors_and_factory(tmp_path):
-    import argparse
-
-    from fwgym.agents import llm_cli
-
-    p = argparse.ArgumentParser()
-    g = p.add_argument_group("x")
-    llm_cli.add_arguments(g)
-    llm_cli.add_common_arguments(g)  # idempotent
-    args = p.parse_args(["--trace-out", str(tmp_path / "t.jsonl")])
-    with pytest.raises(ValueError, match="--model"):
-        llm_cli.build(args)
-    args = p.parse_args(["--model", "m", "--extra-body", "[1]", "--trace-out", str(tmp_path / "t.jsonl")])
-    with pytest.raises(ValueError, match="extra-body"):
-        llm_cli.build(args)
-    args = p.parse_args(["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--agent-name", "mine",
-                         "--trace-out", str(tmp_path / "t.jsonl")])
-    factory = llm_cli.build(args)
-    assert isinstance(factory, LLMAgentFactory) and json.loads(json.dumps(factory))["model"] == "m"
-    agent = pickle.loads(pickle.dumps(factory))()
-    assert isinstance(agent, OpenAIChatAgent) and agent.name == "mine" and agent.trace_out == str(tmp_path / "t.jsonl")
-    with pytest.raises(ValueError, match="unknown LLM agent kind"):
-        LLMAgentFactory(kind="nope")()
-
-
-def test_show_trace_errors(tmp_path, capsys):
-    assert trace_cli.main([str(tmp_path / "missing.jsonl")]) == 2
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("{not json\n")
-    assert trace_cli.main([str(bad)]) == 2
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    assert trace_cli.main([str(empty)]) == 1

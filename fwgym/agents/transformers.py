@@ -3,7 +3,7 @@
 Example::
 
     from fwgym.agents import run_episode
-    from fwgym.agents.transformers_agent import TransformersChatAgent
+    from fwgym.agents.transformers import TransformersChatAgent
     from fwgym.envs.fwbench import FWBenchEnv
 
     agent = TransformersChatAgent("HuggingFaceTB/SmolLM2-1.7B-Instruct", device="auto", max_new_tokens=512)
@@ -29,10 +29,9 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from fwgym.agents.chat_agent import ChatAgent, ContextExhausted, LLMRequestError
-from fwgym.wrappers.chat import ModelReply
+from fwgym.agents.chat import ChatAgent, ContextExhausted, LLMRequestError, ModelReply
 
 _MODELS: dict[tuple, tuple[Any, Any]] = {}
 _LOAD_LOCK = threading.Lock()
@@ -165,7 +164,7 @@ class TransformersChatAgent(ChatAgent):
         trust_remote_code: passed to ``from_pretrained``.
         generation_kwargs: extra ``GenerationConfig`` fields, e.g. ``{"repetition_penalty": 1.1}``.
         name: policy name (default ``"transformers:<model folder or id>"``).
-        **chat_kwargs: :class:`~fwgym.agents.chat_agent.ChatAgent` options (``trace_out``,
+        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` options (``trace_out``,
             ``max_tool_chars``, ``max_turns``, ``tools``, ``system``, ``history_hours``).
 
     Raises:
@@ -239,8 +238,10 @@ class TransformersChatAgent(ChatAgent):
                 return v
         return 2048
 
-    def reset(self) -> None:
-        super().reset()
+    def reset(self, info: Mapping | None = None) -> None:
+        """Start a new episode (see :meth:`ChatAgent.reset <fwgym.agents.chat.agent.ChatAgent.reset>`);
+        reseeds torch with ``seed`` when it is set."""
+        super().reset(info)
         if self.seed is not None:
             import torch
 

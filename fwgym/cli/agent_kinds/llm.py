@@ -1,0 +1,65 @@
+"""Options and helpers shared by the LLM agent kinds (``--agent openai``, ``--agent transformers``).
+
+The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
+``--agent-name``, ``--max-tool-chars``, ``--history-hours``) are added once by whichever LLM kind
+registers first; ``--llm-seed`` and ``--hf-device`` carry a prefix because other kinds (SB3) may want
+``--seed`` / ``--device``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+#: Options shared by the ``openai`` and ``transformers`` kinds: (flags, argparse kwargs).
+COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
+    (("--temperature",), {"type": float, "default": None,
+                          "help": "LLM sampling temperature (default: the server's; transformers: greedy)"}),
+    (("--top-p",), {"type": float, "default": None, "dest": "top_p", "help": "LLM nucleus sampling mass"}),
+    (("--llm-seed",), {"type": int, "default": None, "dest": "llm_seed", "help": "LLM sampling seed"}),
+    (("--max-tokens",), {"type": int, "default": None, "dest": "max_tokens",
+                         "help": "max tokens per LLM reply (transformers default 512)"}),
+    (("--trace-out",), {"default": None, "dest": "trace_out",
+                        "help": "JSONL file for one trace per episode (default <out>/traces.jsonl; overwritten)"}),
+    (("--agent-name",), {"default": None, "dest": "agent_name", "help": "policy name of the LLM agent in results"}),
+    (("--max-tool-chars",), {"type": int, "default": None, "dest": "max_tool_chars",
+                             "help": "truncate tool results longer than this in the chat (default: never)"}),
+    (("--history-hours",), {"type": int, "default": None, "dest": "history_hours",
+                            "help": "show only the last N visible hours in the first LLM message (default: all 336)"}),
+)
+
+
+def add_common_arguments(group) -> None:
+    """Add :data:`COMMON_OPTIONS` to ``group`` unless another LLM kind already did (idempotent)."""
+    for flags, kwargs in COMMON_OPTIONS:
+        try:
+            group.add_argument(*flags, **kwargs)
+        except argparse.ArgumentError:
+            pass  # already added by the other LLM kind
+
+
+def trace_path(args) -> str:
+    """``--trace-out``, else ``<--out or results/<split>>/traces.jsonl``."""
+    if getattr(args, "trace_out", None):
+        return str(args.trace_out)
+    out = getattr(args, "out", None) or f"results/{getattr(args, 'split', 'test')}"
+    return str(Path(out) / "traces.jsonl")
+
+
+def start_trace_file(path: str) -> None:
+    """Truncate (create) the trace file at the start of a run."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("")
+
+
+def common_kwargs(args) -> dict:
+    """Agent kwargs from the shared options."""
+    kw = {"temperature": getattr(args, "temperature", None), "top_p": getattr(args, "top_p", None),
+          "seed": getattr(args, "llm_seed", None), "max_tool_chars": getattr(args, "max_tool_chars", None),
+          "history_hours": getattr(args, "history_hours", None)}
+    if getattr(args, "agent_name", None):
+        kw["name"] = args.agent_name
+    return kw
+
+
+__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs"]

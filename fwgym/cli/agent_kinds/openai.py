@@ -1,0 +1,69 @@
+"""``fwgym evaluate --agent openai``: an OpenAI-compatible chat endpoint as an agent kind.
+
+Example::
+
+    fwgym evaluate --agent openai --base-url http://127.0.0.1:8000/v1 --model qwen3-4b \\
+        --split test --limit 20 --temperature 0.7 --llm-seed 1701
+    fwgym show-trace results/test/traces.jsonl
+
+The options shared by the LLM kinds are in :mod:`fwgym.cli.agent_kinds.llm`. The key comes from the
+environment variable named by ``--api-key-env``.
+"""
+from __future__ import annotations
+
+import json
+
+from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
+
+KIND = "openai"
+HELP = "a chat model behind an OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama, hosted): --base-url URL --model NAME"
+
+
+def add_arguments(group) -> None:
+    """Options of ``--agent openai`` (no heavy imports)."""
+    group.add_argument("--base-url", default=None, dest="base_url",
+                       help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: the OpenAI API)")
+    group.add_argument("--model", default=None, help="model name on the server (--agent transformers: a model folder or hub id)")
+    group.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    group.add_argument("--max-retries", type=int, default=3, dest="max_retries",
+                       help="retries after a transport error, with exponential backoff (default 3)")
+    group.add_argument("--api-key-env", default="OPENAI_API_KEY", dest="api_key_env",
+                       help="environment variable holding the API key (default OPENAI_API_KEY; unset: a dummy key)")
+    group.add_argument("--no-native-tools", action="store_true", dest="no_native_tools",
+                       help="do not send tool schemas; the model calls tools with JSON in text")
+    group.add_argument("--extra-body", default=None, dest="extra_body",
+                       help='extra JSON request fields, e.g. \'{"top_k": 20}\'')
+    add_common_arguments(group)
+
+
+def build(args):
+    """A picklable, JSON-serialisable factory of :class:`~fwgym.agents.openai.OpenAIChatAgent`.
+
+    Raises:
+        ValueError: no ``--model``; ``--extra-body`` is not a JSON object; bad numbers.
+    """
+    from fwgym.agents.factory import LLMAgentFactory
+
+    if not getattr(args, "model", None):
+        raise ValueError("--agent openai needs --model NAME (and usually --base-url URL)")
+    extra = None
+    if getattr(args, "extra_body", None):
+        try:
+            extra = json.loads(args.extra_body)
+        except ValueError as exc:
+            raise ValueError(f"--extra-body is not valid JSON: {exc}") from None
+        if not isinstance(extra, dict):
+            raise ValueError("--extra-body must be a JSON object")
+    if args.max_retries < 0 or args.timeout <= 0:
+        raise ValueError("--max-retries must be >= 0 and --timeout > 0")
+    path = trace_path(args)
+    factory = LLMAgentFactory(kind="openai", model=args.model, base_url=args.base_url, timeout=args.timeout,
+                              max_retries=args.max_retries, api_key_env=args.api_key_env,
+                              native_tools=not args.no_native_tools, extra_body=extra,
+                              max_tokens=getattr(args, "max_tokens", None), trace_out=path, **common_kwargs(args))
+    factory()  # validates the settings now (cheap: no connection is made)
+    start_trace_file(path)
+    return factory
+
+
+__all__ = ["KIND", "HELP", "add_arguments", "build"]

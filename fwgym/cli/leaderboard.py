@@ -1,0 +1,61 @@
+"""``fwgym leaderboard``: the leaderboard of merged results files, with paired bootstrap intervals."""
+from __future__ import annotations
+
+import argparse
+
+from fwgym.evaluation import BOOT_SEED, N_BOOT
+
+NAME = "leaderboard"
+HELP = "leaderboard from results files (merged), with bootstrap intervals"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``fwgym leaderboard``."""
+    p.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    p.add_argument("--reference", default=None,
+                   help="policy the paired bootstrap intervals compare against (default: hour_of_day_empirical "
+                        "when present; 'none' for no intervals)")
+    p.add_argument("--csv", default=None, help="also write the rows (all columns) to this CSV file")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
+    p.add_argument("--seed", type=int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="accept result files that cover only part of the split without declaring it")
+    p.add_argument("--no-breakdown", action="store_true", help="omit the per-cohort and per-lead tables")
+
+
+def run(args) -> int:
+    """Print the leaderboard (and the per-cohort and per-lead tables); optionally write it as CSV.
+
+    Raises:
+        ValueError: no records, or ``--reference`` names no policy of the results.
+    """
+    from fwgym.evaluation import (DEFAULT_REFERENCE, coverage, format_breakdowns, format_leaderboard, leaderboard,
+                                  read_results, write_csv)
+
+    records = read_results(args.results, allow_partial=args.allow_partial)
+    if not records:
+        raise ValueError(f"no result records in {args.results}")
+    policies = list(dict.fromkeys(r["policy"] for r in records))
+    ref = args.reference
+    if ref is None:
+        ref = DEFAULT_REFERENCE if DEFAULT_REFERENCE in policies else None
+    elif ref.lower() == "none":
+        ref = None
+    elif ref not in policies:
+        raise ValueError(f"--reference {ref!r} is not among the policies {policies}")
+    rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
+    cov = coverage([r for r in records if r["policy"] == policies[0]])
+    parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())
+    print(f"fwgym leaderboard: {len(policies)} policies x {cov['cases']} cases ({parts}"
+          f"{'' if cov['complete'] else '; PARTIAL: not the whole split'})"
+          + (f"; intervals: paired series-cluster bootstrap, {args.n_boot:,} draws, seed {args.seed}, "
+             f"policy - {ref}" if ref else "") + "\n")
+    print(format_leaderboard(rows))
+    if not args.no_breakdown:
+        print("\n" + format_breakdowns(rows))
+    if args.csv:
+        print(f"\nwrote {write_csv(rows, args.csv)}")
+    return 0
+
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]

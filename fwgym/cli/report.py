@@ -1,0 +1,73 @@
+"""``fwgym report``: the static HTML report of results files (:func:`fwgym.report.build_report`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fwgym.evaluation import BOOT_SEED, N_BOOT
+from fwgym.report import DEFAULT_EPISODE_PAGES
+
+NAME = "report"
+HELP = "static HTML report (leaderboard, figures, episode pages) from results files"
+
+
+def episodes(value: str) -> int | None:
+    """``--episodes``: ``"all"`` (``None``) or an integer >= 0.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    if value == "all":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError("--episodes must be 'all' or an integer >= 0")
+    return n
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``fwgym report``."""
+    p.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    p.add_argument("-o", "--output", required=True, help="output folder (open <folder>/index.html)")
+    p.add_argument("--traces", nargs="+", default=None, help="LLM trace JSONL files (transcripts on episode pages)")
+    p.add_argument("--reference", default=None,
+                   help="policy of the paired bootstrap intervals (default: hour_of_day_empirical when present; "
+                        "'none' for no intervals)")
+    p.add_argument("--episodes", type=episodes, default=DEFAULT_EPISODE_PAGES,
+                   help=f"episode pages per policy: the worst, best and random by S (default {DEFAULT_EPISODE_PAGES}), "
+                        "or 'all'")
+    p.add_argument("--hours", type=int, default=168, help="hours of visible history in episode charts (default 168)")
+    p.add_argument("--n-boot", type=int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
+    p.add_argument("--seed", type=int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
+    p.add_argument("--title", default=None, help="report title")
+    p.add_argument("--workers", type=int, default=1, help="processes writing episode pages (default 1)")
+    p.add_argument("--no-replay", action="store_true",
+                   help="do not replay baselines to list their tool calls in order (faster)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run(args) -> int:
+    """Build the report and print where it is."""
+    from fwgym.report import build_report
+
+    ref = args.reference
+    if ref is None:
+        ref = "auto"
+    elif ref.lower() == "none":
+        ref = None
+    rep = build_report(args.results, args.output, traces=args.traces, max_episode_pages=args.episodes,
+                       reference=ref, n_boot=args.n_boot, seed=args.seed, replay=not args.no_replay,
+                       history_hours=args.hours, title=args.title, progress=not args.no_progress,
+                       workers=args.workers)
+    for w in rep.warnings:
+        print(f"note: {w}", file=sys.stderr)
+    print(f"wrote {len(rep.pages)} pages ({len(rep.policy_pages)} policies, {len(rep.episode_pages)} episodes) "
+          f"in {rep.seconds:.1f} s" + (f"; intervals vs {rep.reference}" if rep.reference else "")
+          + f"\nopen {rep.index.resolve()}")
+    return 0
+
+
+__all__ = ["NAME", "HELP", "add_arguments", "run", "episodes"]
