@@ -1,17 +1,13 @@
-"""``fwgym calibrate-sigma``: recompute the per-domain sigma (:func:`fwgym.evaluation.calibrate_sigma`)."""
+"""``fwgym calibrate-sigma``: recompute the per-domain sigma (:func:`fwgym.calibration.calibrate_sigma`)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from fwgym.cases import SPLITS
+from fwgym.calibration import CALIBRATION_SPLITS
 
 NAME = "calibrate-sigma"
 HELP = "recompute the per-domain sigma on the dev split"
-#: splits sigma may be calibrated on (never the test split)
-CALIBRATION_SPLITS = tuple(s for s in SPLITS if s != "test")
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym calibrate-sigma``."""
@@ -24,13 +20,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """Print the calibration as JSON; with ``--write``, also write it to the sigma file."""
-    from fwgym.evaluation import calibrate_sigma
-    from fwgym.scoring import REFERENCE_SIGMA, SIGMA_PATH
+    from fwgym.calibration import calibrate_sigma, sigma_config
+    from fwgym.scoring import SIGMA_PATH
 
     result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress)
-    result["reference_fwbench_paper"] = REFERENCE_SIGMA
-    result["command"] = f"fwgym calibrate-sigma --split {args.split}"
-    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    text = sigma_config(result)
     print(text)
     if args.write:
         path = Path(args.output) if args.output else SIGMA_PATH

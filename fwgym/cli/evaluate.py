@@ -45,7 +45,7 @@ def run(args) -> int:
     """Run the evaluation, write ``results.jsonl``, ``meta.json`` and the leaderboard files, print the leaderboard."""
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.baselines.registry import suite_policies, unavailable_policies
-    from fwgym.evaluation import DEFAULT_REFERENCE, evaluate, format_leaderboard, leaderboard, run_meta, write_results
+    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, run_meta, write_results
 
     if args.agent:
         kind = agent_kinds()[args.agent]
@@ -77,8 +77,7 @@ def run(args) -> int:
                                           for p, reason in without_model.items()}
     paths = write_results(records, out, meta)
     n_cases = len({r["case_id"] for r in records})
-    ref = next((p for p in (DEFAULT_REFERENCE, "hour_of_day_empirical_samples") if p in labels), None)
-    ref = ref if len(labels) > 1 else None
+    ref = reference_policy(labels)
     print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
           f"{len(records)} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
           "series-cluster bootstrap)" if ref else "") + "\n")

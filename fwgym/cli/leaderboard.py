@@ -29,20 +29,17 @@ def run(args) -> int:
     Raises:
         ValueError: no records, or ``--reference`` names no policy of the results.
     """
-    from fwgym.evaluation import (DEFAULT_REFERENCE, coverage, format_breakdowns, format_leaderboard, leaderboard,
-                                  read_results, write_csv)
+    from fwgym.evaluation import (AUTO, coverage, format_breakdowns, format_leaderboard, leaderboard,
+                                  read_results, reference_policy, write_csv)
 
     records = read_results(args.results, allow_partial=args.allow_partial)
     if not records:
         raise ValueError(f"no result records in {args.results}")
     policies = list(dict.fromkeys(r["policy"] for r in records))
-    ref = args.reference
-    if ref is None:
-        ref = DEFAULT_REFERENCE if DEFAULT_REFERENCE in policies else None
-    elif ref.lower() == "none":
-        ref = None
-    elif ref not in policies:
-        raise ValueError(f"--reference {ref!r} is not among the policies {policies}")
+    try:
+        ref = reference_policy(policies, AUTO if args.reference is None else args.reference)
+    except ValueError as exc:
+        raise ValueError(f"--reference: {exc}") from None
     rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
     cov = coverage([r for r in records if r["policy"] == policies[0]])
     parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())

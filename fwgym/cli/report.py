@@ -53,11 +53,9 @@ def run(args) -> int:
     """Build the report and print where it is."""
     from fwgym.report import build_report
 
-    ref = args.reference
-    if ref is None:
-        ref = "auto"
-    elif ref.lower() == "none":
-        ref = None
+    from fwgym.evaluation import AUTO
+
+    ref = AUTO if args.reference is None else args.reference
     rep = build_report(args.results, args.output, traces=args.traces, max_episode_pages=args.episodes,
                        reference=ref, n_boot=args.n_boot, seed=args.seed, replay=not args.no_replay,
                        history_hours=args.hours, title=args.title, progress=not args.no_progress,

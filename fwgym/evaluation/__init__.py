@@ -35,12 +35,3 @@ __all__ = [
     "format_breakdowns", "write_csv",
 ]
 
-
-def __getattr__(name: str):
-    # TRANSITION, to remove once `fwgym calibrate-sigma` imports fwgym.calibration: the name of fwgym 0.1.0
-    # ``from fwgym.evaluation import calibrate_sigma`` (it moved up to fwgym.calibration, which runs evaluations)
-    if name == "calibrate_sigma":
-        from fwgym.calibration import calibrate_sigma
-
-        return calibrate_sigma
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from fwgym.jsonl import iter_jsonl
 from fwgym.series import datetime_to_hour
 
 #: messages longer than this start collapsed (their first line is shown)
@@ -54,23 +55,14 @@ def load_traces(paths: Iterable[str | Path] | str | Path | None) -> tuple[dict[t
         if not p.is_file():
             raise FileNotFoundError(f"no trace file {p}")
         skipped = 0
-        with open(p, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    t = json.loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"{p}:{n}: not a JSON line ({exc})") from None
-                if not isinstance(t, dict):
-                    raise ValueError(f"{p}:{n}: a trace must be a JSON object, got {type(t).__name__}")
-                pol, cid = t.get("policy"), t.get("case_id") or (t.get("record") or {}).get("case_id")
-                if not isinstance(pol, str) or not isinstance(cid, str):
-                    skipped += 1
-                    continue
-                if (pol, cid) in out:
-                    warnings.append(f"{p}:{n}: a second trace of {pol} on {cid}; the last one is shown")
-                out[(pol, cid)] = t
+        for n, t in iter_jsonl(p):
+            pol, cid = t.get("policy"), t.get("case_id") or (t.get("record") or {}).get("case_id")
+            if not isinstance(pol, str) or not isinstance(cid, str):
+                skipped += 1
+                continue
+            if (pol, cid) in out:
+                warnings.append(f"{p}:{n}: a second trace of {pol} on {cid}; the last one is shown")
+            out[(pol, cid)] = t
         if skipped:
             warnings.append(f"{p}: {skipped} trace(s) without policy or case_id skipped (episodes that never ended)")
     return out, warnings

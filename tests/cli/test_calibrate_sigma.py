@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-import fwgym.evaluation
+import fwgym.calibration
 from fwgym.cli import main
 
 
@@ -18,9 +18,9 @@ def test_prints_and_writes_the_calibration(monkeypatch, tmp_path, capsys):
 
     def fake(split, workers, progress):
         calls.append((split, workers, progress))
-        return {"sigma": {"electricity": 0.05, "cycle_hire": 0.04}}
+        return {"split": split, "sigma": {"electricity": 0.05, "cycle_hire": 0.04}}
 
-    monkeypatch.setattr(fwgym.evaluation, "calibrate_sigma", fake)
+    monkeypatch.setattr(fwgym.calibration, "calibrate_sigma", fake)
     out = tmp_path / "sigma.json"
     assert main(["calibrate-sigma", "--split", "train", "--workers", "3", "--no-progress", "--write", "--output",
                  str(out)]) == 0

@@ -26,4 +26,4 @@ def test_reference_default_none_and_unknown(results, capsys):
     assert main(["leaderboard", str(results), "--reference", "NONE", "--no-breakdown"]) == 0
     assert "intervals" not in capsys.readouterr().out.splitlines()[0]
     assert main(["leaderboard", str(results), "--reference", "nobody"]) == 2
-    assert "--reference 'nobody' is not among the policies" in capsys.readouterr().err
+    assert "reference policy 'nobody' is not among the policies" in capsys.readouterr().err

@@ -11,67 +11,26 @@ part of a trace. :mod:`fwgym.report.traces` and ``fwgym show-trace`` read these 
 """
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fwgym.agents.chat.session import ChatSession, ModelReply
+from fwgym.jsonl import append_jsonl, read_jsonl
 
 TRACE_VERSION = 1
 #: the fields of the env record copied into a trace's ``score``
 SCORE_FIELDS = ("S", "R", "loss", "floor", "credits", "calls", "valid", "status", "reason")
 
 
-def _jsonable(o: Any) -> Any:
-    if hasattr(o, "item") and callable(o.item):
-        try:
-            return o.item()
-        except (TypeError, ValueError):
-            pass
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
-
-
-def append_jsonl(path: str | os.PathLike, record: Mapping) -> None:
-    """Append one JSON line to ``path`` (parent folders created; exclusive lock while writing, so
-    evaluation worker processes can share the file).
-
-    Raises:
-        OSError: the file cannot be written.
-    """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, ensure_ascii=False, default=_jsonable, allow_nan=True) + "\n"
-    with open(p, "a", encoding="utf-8") as fh:
-        try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        except (ImportError, OSError):  # pragma: no cover - non-POSIX
-            pass
-        fh.write(line)
-        fh.flush()
-
-
 def read_traces(path: str | os.PathLike) -> list[dict]:
-    """All trace records of a JSONL file, in order.
+    """All trace records of a JSONL file, in order (:func:`fwgym.jsonl.read_jsonl`).
 
     Raises:
-        FileNotFoundError: no such file. ValueError: a line is not JSON (its number is given).
+        FileNotFoundError: no such file. ValueError: a line is not a JSON object (``path:line`` given).
     """
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{i}: not a JSON line ({exc})") from None
-    return out
+    return read_jsonl(path)
 
 
 def new_trace(policy: str, backend: str, settings: Mapping, native_tools: bool, tools: Sequence[str]) -> dict:
