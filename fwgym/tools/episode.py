@@ -2,7 +2,7 @@
 
 :meth:`Episode.apply` is the one place where a call is counted, refused at the call limit, dispatched
 to its handler (which may charge credits through :meth:`Episode.charge`) and found to end the episode.
-The rule, with ``counts_as_call`` read from the :class:`~fwgym.tools.registry.Tool`:
+The rule, with ``counts_as_call`` read from the episode's :class:`~fwgym.tools.actions.Tool` of that name:
 
 * an invalid action (a :class:`~fwgym.errors.ToolError` from :func:`~fwgym.tools.actions.parse_action`)
   and a call of an unknown or disallowed tool count as calls of a tool that counts;
@@ -10,7 +10,7 @@ The rule, with ``counts_as_call`` read from the :class:`~fwgym.tools.registry.To
 * a tool with ``counts_as_call=False`` (``submit``, ``abstain``) does not count when accepted, and
   counts when refused (malformed arguments) like any call; an invalid plan (code ``invalid_plan``)
   instead ends the episode as ``invalid_submission`` when ``invalid_submission="terminate"``;
-* at the limit (``calls == max_calls``) a call that would count is, with ``call_limit="terminate"``
+* at the limit (``calls >= max_calls``) a call that would count is, with ``call_limit="terminate"``
   (the protocol), counted as call ``max_calls + 1`` and ends the episode as ``call_limit_exceeded``
   without running; with ``call_limit="error"`` it is refused free (error ``call_limit``) and not
   counted. An accepted answer tool is never blocked by the limit.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
@@ -109,6 +110,9 @@ class Episode:
     _target: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        if type(self.tools) not in (dict, MappingProxyType) and not isinstance(self.tools, Mapping):  # cheap first
+            raise TypeError(f"tools must map names to Tool objects, e.g. {{n: REGISTRY[n] for n in names}}, "
+                            f"got {type(self.tools).__name__}")
         if self.call_limit not in _POLICIES or self.invalid_submission not in _POLICIES:
             raise ValueError(f"call_limit and invalid_submission must be {TERMINATE!r} or {ERROR!r}, "
                              f"got {self.call_limit!r} and {self.invalid_submission!r}")

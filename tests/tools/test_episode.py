@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from fwgym.cases import Case
-from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.series import hour_to_iso
 from fwgym.tools import ERROR, REGISTRY, TERMINATE, CallOutcome, Episode, parse_action
 from fwgym.tools import episode as episode_module
@@ -102,7 +101,7 @@ def test_counting_rule(make_episode, label, action, kind, code, credits, start, 
         assert out.result["tool"] == name and out.result["ok"] is (want is None)
         assert want is None or out.result["error"]["code"] == want
     if ends == "call_limit_exceeded":
-        assert out.tool == name and out.reason.startswith(f"call 4 ") and "exceeds the limit of 3 tool calls" in out.reason
+        assert out.tool == name and out.reason.startswith("call 4 ") and "exceeds the limit of 3 tool calls" in out.reason
     # the tally: every call, except one refused at the limit in "error" mode
     refused_free = kind == "count" and start == "at" and call_limit == ERROR
     assert dict(ep.tool_counts) == ({} if refused_free else {name: 1})
@@ -161,16 +160,6 @@ def test_counts_as_call_is_the_flag_the_ledger_reads(make_episode):
     assert normal.apply(parse_action({"tool": "submit", "args": {"levels": [1.0] * 8}})).ends == "submitted"
 
 
-def test_the_env_counts_through_the_registry_flag(monkeypatch):
-    monkeypatch.setitem(REGISTRY, "history", replace(REGISTRY["history"], counts_as_call=False))
-    env = FWBenchEnv("electricity", text_observations=False)
-    env.reset(options={"case_id": "elec-ISNE-2024-07-19-day_ahead"})
-    for _ in range(3):
-        *_, info = env.step({"tool": "history", "args": {"last": 2}})
-    *_, info = env.step({"tool": "catalog"})
-    assert info["calls"] == 1 and info["tool_result"]["result"]["calls"] == {"limit": 12, "used": 0, "remaining": 12}
-
-
 def test_charges_are_the_tariff_and_never_exceed_the_budget(make_episode):
     ep = make_episode(budget=2100)
     for _ in range(2):  # seasonal_empirical 336/50: 1027 credits each
@@ -194,7 +183,9 @@ def test_a_handler_that_crashes_is_an_internal_error_result(make_episode):
     assert ep.calls == 1
 
 
-def test_policies_are_checked(case):
+def test_policies_and_tools_are_checked(case):
+    with pytest.raises(TypeError, match="tools must map names to Tool objects"):
+        Episode(case=case, tools=("catalog", "submit"))
     with pytest.raises(ValueError, match="call_limit and invalid_submission"):
         Episode(case=case, call_limit="soft")
     with pytest.raises(ValueError, match="call_limit and invalid_submission"):
