@@ -15,7 +15,7 @@ Episode (what a scripted agent on the free menu does)::
     env.step(json.dumps({"tool": "submit", "args": {"decisions": decisions}}))
 
 on ``gymnasium.make("FWBench-Electricity-v0").unwrapped`` (test split). Each test case's classical
-plan is cached process-wide by fwgym (``fwgym.tools._PLAN_CACHE``), so the first pass over the
+plan is cached process-wide by fwgym (``fwgym.tools.planning._PLAN_CACHE``), so the first pass over the
 cases (plans computed: classical method + numba DP) and later passes (plan cache hits) are
 reported separately. One warm-up episode (numba cache load etc.) is excluded and shown apart.
 

@@ -57,7 +57,7 @@ def main(argv=None) -> None:
 
     import numpy as np
 
-    from fwgym import tools
+    from fwgym.tools import planning
     from fwgym.forecasters.registry import FORECAST_CACHE
     from fwgym.wrappers import make_rl_env
 
@@ -72,7 +72,7 @@ def main(argv=None) -> None:
         rl.step(int(rng.choice(np.flatnonzero(rl.action_masks()))))
         rl.reset()
         if i in marks:
-            print(f"  after {i:6d} episodes: {rss_mb():7.1f} MB   plan cache {len(tools._PLAN_CACHE)} entries, forecast cache "
+            print(f"  after {i:6d} episodes: {rss_mb():7.1f} MB   plan cache {len(planning._PLAN_CACHE)} entries, forecast cache "
                   f"{len(FORECAST_CACHE._order)} entries / {FORECAST_CACHE.nbytes / 2**20:.1f} MiB   ({time.perf_counter() - t:.0f} s)")
 
 

@@ -20,6 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from fwgym.errors import CodedError
+
 #: Normalised capacity grid, 33 levels 0.40..2.00 step 0.05 (float64, shape (33,)).
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
@@ -81,22 +83,6 @@ def names_text(names, limit: int = 5, width: int = 40) -> str:
     shown = sorted(safe_repr(n, width) for n in names)
     more = len(shown) - limit
     return "[" + ", ".join(shown[:limit]) + (f", ... {more} more" if more > 0 else "") + "]"
-
-
-#: longest message of an agent-facing error (messages quote agent input, which is capped too)
-MAX_MESSAGE_CHARS = 2000
-
-
-class CodedError(Exception):
-    """Base of fwgym's agent-facing errors: a stable machine-readable ``code`` and a ``message``
-    (at most :data:`MAX_MESSAGE_CHARS` characters)."""
-
-    def __init__(self, code: str, message: str):
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 14] + "...[truncated]"
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class PlanError(CodedError, ValueError):

@@ -198,21 +198,19 @@ def _band_for(case, policy: str) -> tuple[np.ndarray, str] | None:
     if policy in CLASSICAL_METHODS:
         s = classical_distribution(policy, case.history, case.history_hours, case.target_hours)
         return np.quantile(s, [0.1, 0.5, 0.9], axis=1).T, f"{policy} samples, 10-90%"
-    from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_forecaster
+    from fwgym.forecasters.covering import covering_forecast, target_quantiles
+    from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
 
     if policy in PRICED_MODELS:
         f = get_forecaster(policy)
         if not f.availability().available:
             return None
-        ctx = case.history
-        key = (case.series_id, int(case.last_visible), len(ctx), int(case.horizon))  # the forecast tool's key
         try:
             f.load()
-            q = FORECAST_CACHE.get_or_compute(f, key, lambda: f.predict_quantiles(ctx, case.horizon))
+            q = covering_forecast(case, f)  # what the policy buys: the forecast tool's request and cache entry
         except Exception:
             return None
-        lo, hi = case.target_steps
-        return q[lo - 1 : hi][:, [0, 4, 8]], f"{policy} quantiles 0.1-0.9"
+        return target_quantiles(case, q)[:, [0, 4, 8]], f"{policy} quantiles 0.1-0.9"
     return None
 
 

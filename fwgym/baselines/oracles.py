@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 
-from fwgym.cases import HISTORY_HOURS, get_case
+from fwgym.cases import get_case
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_forecaster
-from fwgym.optimizer import QUANTILE_MASSES, optimal_plan, plan_loss
+from fwgym.forecasters.covering import COVERING_CONTEXT, covering_credits, covering_forecast, plan_on_forecast
+from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
+from fwgym.optimizer import plan_loss
 from fwgym.scoring import BUDGET, case_score, load_sigma
-from fwgym.tariff import credits_for
 from fwgym.tools import classical_plan_result
 
 
@@ -45,9 +45,9 @@ class PerfectDemandOracle:
 
 
 def priced_candidate(case, model: str, forecaster=None, budget: float = BUDGET):
-    """The plan a full-context (336 steps) forecast of ``model`` with the minimal covering horizon
-    would give on ``case``, computed WITHOUT paying, through the tools' code path (same request,
-    same :data:`~fwgym.forecasters.registry.FORECAST_CACHE` key, same quantile masses and DP).
+    """The plan the covering forecast of ``model`` (full context, minimal covering horizon) would give
+    on ``case``, computed WITHOUT paying, by the recipe the ``forecast`` tool uses
+    (:mod:`fwgym.forecasters.covering`: same request, cache entry, quantile masses and DP).
 
     Args:
         case: the :class:`~fwgym.cases.Case`.
@@ -60,22 +60,18 @@ def priced_candidate(case, model: str, forecaster=None, budget: float = BUDGET):
         or its backend fails.
     """
     f = forecaster or get_forecaster(model)
-    horizon = case.horizon
     try:
-        credits = credits_for(model, HISTORY_HOURS, horizon)
+        credits = covering_credits(model, case)
     except ValueError:
         return None
     if credits > budget or not f.availability().available:
         return None
     try:
         f.load()
-        context = case.history[-HISTORY_HOURS:]
-        key = (case.series_id, int(case.last_visible), len(context), int(horizon))  # = fwgym.tools._infer
-        q = FORECAST_CACHE.get_or_compute(f, key, lambda: f.predict_quantiles(context, horizon))
+        q = covering_forecast(case, f)
     except (ModelUnavailable, ForecastBackendError, ValueError):
         return None
-    lo, hi = case.target_steps
-    return credits, optimal_plan(q[lo - 1 : hi], case.scale, case.shortage, QUANTILE_MASSES)
+    return credits, plan_on_forecast(case, q)
 
 
 class MenuOracle:
@@ -156,7 +152,7 @@ class MenuOracle:
             self._rank(float(observation["budget_left"][0]))
             if self.choice in CLASSICAL_METHODS:
                 return {"tool": "classical_plan", "args": {"method": self.choice}}
-            return {"tool": "forecast", "args": {"model": self.choice, "context_steps": HISTORY_HOURS}}
+            return {"tool": "forecast", "args": {"model": self.choice, "context_steps": COVERING_CONTEXT}}
         if not last.get("ok"):
             raise RuntimeError(f"{self.name}: executing {self.choice} failed: {last.get('error')}")
         if self._stage == 2 and self.choice not in CLASSICAL_METHODS:

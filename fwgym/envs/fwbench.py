@@ -39,6 +39,7 @@ import bisect
 import math
 import string
 import threading
+from types import MappingProxyType
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -49,6 +50,7 @@ from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_cas
 from fwgym.context import render_context
 from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP, is_number
 from fwgym.data import DOMAINS
+from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
 from fwgym.optimizer import QUANTILE_LEVELS
@@ -56,12 +58,12 @@ from fwgym.scenarios import make_scenario
 from fwgym.series import hour_to_iso
 from fwgym.scoring import (BUDGET, RCRPS_CAP, case_score, case_weights, crps_quantiles, crps_samples, load_sigma, rcrps,
                            rcrps_alpha)
-from fwgym.tools import DEFAULT_TOOLS, MAX_CALLS, REGISTRY, Episode, ToolCall, ToolError, parse_action, result_json
+from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, parse_action,
+                         result_json)
 
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
 CHARSET = string.printable
 MAX_TEXT = 1 << 17
-TERMINATE, ERROR = "terminate", "error"
 _GRID_LEVELS: tuple[float, ...] = tuple(GRID.tolist())  # the normalised grid as JSON numbers (0.4, 0.45, ...)
 
 
@@ -147,7 +149,7 @@ class FWBenchEnv(gym.Env):
         unknown = [t for t in tools if t not in REGISTRY]
         if unknown:
             raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
-        tools += tuple(t for t in ("submit", "abstain") if t not in tools)  # always available
+        tools += tuple(t for t in ANSWER_TOOLS if t not in tools)  # always available
         models = tuple(PRICED_MODELS if models is None else models)
         bad_models = [m for m in models if m not in PRICED_MODELS]
         if bad_models:
@@ -175,6 +177,7 @@ class FWBenchEnv(gym.Env):
         self.domains, self.split, self.lead = domains, split, lead
         self.budget, self.max_calls = int(budget), int(max_calls)
         self.reward_mode, self.tools = reward, tools
+        self._tool_table = MappingProxyType({t: REGISTRY[t] for t in tools})  # what each episode allows
         self.invalid_submission, self.call_limit = invalid_submission, call_limit
         self.render_mode = render_mode
         if not isinstance(text_observations, (bool, np.bool_)):
@@ -255,9 +258,10 @@ class FWBenchEnv(gym.Env):
             u = self.np_random.random()  # bisect_right == np.searchsorted(side="right")
             case = self.cases[min(bisect.bisect_right(self._cum_weights, u), len(self.cases) - 1)]
         scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
-        self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self.tools,
+        self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self._tool_table,
                                models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
-                               forecast_timeout=self.forecast_timeout)
+                               forecast_timeout=self.forecast_timeout, call_limit=self.call_limit,
+                               invalid_submission=self.invalid_submission)
         self._outcome = None
         self._interrupted = None
         self._context = None
@@ -287,6 +291,9 @@ class FWBenchEnv(gym.Env):
         }
 
     def step(self, action: Any):
+        """One tool call: parse the action, let the episode ledger count, run and charge it
+        (:meth:`fwgym.tools.Episode.apply`), pay the dense credit reward, and score the episode when
+        the call ends it."""
         ep = self.episode
         if ep is None or self._outcome is not None:
             raise RuntimeError("call reset() before step() (the episode has ended)")
@@ -294,53 +301,15 @@ class FWBenchEnv(gym.Env):
             raise RuntimeError(f"call reset() before step(): a step of this episode was interrupted ({self._interrupted}), "
                                "so its ledger, call count and rewards are incomplete")
         try:
-            return self._step(ep, action)
+            outcome = ep.apply(parse_action(action))
+            reward = self._credit_reward(outcome.charged)
+            if outcome.ends is None:
+                return self._observation(outcome.result), reward, False, False, self._info(outcome.result)
+            obs, r, terminated, truncated, info = self._terminate(outcome.ends, outcome.reason, tool=outcome.tool)
+            return obs, r + reward, terminated, truncated, info
         except BaseException as exc:  # tools never raise for agent input: this is an interrupt (Ctrl-C, a signal) or a bug
             self._interrupted = type(exc).__name__
             raise
-
-    def _step(self, ep: Episode, action: Any):
-        call = parse_action(action)
-        name = call.tool if isinstance(call, ToolCall) else "invalid"
-        counts = not (isinstance(call, ToolCall) and call.tool in ("submit", "abstain") and call.tool in self.tools)
-        if counts and ep.calls >= ep.max_calls:
-            if self.call_limit == TERMINATE:
-                ep.calls += 1
-                ep.tool_counts[name] += 1
-                return self._terminate("call_limit_exceeded", f"call {ep.calls} exceeds the limit of {ep.max_calls} tool calls",
-                                       tool=name)
-            res = {"tool": name, "ok": False, "error": {"code": "call_limit", "message": f"the limit of {ep.max_calls} tool calls is reached; only submit and abstain are accepted"}}
-            return self._observation(res), 0.0, False, False, self._info(res)
-        spent_before = ep.spent
-        if isinstance(call, ToolError):
-            ep.calls += 1
-            ep.tool_counts["invalid"] += 1
-            res = {"tool": "invalid", "ok": False, "error": {"code": call.code, "message": call.message}}
-        else:
-            res = ep.execute(call)
-            if counts:
-                ep.calls += 1
-            elif not res["ok"]:
-                # a refused submit/abstain: a malformed one is an error result that counts as a call
-                # (so it is subject to the call limit like any counted call); an invalid plan ends the
-                # episode unless invalid_submission == "error"
-                code = res["error"]["code"]
-                if code == "invalid_plan" and self.invalid_submission == TERMINATE:
-                    return self._terminate("invalid_submission", res["error"]["message"])
-                if ep.calls < ep.max_calls:
-                    ep.calls += 1
-                elif self.call_limit == TERMINATE:
-                    ep.calls += 1
-                    return self._terminate("call_limit_exceeded", f"call {ep.calls} (a refused {name}: {code}) exceeds "
-                                           f"the limit of {ep.max_calls} tool calls", tool=name)
-                # call_limit == "error": refused at the limit, not counted beyond it
-        reward = self._credit_reward(ep.spent - spent_before)
-        if ep.abstain_reason is not None:
-            return self._terminate("abstained", ep.abstain_reason, tool="abstain")
-        if ep.submission is not None:
-            obs, r, term, trunc, info = self._terminate("submitted", "")
-            return obs, r + reward, term, trunc, info
-        return self._observation(res), reward, False, False, self._info(res)
 
     def render(self):
         if self.render_mode == "ansi" and self.episode is not None:
@@ -451,10 +420,10 @@ class FWBenchEnv(gym.Env):
         """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""
         ep = self.episode
         out = {}
-        lo, hi = ep.case.target_steps
         for fid, fc in ep.forecasts.items():
-            if fc["horizon"] >= hi:
-                c = float(crps_quantiles(fc["quantiles"][lo - 1 : hi], QUANTILE_LEVELS, ep.target()).mean())
+            q = target_quantiles(ep.case, fc["quantiles"])
+            if q is not None:
+                c = float(crps_quantiles(q, QUANTILE_LEVELS, ep.target()).mean())
                 out[fid] = {"model": fc["model"], "crps": c, "crps_scaled": c / ep.case.scale}
         return out
 

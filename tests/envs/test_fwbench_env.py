@@ -1,6 +1,7 @@
 """FWBenchEnv: registration, env checker, seeding, episode rules, rewards, leakage, fuzzing."""
 import json
 import re
+from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 import fwgym
 from fwgym.contract import GRID
 from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.tools import result_json
+from fwgym.tools import REGISTRY, result_json
 
 CASE = "elec-ISNE-2024-07-19-day_ahead"
 
@@ -165,6 +166,17 @@ def test_echoed_agent_names_are_capped_so_last_result_stays_valid_json(env):
         assert not term and len(obs["last_result"]) < 3000
         assert json.loads(obs["last_result"]) == info["tool_result"]
         assert info["tool_result"]["error"]["code"] in ("invalid_arguments", "invalid_action")
+
+
+def test_the_env_counts_calls_by_the_registry_flag(monkeypatch):
+    # the env counts nothing itself: flipping Tool.counts_as_call in the registry changes its count
+    monkeypatch.setitem(REGISTRY, "history", replace(REGISTRY["history"], counts_as_call=False))
+    env = FWBenchEnv("electricity", text_observations=False)
+    env.reset(options={"case_id": CASE})
+    for _ in range(3):
+        *_, info = env.step({"tool": "history", "args": {"last": 2}})
+    *_, info = env.step({"tool": "catalog"})
+    assert info["calls"] == 1 and info["tool_result"]["result"]["calls"] == {"limit": 12, "used": 0, "remaining": 12}
 
 
 def test_thirteenth_call_ends_episode_invalid(env):

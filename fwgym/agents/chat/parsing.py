@@ -74,7 +74,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from fwgym.contract import DECISION_IDS, CodedError, PlanError, decision_values
+from fwgym.contract import DECISION_IDS, PlanError, decision_values
+from fwgym.errors import CodedError
 
 #: A strict JSON number (RFC 8259): no sign ``+``, no leading zeros, no hex, no spaces.
 NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")

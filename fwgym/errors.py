@@ -1,0 +1,34 @@
+"""Coded errors shown to agents (DESIGN §6): every refusal an agent sees is one of these.
+
+An agent-facing error carries a stable machine-readable ``code`` (``"invalid_arguments"``,
+``"insufficient_budget"``, ``"invalid_plan"``, ...) and a ``message`` addressed to the agent, at most
+:data:`MAX_MESSAGE_CHARS` characters. The tools turn them into results
+``{"tool": NAME, "ok": false, "error": {"code": ..., "message": ...}}``; they never escape ``env.step``.
+
+Programmer errors (a bad constructor argument, a bad data file) stay ``ValueError`` / ``TypeError``.
+
+Subclasses elsewhere: :class:`fwgym.contract.PlanError` (an invalid plan or forecast submission) and
+:class:`fwgym.agents.chat.parsing.AnswerError` (a chat reply that cannot be used).
+"""
+from __future__ import annotations
+
+__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError"]
+
+#: longest message of an agent-facing error (messages quote agent input, which is capped too)
+MAX_MESSAGE_CHARS = 2000
+
+
+class CodedError(Exception):
+    """Base of fwgym's agent-facing errors: a stable machine-readable ``code`` and a ``message``
+    (at most :data:`MAX_MESSAGE_CHARS` characters)."""
+
+    def __init__(self, code: str, message: str):
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 14] + "...[truncated]"
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ToolError(CodedError):
+    """A refused or failed tool call; becomes ``{"error": {"code", "message"}}`` in the result."""
