@@ -7,12 +7,16 @@ An agent-facing error carries a stable machine-readable ``code`` (``"invalid_arg
 
 Programmer errors (a bad constructor argument, a bad data file) stay ``ValueError`` / ``TypeError``.
 
+Infrastructure failures are not agent-facing: :class:`HarnessError` (raised by an agent's harness,
+e.g. an LLM endpoint that cannot be reached) ends an episode with status ``"harness_error"``, which is
+never scored (DESIGN §9, trust).
+
 Subclasses elsewhere: :class:`fwgym.contract.PlanError` (an invalid plan or forecast submission) and
 :class:`fwgym.agents.chat.parsing.AnswerError` (a chat reply that cannot be used).
 """
 from __future__ import annotations
 
-__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError"]
+__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError", "HarnessError"]
 
 #: longest message of an agent-facing error (messages quote agent input, which is capped too)
 MAX_MESSAGE_CHARS = 2000
@@ -32,3 +36,22 @@ class CodedError(Exception):
 
 class ToolError(CodedError):
     """A refused or failed tool call; becomes ``{"error": {"code", "message"}}`` in the result."""
+
+
+class HarnessError(RuntimeError):
+    """An infrastructure failure that is not the agent's doing: the agent's backend could not be
+    reached or did not answer usably (transport errors, timeouts, HTTP 5xx/429 after the retries, a
+    body that is not JSON, a request the server refuses for a reason that is not the model's).
+
+    Raised from an agent's ``act`` or ``reset``; :func:`fwgym.agents.run_episode` ends the episode with
+    status ``"harness_error"``, which is never scored, never enters a leaderboard, and is rerun by
+    ``fwgym evaluate --resume``.
+
+    Attributes:
+        kind: a short machine-readable cause (``"transport"``, ``"timeout"``, ``"http_5xx"``,
+            ``"rate_limited"``, ``"bad_response"``, ``"auth"``, ...).
+    """
+
+    def __init__(self, message: str, kind: str = "infrastructure"):
+        super().__init__(message)
+        self.kind = str(kind)
