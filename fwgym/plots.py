@@ -124,11 +124,11 @@ def suite_metric(suite: str = "decision", credit_weight: float | None = None) ->
         if not (math.isfinite(w) and w >= 0):
             raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
         cap = f"{RCRPS_CAP:g}"
-        return SuiteMetric("forecast", "R", f"RCRPS (each case capped at {cap})", "RCRPS",
+        return SuiteMetric("forecast", "R", f"RCRPS (capped at {cap})", "RCRPS",
                            "Region-of-Interest CRPS of the submitted forecast (uncapped)", f"min(RCRPS, {cap})",
                            f"S = R + {w:g}·c/B, R = min(RCRPS, {cap})", 1.0, w, False, False)
     target = "the scenario-transformed target" if suite == "context" else "the realised target"
-    return SuiteMetric(suite, "loss", "decision loss (mean hourly cost / scale)", "loss",
+    return SuiteMetric(suite, "loss", "decision loss (normalised)", "loss",
                        f"decision loss of the submitted capacities on {target} (mean hourly cost / scale)",
                        "(loss − F)/σ", "S = (R + c/B)/2, R = (loss − F)/σ", 0.5, 0.5, True, True)
 
@@ -252,6 +252,23 @@ def _figure(width: float, height: float, layout: str | None = "constrained"):
     return fig
 
 
+def _freeze_ticks(fig, style: str) -> None:
+    """Store the style's tick settings on every axes, so ticks matplotlib creates at draw time (outside
+    :func:`figure_style`, e.g. a caller's own ``fig.savefig``) look the same as the ones laid out."""
+    rc = {**STYLES["screen"], **STYLES[style]} if style in STYLES else STYLES["screen"]
+    import matplotlib as mpl
+
+    base = mpl.rcParamsDefault
+    for ax in fig.get_axes():
+        for axis, name in (("x", "xtick"), ("y", "ytick")):
+            for which in ("major", "minor"):
+                ax.tick_params(axis=axis, which=which,
+                               labelsize=rc.get(f"{name}.labelsize", base[f"{name}.labelsize"]),
+                               pad=rc.get(f"{name}.{which}.pad", base[f"{name}.{which}.pad"]),
+                               length=rc.get(f"{name}.{which}.size", base[f"{name}.{which}.size"]),
+                               width=rc.get(f"{name}.{which}.width", base[f"{name}.{which}.width"]))
+
+
 def _check_path(path: str | Path) -> Path:
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
@@ -373,6 +390,43 @@ def _intervals(recs: Sequence[dict], reference: str | None, field: str, n_boot: 
     return out
 
 
+def frontier_points(records: Sequence[dict], suite: str | None = None, reference: str | None = "auto",
+                    n_boot: int | None = None, seed: int | None = None, budget: float = BUDGET,
+                    credit_weight: float | None = None) -> list[dict]:
+    """The numbers behind a frontier panel: one dict per policy with its aggregate ``S, R, loss,
+    floor, credits, calls, n, valid``, ``y`` (the suite's frontier metric, :attr:`SuiteMetric.y_field`)
+    and, with a reference, ``y_ci`` and ``credits_ci``: ``(lo, hi)`` = the policy's aggregate minus the
+    paired bootstrap difference plus its 95% interval ends (:func:`fwgym.evaluation.paired_bootstrap`,
+    ``policy - reference``; the reference's own interval is its point).
+
+    Args:
+        records: one suite's records of several policies on the same cases.
+        suite, reference, n_boot, seed, budget, credit_weight: as :func:`plot_frontier`.
+
+    Raises:
+        ValueError: as :func:`fwgym.evaluation.check_result_set`; an unknown reference.
+    """
+    from fwgym.evaluation import BOOT_SEED, N_BOOT, check_result_set
+
+    check_result_set(records)
+    suite = infer_suite(records, suite)
+    w = credit_weight if credit_weight is not None else credit_weight_of(records, budget) if suite == "forecast" else None
+    metric = suite_metric(suite, w)
+    pts = _panel_points(records, metric)
+    names = sorted(q["policy"] for q in pts)
+    if reference == "auto":
+        reference = _auto_reference(names)
+    elif reference is not None and reference not in names:
+        raise ValueError(f"reference policy {reference!r} is not among the policies {names}")
+    ci = _intervals(records, reference, metric.y_field, N_BOOT if n_boot is None else n_boot,
+                    BOOT_SEED if seed is None else seed)
+    for q in pts:
+        got = ci.get(q["policy"])
+        q["y_ci"] = got[metric.y_field] if got else None
+        q["credits_ci"] = got["credits"] if got else None
+    return pts
+
+
 def _text_width_in(fig, texts: Iterable[str], fs: float) -> float:
     """Widest of ``texts`` in inches at font size ``fs`` (measured with the figure's renderer)."""
     from matplotlib.text import Text
@@ -429,6 +483,8 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
         raise ValueError(f"n_lines must be >= 0, got {n_lines}")
     if labels not in ("auto", "names", "numbers"):
         raise ValueError(f"labels must be 'auto', 'names' or 'numbers', got {labels!r}")
+    if panels == "auto" and columns == 1:
+        panels = "all"
     sets = _panel_sets(records, panels)
     if columns is None:
         columns = 1 if len(sets) == 1 else 2
@@ -487,6 +543,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
         if title:
             fig.suptitle(title)
         # freeze the layout, then place the labels in display space (they need the final axes sizes)
+        _freeze_ticks(fig, style)
         fig.draw_without_rendering()
         fig.set_layout_engine("none")
         for place in placements:
@@ -570,9 +627,10 @@ def _frontier_panel(sf, label, recs, exact, pts, free, paid, metric: SuiteMetric
     for s in levels:
         if ax_f is not None:
             ax_f.axhline(float(metric.equal_s_y(s, np.zeros(1), floor, sigma, budget)[0]), color="0.6", lw=0.7,
-                         ls="--", zorder=1)
+                         ls="--", zorder=1, label=f"_equal S={s:g}")
         if ax_p is not None:
-            ax_p.plot(x, metric.equal_s_y(s, x, floor, sigma, budget), color="0.6", lw=0.7, ls="--", zorder=1)
+            ax_p.plot(x, metric.equal_s_y(s, x, floor, sigma, budget), color="0.6", lw=0.7, ls="--", zorder=1,
+                      label=f"_equal S={s:g}")
         edge = ax_p if ax_p is not None else ax_f
         x_edge = edge.get_xlim()[1] if edge is ax_p else 0.0
         y_edge = float(metric.equal_s_y(s, np.array([x_edge]), floor, sigma, budget)[0])
@@ -649,10 +707,11 @@ def _frontier_panel(sf, label, recs, exact, pts, free, paid, metric: SuiteMetric
                     tx, ha = (px - 5, "right") if right else (px + 5, "left")
                 moved = abs(y_lab - py) > 0.5 or column
                 inv = tr.inverted()
-                ax.annotate(text, inv.transform((px, py)), xytext=inv.transform((tx, y_lab)), textcoords="data",
-                            fontsize=fs, va="center", ha=ha, zorder=4, annotation_clip=False,
-                            arrowprops=dict(arrowstyle="-", lw=0.4, color="0.55", shrinkA=0, shrinkB=2.0)
-                            if moved else None)
+                ann = ax.annotate(text, inv.transform((px, py)), xytext=inv.transform((tx, y_lab)),
+                                  textcoords="data", fontsize=fs, va="center", ha=ha, zorder=4, annotation_clip=False,
+                                  arrowprops=dict(arrowstyle="-", lw=0.4, color="0.55", shrinkA=0, shrinkB=2.0)
+                                  if moved else None)
+                ann.set_gid(f"point-label:{q['policy']}")
 
     return place
 
@@ -683,7 +742,8 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         agents: policy names to draw as agents (purple triangles) rather than by name pattern.
         n_lines: about this many equal-S lines per panel (0: none).
         panels: ``"all"`` (one panel of every case), ``"domains"`` (one per domain), ``"both"``, or
-            ``"auto"`` (the all-cases panel plus one per domain when several are present).
+            ``"auto"`` (``"all"`` in one column, else the all-cases panel plus one per domain when
+            several are present).
         suite: the records' suite (default: :func:`infer_suite`; result files name it in ``meta.json``,
             see :func:`results_suite`).
         style: ``"paper"`` or ``"screen"`` (:data:`STYLES`). columns: 1 (3.3 in wide in the paper
@@ -1145,6 +1205,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
         labels = [e["label"] for e in legend]
         fig.legend([e["artist"] for e in legend], labels, loc="outside lower center",
                    ncol=_legend_ncol(fig, labels, fs, width, max_ncol=4), frameon=False)
+        _freeze_ticks(fig, style)
     return fig
 
 
@@ -1238,6 +1299,7 @@ def tools_figure(records: Sequence[dict], title: str | None = None, style: str =
                    title=None)
         ax.grid(axis="x", alpha=0.3, lw=0.4)
         ax.set_axisbelow(True)
+        _freeze_ticks(fig, style)
     return fig
 
 
@@ -1266,8 +1328,8 @@ def text_sizes(fig) -> list[tuple[str, float]]:
     return out
 
 
-__all__ = ["plot_frontier", "plot_case", "plot_tools", "frontier_figure", "case_figure", "tools_figure",
+__all__ = ["plot_frontier", "plot_case", "plot_tools", "frontier_figure", "frontier_points", "case_figure", "tools_figure",
            "save_figure", "figure_style", "figure_width", "policy_kind", "suite_metric", "SuiteMetric",
            "infer_suite", "results_suite", "credit_weight_of", "case_data", "CaseData", "draw_case",
-           "submitted_forecast", "forecast_band", "fit_limits", "text_sizes", "FORMATS", "STYLES",
+           "submitted_forecast", "forecast_band", "fit_limits", "text_sizes", "suite_env", "FORMATS", "STYLES",
            "PAPER_WIDTHS", "MIN_FONT_PT", "AUTO_REFERENCES", "SUITE_NAMES"]
