@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 import time
 import zlib
 from collections import Counter, defaultdict
@@ -16,6 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from fwgym.plots import submitted_forecast, suite_metric
 from fwgym.report import charts
 from fwgym.report.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
                                  transcript)
@@ -32,6 +32,8 @@ class Report:
     Attributes:
         out_dir: the site's folder. index: ``index.html``.
         policy_pages: ``{policy: path}``. episode_pages: ``{(policy, case_id): path}``.
+        case_pages: ``{case_id: path}`` (every policy on one case). cases_index: ``cases/index.html``.
+        suite: the results' suite (``decision``, ``context`` or ``forecast``).
         reference: the policy the intervals compare against (``None``: no intervals).
         warnings: things the reader of the build log should know (unmatched traces, failed replays).
         seconds: build time.
@@ -41,6 +43,9 @@ class Report:
     index: Path
     policy_pages: dict[str, Path] = field(default_factory=dict)
     episode_pages: dict[tuple[str, str], Path] = field(default_factory=dict)
+    case_pages: dict[str, Path] = field(default_factory=dict)
+    cases_index: Path | None = None
+    suite: str = "decision"
     reference: str | None = None
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -48,7 +53,8 @@ class Report:
     @property
     def pages(self) -> list[Path]:
         """Every HTML page written."""
-        return [self.index, *self.policy_pages.values(), *self.episode_pages.values()]
+        return [self.index, *self.policy_pages.values(), *self.episode_pages.values(), *self.case_pages.values(),
+                *([self.cases_index] if self.cases_index else [])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,12 +111,15 @@ def _environment():
     return env
 
 
-def _read_sources(paths: Sequence[str | Path]) -> tuple[list[dict], dict[tuple[str, str], str], list[dict]]:
-    """Records (merged and checked by :func:`fwgym.evaluation.read_results`), the suite of every
-    (policy, case) pair (from each source's ``meta.json``), and the sources' metadata."""
+def _read_sources(paths: Sequence[str | Path]) -> tuple[list[dict], list[dict]]:
+    """Records (merged and checked by :func:`fwgym.evaluation.read_results`) and the sources' metadata
+    (``path``, ``suite`` from each source's ``meta.json``, ``created``, ``version``, ``split``).
+
+    Raises:
+        ValueError: sources of different suites, or as :func:`fwgym.evaluation.read_results`.
+    """
     from fwgym.evaluation import read_results
 
-    suites: dict[tuple[str, str], str] = {}
     metas = []
     for p in map(Path, paths):
         f = p / "results.jsonl" if p.is_dir() else p
@@ -120,41 +129,35 @@ def _read_sources(paths: Sequence[str | Path]) -> tuple[list[dict], dict[tuple[s
                 meta = json.loads((f.parent / "meta.json").read_text())
             except ValueError:
                 meta = {}
-        suite = meta.get("suite", "decision") if isinstance(meta, dict) else "decision"
-        for r in read_results([p]):
-            suites[(r["policy"], r["case_id"])] = suite
-        metas.append({"path": str(p), "suite": suite, "created": meta.get("created"),
+        meta = meta if isinstance(meta, dict) else {}
+        metas.append({"path": str(p), "suite": meta.get("suite", "decision"), "created": meta.get("created"),
                       "version": meta.get("fwgym_version"), "split": meta.get("split")})
     records = read_results(paths, allow_partial=True)
-    return records, suites, metas
+    found = sorted({m["suite"] for m in metas})
+    if len(found) > 1:
+        raise ValueError("results of different suites cannot share a report (their scores differ in kind): "
+                         + ", ".join(f"{m['path']} is {m['suite']}" for m in metas))
+    return records, metas
 
 
 class _Cases:
-    """Hindsight data of a case under a suite's env settings (cached): the case, realised target,
-    perfect-demand plan, Region of Interest, scenario and the context text the agent saw."""
+    """Hindsight data of a case under a suite's env settings (cached): :class:`fwgym.plots.CaseData`
+    (the case, scored and raw target, perfect-demand plan, Region of Interest, scenario, context text)."""
 
     def __init__(self):
-        self._envs: dict = {}
         self._data: dict = {}
 
     def env(self, domain: str, split: str, suite: str):
-        from fwgym.envs.fwbench import FWBenchEnv
-        from fwgym.evaluation import SUITES
+        from fwgym.plots import suite_env
 
-        key = (domain, split, suite)
-        if key not in self._envs:
-            self._envs[key] = FWBenchEnv(domain=domain, split=split, **SUITES.get(suite, {}))
-        return self._envs[key]
+        return suite_env(domain, split, suite)
 
-    def get(self, rec: dict, suite: str) -> dict:
+    def get(self, rec: dict, suite: str):
+        from fwgym.plots import case_data
+
         key = (rec["case_id"], suite)
         if key not in self._data:
-            env = self.env(rec["domain"], rec["split"], suite)
-            env.reset(options={"case_id": rec["case_id"]})
-            h = env.hindsight()
-            self._data[key] = {"case": env.episode.case, "target": np.asarray(h["target"], dtype=np.float64),
-                               "perfect_levels": [float(x) for x in h["perfect_plan"].levels], "roi": h.get("roi"),
-                               "scenario": h.get("scenario"), "context": env.context}
+            self._data[key] = case_data(rec, suite)
         return self._data[key]
 
 
@@ -228,22 +231,41 @@ def _tabs(records: Sequence[dict], reference: str | None, n_boot: int, seed: int
     out = []
     for tid, title, recs in tabs:
         rows = leaderboard(recs, reference=reference, n_boot=n_boot, seed=seed)
-        out.append({"id": slug(tid), "title": title, "rows": rows, "cases": len({r["case_id"] for r in recs})})
+        out.append({"id": slug(tid), "title": title, "rows": rows, "cases": len({r["case_id"] for r in recs}),
+                    "records": recs})
     return out
 
 
-def _block_table(case, rec: dict, data: dict) -> list[dict]:
+def _block_table(case, rec: dict, data) -> list[dict]:
     from fwgym.series import hour_to_iso
 
-    y = data["target"]
+    y = data.target
     rows = []
     for b in range(8):
         h0 = int(case.target_start) + 3 * b
         lv = (rec.get("levels") or [None] * 8)[b]
         rows.append({"block": f"b{b:02d}", "start": hour_to_iso(h0)[11:16], "end": hour_to_iso(h0 + 3)[11:16],
                      "level": lv, "capacity": None if lv is None else lv * case.scale,
-                     "perfect": data["perfect_levels"][b] * case.scale, "demand_mean": float(y[3 * b: 3 * b + 3].mean()),
+                     "perfect": data.perfect_levels[b] * case.scale, "demand_mean": float(y[3 * b: 3 * b + 3].mean()),
                      "demand_max": float(y[3 * b: 3 * b + 3].max())})
+    return rows
+
+
+def _hour_table(case, data, submitted) -> list[dict]:
+    """Rows of the forecast suite's hourly table: the scored target, the raw series where a scenario
+    changed it, the Region of Interest, bounds and the submitted forecast's 10/50/90% quantiles."""
+    from fwgym.plots import forecast_band
+    from fwgym.series import hour_to_iso
+
+    band = forecast_band(submitted) if submitted is not None else None
+    rows = []
+    for h in range(24):
+        rows.append({"hour": hour_to_iso(int(case.target_start) + h)[11:16], "target": float(data.target[h]),
+                     "raw": float(data.raw_target[h]), "roi": bool(data.roi[h]) if data.roi is not None else False,
+                     "upper": None if data.upper is None or not np.isfinite(data.upper[h]) else float(data.upper[h]),
+                     "lower": None if data.lower is None or not np.isfinite(data.lower[h]) else float(data.lower[h]),
+                     "q10": None if band is None else float(band[h, 0]), "q50": None if band is None else float(band[h, 1]),
+                     "q90": None if band is None else float(band[h, 2])})
     return rows
 
 
@@ -277,22 +299,26 @@ def _episode_page(job: dict) -> tuple[str, str]:
     cases = _WORKER["cases"]
     p, rec, suite, trace = job["policy"], job["rec"], job["suite"], job["trace"]
     data = cases.get(rec, suite)
-    case = data["case"]
-    calls, bands, source, note = None, [], "counts", ""
+    case = data.case
+    calls, bands, source, note, actions = None, [], "counts", "", []
     if trace is not None and trace.get("steps"):
         calls, source = calls_from_trace(trace, rec.get("credits")), "trace"
         bands = bands_from_calls(trace_results(trace))
+        actions = [s.get("action") for s in trace["steps"] if isinstance(s, dict)]
     elif job["replay"] and trace is None:
         log, note = _replay(p, rec, cases, suite)
         if log is not None:
             calls, source = calls_from_log(log), "replay"
             bands = bands_from_calls([_loads(e["result"]) for e in log])
-    chart = charts.episode_charts(case, rec, data["target"], data["perfect_levels"] if suite != "forecast" else None,
-                                  bands=bands, policy_band=_policy_band(case, p, calls), roi=data["roi"],
-                                  history_hours=job["history_hours"])
+            actions = [e.get("action") for e in log]
+    submitted = submitted_forecast(rec, actions) if suite == "forecast" else None
+    chart = charts.episode_charts(data, rec, bands=bands, policy_band=_policy_band(case, p, calls),
+                                  submitted=submitted, history_hours=job["history_hours"])
     html = _WORKER["env"].get_template("episode.html").render(
         **job["context"], rec=rec, summary=case.summary(), case=case, data=data, suite=suite, chart=chart,
-        blocks=_block_table(case, rec, data), calls=calls, call_source=source, replay_note=note,
+        blocks=_block_table(case, rec, data) if suite != "forecast" else [],
+        hours=_hour_table(case, data, submitted) if suite == "forecast" else [], submitted=submitted,
+        calls=calls, call_source=source, replay_note=note,
         tool_counts=sorted((rec.get("tool_counts") or {}).items()), trace=trace,
         messages=transcript(trace) if trace else None)
     path = Path(job["path"])
@@ -368,6 +394,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     """
     from fwgym import __version__, plots
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, coverage, reference_policy
+    from fwgym.scoring import BUDGET
 
     t0 = time.perf_counter()
     if isinstance(results_paths, (str, Path)):
@@ -382,7 +409,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     env = _environment()
     _WORKER.setdefault("cases", _Cases())
     _WORKER.setdefault("env", env)
-    records, suites, metas = _read_sources(results_paths)
+    records, metas = _read_sources(results_paths)
     if not records:
         raise ValueError(f"no result records in {[str(p) for p in results_paths]}")
     groups = by_policy(records)
@@ -396,11 +423,12 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
 
     out = Path(out_dir)
     if _is_report(out):  # a rebuild: drop the old pages so none is left unlinked
-        for sub in ("policies", "episodes"):
+        for sub in ("policies", "episodes", "cases"):
             shutil.rmtree(out / sub, ignore_errors=True)
     (out / "assets").mkdir(parents=True, exist_ok=True)
     (out / "policies").mkdir(exist_ok=True)
     (out / "episodes").mkdir(exist_ok=True)
+    (out / "cases").mkdir(exist_ok=True)
     for name in ASSETS:
         (out / "assets" / name).write_bytes(resources.files("fwgym.report").joinpath("static", name).read_bytes())
 
@@ -410,23 +438,28 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     cov = coverage(groups[order[0]])
     splits = sorted({r["split"] for r in records})
     domains = sorted({r["domain"] for r in records})
+    suite = next(iter({m["suite"] for m in metas}), "decision")
+    credit_weight = plots.credit_weight_of(records) if suite == "forecast" else None
+    metric = suite_metric(suite, credit_weight)
+    split_txt = "/".join(splits)
     frontiers = []
-    with tempfile.TemporaryDirectory() as tmp, charts.report_style():
-        split_txt = "/".join(splits)
-        parts = [("all cases", records)] + ([(d, [r for r in records if r["domain"] == d]) for d in domains]
-                                            if len(domains) > 1 else [])
-        for k, (label, recs) in enumerate(parts):
-            f = plots.plot_frontier(recs, Path(tmp) / f"frontier{k}.svg", agents=sorted(traced), domain_panels=False,
-                                    title=f"Loss vs credits ({split_txt}, {label}): lower left is better")
-            frontiers.append({"label": label, "svg": charts.svg_text(f, label=f"loss against credits, {label}")})
-        tools_fig = charts.svg_text(plots.plot_tools(records, Path(tmp) / "tools.svg"),
-                                    label="mean tool calls per case, by tool")
+    for t in tabs:  # one frontier per leaderboard tab (the page shows the selected tab's)
+        recs = t["records"]
+        fig = plots.frontier_figure(recs, agents=sorted(traced), panels="auto", suite=suite, style="screen",
+                                    columns=2, reference=reference, n_boot=n_boot, seed=seed,
+                                    credit_weight=credit_weight)
+        frontiers.append({"tab": t["id"], "title": t["title"],
+                          "svg": charts.svg_text(fig, label=f"{metric.y_label} against mean credits per case, "
+                                                            f"{t['title']} ({split_txt})")})
+    tools_fig = charts.svg_text(plots.tools_figure(records, style="screen", columns=1, title=False),
+                                label="mean tool calls per case, by tool")
     from fwgym.evaluation import write_csv
 
     write_csv(tabs[0]["rows"], out / "leaderboard.csv")
     site = {"title": title or f"fwgym benchmark report: {'/'.join(splits)} split",
             "version": __version__, "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "reference": reference, "n_boot": n_boot, "seed": seed}
+            "reference": reference, "n_boot": n_boot, "seed": seed, "suite": suite, "metric": metric,
+            "budget": BUDGET}
     pages: dict[str, str] = {p: f"policies/{slug(p)}.html" for p in order}
 
     # -- choose and write episode pages --------------------------------------------------------
@@ -436,22 +469,25 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
                                     prefer=(lambda r, p=p: (p, r["case_id"]) in trace_map) if p in traced else None)
     ep_pages: dict[tuple[str, str], str] = {(p, r["case_id"]): f"episodes/{slug(p)}/{r['case_id']}.html"
                                             for p, lst in chosen.items() for r, _ in lst}
+    case_ids = list(dict.fromkeys(r["case_id"] for r in groups[order[0]]))
+    case_pages = {cid: f"cases/{cid}.html" for cid in case_ids}
     by_case: dict[str, list[str]] = defaultdict(list)
     for (p, cid) in ep_pages:
         by_case[cid].append(p)
-    report = Report(out_dir=out, index=out / "index.html", reference=reference, warnings=warnings)
+    report = Report(out_dir=out, index=out / "index.html", reference=reference, warnings=warnings, suite=suite)
     jobs = []
     for p in order:
         plist = chosen[p]
         for k, (rec, why) in enumerate(plist):
             cid = rec["case_id"]
             jobs.append({
-                "policy": p, "rec": rec, "why": why, "suite": suites.get((p, cid), "decision"),
+                "policy": p, "rec": rec, "why": why, "suite": suite,
                 "trace": trace_map.get((p, cid)), "replay": replay, "history_hours": history_hours,
                 "path": str(out / ep_pages[(p, cid)]),
                 "context": {"site": site, "rel": "../../", "policy": p, "policy_href": f"../../{pages[p]}", "why": why,
                             "row": main_rows.get(p), "position": (k + 1, len(plist)),
                             "siblings": [(q, f"../{slug(q)}/{cid}.html") for q in by_case[cid] if q != p],
+                            "case_href": f"../../{case_pages[cid]}",
                             "nav": {"prev": plist[k - 1][0]["case_id"] + ".html" if k > 0 else None,
                                     "next": plist[k + 1][0]["case_id"] + ".html" if k + 1 < len(plist) else None}}})
     bar = None
@@ -491,7 +527,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
         for r in recs:
             tool_mean.update(r.get("tool_counts") or {})
         episodes = [{"rec": r, "href": f"../{ep_pages[(p, r['case_id'])]}" if (p, r["case_id"]) in ep_pages else None,
-                     "traced": (p, r["case_id"]) in trace_map} for r in recs]
+                     "traced": (p, r["case_id"]) in trace_map, "case_href": f"../{case_pages[r['case_id']]}"}
+                    for r in recs]
         why = {r["case_id"]: w for r, w in chosen[p]}
         html = tpl_pol.render(site=site, rel="../", policy=p, row=row, breakdown=breakdown, episodes=episodes,
                               why=why, statuses=statuses.most_common(), reasons=reasons.most_common(8),
@@ -504,13 +541,42 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
         path.write_text(html, encoding="utf-8")
         report.policy_pages[p] = path
 
+    # -- case pages: every policy on one case ---------------------------------------------------
+    by_cid: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_cid[r["case_id"]].append(r)
+    kinds = {p: ("agent" if p in traced else plots.policy_kind(p, main_rows[p]["credits"])) for p in order}
+    tpl_case = env.get_template("case.html")
+    case_rows = []
+    ref_of = {r["case_id"]: r for r in groups[reference]} if reference else {}
+    for cid in case_ids:
+        recs = sorted(by_cid[cid], key=lambda r: (r["S"], r["policy"]))
+        first = recs[0]
+        data = _WORKER["cases"].get(first, suite)
+        rows = [{"rec": r, "rank": k + 1, "policy_href": f"../{pages[r['policy']]}",
+                 "episode_href": f"../{ep_pages[(r['policy'], cid)]}" if (r["policy"], cid) in ep_pages else None,
+                 "traced": (r["policy"], cid) in trace_map} for k, r in enumerate(recs)]
+        html = tpl_case.render(site=site, rel="../", case=data.case, summary=data.case.summary(), data=data,
+                               rows=rows, kinds=kinds, reference=ref_of.get(cid))
+        path = out / case_pages[cid]
+        path.write_text(html, encoding="utf-8")
+        report.case_pages[cid] = path
+        s_vals = [r["S"] for r in recs]
+        case_rows.append({"case_id": cid, "href": f"{cid}.html", "summary": data.case.summary(), "scenario": data.scenario,
+                          "best": first["policy"], "best_S": first["S"], "median_S": float(np.median(s_vals)),
+                          "worst_S": recs[-1]["S"], "ref_S": ref_of[cid]["S"] if cid in ref_of else None,
+                          "invalid": sum(not r["valid"] for r in recs), "n": len(recs)})
+    html = env.get_template("cases.html").render(site=site, rel="../", cases=case_rows, reference=reference,
+                                                 n_policies=len(order))
+    report.cases_index = out / "cases" / "index.html"
+    report.cases_index.write_text(html, encoding="utf-8")
+
     # -- index ---------------------------------------------------------------------------------
     html = env.get_template("index.html").render(
         site=site, rel="", tabs=tabs, pages=pages, frontiers=frontiers, tools_fig=tools_fig, coverage=cov,
         n_cases=len({r["case_id"] for r in records}), n_episodes=len(records), splits=splits, metas=metas,
         domains=domains, traced=sorted(traced), n_episode_pages=len(ep_pages),
-        max_pages=max_episode_pages, warnings=warnings,
-        kinds={p: ("agent" if p in traced else plots.policy_kind(p, main_rows[p]["credits"])) for p in order})
+        max_pages=max_episode_pages, warnings=warnings, kinds=kinds)
     report.index.write_text(html, encoding="utf-8")
     report.seconds = time.perf_counter() - t0
     return report

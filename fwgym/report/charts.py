@@ -5,7 +5,8 @@ prolog or DOCTYPE, no RDF metadata and no namespace URLs (the HTML parser puts `
 namespace by itself), no document-wide ``<style>`` and no fixed size (CSS scales it to its box).
 :func:`episode_charts` draws one episode: the tail of the visible history, the unseen hours before
 ``as_of``, purchased forecast bands, the policy's own predictive band, the submitted capacities as
-steps, the perfect-demand plan and the realised demand (hindsight: the report is made after the run).
+steps or the submitted forecast, the perfect-demand plan and the scored target (hindsight: the report
+is made after the run).
 :func:`histogram_svg` draws a small histogram (the S distribution of a policy).
 """
 from __future__ import annotations
@@ -20,8 +21,13 @@ import numpy as np
 
 #: matplotlib settings of every report figure: text as text (small files, sharp at any zoom) and
 #: stable element ids (the same input gives the same SVG)
-RC = {"svg.fonttype": "none", "svg.hashsalt": "fwgym-report", "font.size": 9.5,
-      "font.family": ["DejaVu Sans", "sans-serif"]}
+def _rc() -> dict:
+    from fwgym.plots import STYLES
+
+    return {**STYLES["screen"], "svg.hashsalt": "fwgym-report"}
+
+
+RC = _rc()
 
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.S)
 _META = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
@@ -89,131 +95,55 @@ def _plain_figure(width: float, height: float, rect: Sequence[float]):
     return fig, fig.add_axes(rect)
 
 
-def _to_dt(hours) -> np.ndarray:
-    return np.asarray(hours, dtype="int64").astype("datetime64[h]")
-
-
-def episode_charts(case, record: dict, target: np.ndarray, perfect_levels: Sequence[float] | None,
-                   bands: Sequence[dict] = (), policy_band: tuple[np.ndarray, str] | None = None,
-                   roi: np.ndarray | None = None, history_hours: int = 168) -> dict:
+def episode_charts(data, record: dict, bands: Sequence[dict] = (), policy_band: tuple[np.ndarray, str] | None = None,
+                   submitted: tuple[str, np.ndarray] | None = None, history_hours: int = 168) -> dict:
     """Inline SVG figures of one episode: an overview and the target day, with a shared legend.
 
-    The overview shows the last ``history_hours`` of visible history, the hidden hours before
-    ``as_of``, purchased forecast bands over their horizon and the target day; the target-day panel
-    zooms on the 24 target hours. Both show the submitted capacities as steps, the perfect-demand plan
-    and the realised demand (hindsight).
+    Drawn by :func:`fwgym.plots.draw_case` (the same drawing as ``fwgym plot case``): the overview shows
+    the last ``history_hours`` of visible history, the hidden hours before ``as_of``, purchased
+    forecast bands over their horizon and the target day; the target-day panel zooms on the 24 target
+    hours. Both show the submitted capacities (decision suites) or the submitted forecast (forecast
+    suite), the perfect-demand plan (decision suites), the scored target (hindsight: the report is
+    made after the run) and, where a scenario changed it, the raw series. Y-limits are fitted to the
+    drawn data (:func:`fwgym.plots.fit_limits`). Data artists carry SVG ids ``ep-<panel>-target``,
+    ``ep-<panel>-data<k>`` and the axes ``ep-<panel>-axes`` (panel = ``overview`` or ``zoom``).
 
     Args:
-        case: the :class:`~fwgym.cases.Case`.
+        data: :class:`fwgym.plots.CaseData` of the episode's case in its suite.
         record: the episode's result record (``levels`` = submitted normalised levels, or ``None``).
-        target: realised demand of the 24 target hours (raw units; the scenario-transformed target in
-            the context suite).
-        perfect_levels: the perfect-demand plan's 8 levels (``None`` to omit it).
-        bands: purchased forecasts ``{"label", "start_hour", "quantiles": (H, Q)}`` (Q >= 2: first and
-            last columns are the band edges, the middle column the median), drawn up to the target's end.
+        bands: purchased forecasts ``{"label", "start_hour", "quantiles": (H, Q)}``.
         policy_band: ``((24, Q) quantiles on the target hours, label)`` of the policy's own predictive
-            distribution (first and last columns drawn), or ``None``.
-        roi: bool mask (24,) of the scenario's Region of Interest, or ``None``.
+            distribution, or ``None``.
+        submitted: the submitted forecast (:func:`fwgym.plots.submitted_forecast`) or ``None``.
         history_hours: hours of visible history shown.
 
     Returns:
-        ``{"overview": svg, "target": svg, "legend": [{"label", "color", "style"}]}`` with ``style`` in
-        ``"line"``, ``"dash"``, ``"thick"``, ``"band"``, ``"dots"`` (the legend is drawn in HTML so it
-        wraps at any width).
+        ``{"overview": svg, "target": svg, "legend": [{"label", "color", "style"}], "ylim":
+        {"overview": (lo, hi), "zoom": (lo, hi)}}`` with ``style`` in ``"line"``, ``"dash"``,
+        ``"thick"``, ``"band"``, ``"dots"`` (the legend is drawn in HTML so it wraps at any width).
     """
-    import matplotlib.dates as mdates
+    from fwgym.plots import _format_time_axes, draw_case
 
-    from fwgym.plots import _runs
-
-    t0, t_end = int(case.target_start), int(case.target_start) + 24
-    edges = _to_dt(np.arange(t0, t_end + 1))
-    centre = _to_dt(case.target_hours)
-    y = np.asarray(target, dtype=np.float64)
-    cuts = []
-    for b in bands:
-        q = np.asarray(b["quantiles"], dtype=np.float64)
-        if q.ndim != 2 or q.shape[1] < 2 or not len(q):
-            continue
-        hours = int(b["start_hour"]) + np.arange(len(q))
-        keep = hours < t_end
-        if keep.any():
-            cuts.append((b["label"], hours[keep], q[keep]))
-    legend: list[dict] = []
-
-    def key(label, color, style):
-        if not any(e["label"] == label for e in legend):
-            legend.append({"label": label, "color": color, "style": style})
-
+    case = data.case
     with report_style():
         fo, ax = _plain_figure(6.4, 3.4, (0.105, 0.12, 0.875, 0.8))
         fz, zx = _plain_figure(3.8, 3.4, (0.17, 0.12, 0.755, 0.8))
-        n = max(1, min(int(history_hours), len(case.history)))
-        ax.plot(_to_dt(case.history_hours[-n:]), case.history[-n:], color="#3a3a3a", lw=1.0)
-        key("visible history", "#3a3a3a", "line")
-        ax.axvspan(_to_dt(case.last_visible + 1), _to_dt(case.as_of), color="#9a9a9a", alpha=0.5, lw=0)
-        key("hidden hours before as_of", "#c2c2c2", "band")
-        ax.axvline(_to_dt(case.as_of), color="#555555", ls=":", lw=1.0)
-        ax.annotate("as_of", (_to_dt(case.as_of), 1.0), xycoords=("data", "axes fraction"), fontsize=8,
-                    ha="left", va="top", xytext=(3, -3), textcoords="offset points", color="#444444")
-        for a_ in (ax, zx):
-            a_.axvspan(edges[0], edges[-1], color="#fff6d5", alpha=0.7, lw=0, zorder=0)
-        key("target day", "#fff0b8", "band")
-        for k, (label, hours, q) in enumerate(cuts):
-            c = _BAND_COLOURS[k % len(_BAND_COLOURS)]
-            for a_, sel in ((ax, slice(None)), (zx, hours >= t0)):
-                x = _to_dt(hours[sel])
-                a_.fill_between(x, q[sel, 0], q[sel, -1], color=c, alpha=0.2, lw=0)
-                a_.plot(x, q[sel, q.shape[1] // 2], color=c, lw=0.9, ls="--")
-            key(f"{label} 10-90%", c, "band")
-            key(f"{label} median", c, "dash")
-        if policy_band is not None:
-            pb, label = policy_band
-            for a_ in (ax, zx):
-                a_.fill_between(centre, pb[:, 0], pb[:, -1], color="#8c6bb1", alpha=0.2, lw=0)
-            key(label, "#8c6bb1", "band")
-        if roi is not None and np.asarray(roi).any():
-            for a, b_ in _runs(np.asarray(roi, dtype=bool)):
-                for a_ in (ax, zx):
-                    a_.axvspan(edges[a], edges[b_], color="#ff9f1c", alpha=0.22, lw=0)
-            key("region of interest", "#ffc680", "band")
-        best = cap = None
-        if perfect_levels is not None:
-            best = np.repeat(np.asarray(perfect_levels, dtype=np.float64) * case.scale, 3)
-            for a_ in (ax, zx):
-                a_.step(edges, np.append(best, best[-1]), where="post", color="#2ca02c", lw=1.2, ls="--")
-            key("perfect-demand plan", "#2ca02c", "dash")
-        if record.get("levels"):
-            cap = np.repeat(np.asarray(record["levels"], dtype=np.float64) * case.scale, 3)
-            for a_ in (ax, zx):
-                a_.step(edges, np.append(cap, cap[-1]), where="post", color="#d62728", lw=2.0)
-            key("submitted capacities", "#d62728", "thick")
-        for a_ in (ax, zx):
-            a_.plot(centre, y, color="black", lw=1.3, marker=".", ms=4 if a_ is zx else 2)
-            a_.grid(alpha=0.25)
-            a_.set_ylim(bottom=0)
-        key("realised demand (hindsight)", "#000000", "dots")
+        legend = draw_case(ax, None, data, record, history_hours=history_hours, bands=bands, policy_band=policy_band,
+                           submitted=submitted, gid="ep", fs=8.0)
+        legend_z = draw_case(None, zx, data, record, history_hours=history_hours, bands=bands,
+                             policy_band=policy_band, submitted=submitted, gid="ep", fs=8.0)
+        for e in legend_z:
+            if not any(x["label"] == e["label"] for x in legend):
+                legend.append(e)
+        _format_time_axes(ax, zx, case)
         ax.set_ylabel(case.series.unit)
-        loc = mdates.AutoDateLocator(minticks=3, maxticks=7)
-        ax.xaxis.set_major_locator(loc)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, show_offset=False))
-        ax.margins(x=0.01)
+        n = max(1, min(int(history_hours), len(case.history)))
         ax.set_title(f"last {n} visible hours to the end of the target day (UTC)", fontsize=9, loc="left")
-        zx.set_xlim(edges[0], edges[-1])
-        zx.xaxis.set_major_locator(mdates.HourLocator(byhour=range(0, 24, 6)))
-        zx.xaxis.set_minor_locator(mdates.HourLocator(byhour=range(0, 24, 3)))
-        zx.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
         zx.set_title(f"target day {case.target_date.isoformat()} (times UTC)", fontsize=9, loc="left")
-        top = max([float(y.max()), float(cap.max()) if cap is not None else 0.0,
-                   float(best.max()) if best is not None else 0.0,
-                   float(np.max(policy_band[0][:, -1])) if policy_band is not None else 0.0]
-                  + [float(np.max(q[hours >= t0, -1])) for _, hours, q in cuts if (hours >= t0).any()])
-        zx.set_ylim(0, top * 1.08 if top > 0 else 1.0)
+        ylim = {"overview": tuple(map(float, ax.get_ylim())), "zoom": tuple(map(float, zx.get_ylim()))}
         return {"overview": svg_text(fo, label=f"{case.case_id}: visible history, forecasts and the target day"),
-                "target": svg_text(fz, label=f"{case.case_id}: capacities and realised demand on the target day"),
-                "legend": legend}
-
-
-_BAND_COLOURS = ["#1f77b4", "#17becf", "#e377c2", "#8c564b", "#bcbd22"]
+                "target": svg_text(fz, label=f"{case.case_id}: the target day"),
+                "legend": [{k: e[k] for k in ("label", "color", "style")} for e in legend], "ylim": ylim}
 
 
 def histogram_svg(values: Sequence[float], xlabel: str, label: str, invalid: int = 0) -> str:

@@ -111,10 +111,39 @@ def report_site(tmp_path_factory):
             "traced": ["scripted_minimal"] + (["scripted_chat"] if chat is not None else [])}
 
 
+FORECAST_POLICIES = ["context_hour_of_day_empirical", "hour_of_day_empirical_samples"]
+
+
+@pytest.fixture(scope="session")
+def forecast_site(tmp_path_factory):
+    """A forecast-suite run (2 forecast baselines, 2 cases per domain) and its report (every episode paged;
+    the baselines are replayed, so their pages show the submitted forecast)."""
+    from fwgym.evaluation import SUITES, evaluate, read_results, run_meta, write_results
+    from fwgym.report import build_report
+
+    root = tmp_path_factory.mktemp("forecast-report")
+    records = evaluate(FORECAST_POLICIES, split="test", limit=LIMIT, progress=False, env_kwargs=SUITES["forecast"])
+    write_results(records, root / "results", {**run_meta("test", FORECAST_POLICIES, 1), "suite": "forecast"})
+    report = build_report([root / "results"], root / "site", max_episode_pages=None, n_boot=500)
+    return {"results": root / "results", "out": root / "site", "report": report,
+            "records": read_results([root / "results"])}
+
+
+_ARTIFACTS: list[Path] = []
+
+
 @pytest.fixture(scope="session")
 def artifacts_dir(tmp_path_factory) -> Path:
-    """Where screenshots go: ``$FWGYM_ARTIFACTS`` or a temporary folder."""
+    """Where screenshots go: ``$FWGYM_ARTIFACTS`` or a temporary folder (printed at the end of the run)."""
     env = os.environ.get("FWGYM_ARTIFACTS")
     p = Path(env) if env else tmp_path_factory.mktemp("artifacts")
     p.mkdir(parents=True, exist_ok=True)
+    _ARTIFACTS.append(p)
     return p
+
+
+def pytest_terminal_summary(terminalreporter):
+    for p in _ARTIFACTS:
+        shots = sorted(p.glob("*.png"))
+        if shots:
+            terminalreporter.write_line(f"report screenshots: {len(shots)} PNG files in {p}")

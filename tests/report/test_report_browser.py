@@ -202,3 +202,190 @@ def test_phone_width(browser, report_site, artifacts_dir):
         w.check()
     finally:
         w.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# layout at desktop and phone widths, sticky headers, fitted chart axes, the frontier of the
+# selected tab, case pages, the forecast suite
+
+DESKTOP_WIDTHS = (1366, 1440, 1536, 1920)
+PHONE_WIDTH = 390
+
+#: boxes of every visible table: the table inside its wrapper and the viewport, no scrolling wrapper,
+#: no cell whose content is wider than the cell (what "clipped" means on screen)
+_MEASURE = """() => {
+  const vw = document.documentElement.clientWidth, bad = [];
+  let n = 0;
+  document.querySelectorAll('table').forEach((t, i) => {
+    if (!t.offsetParent) return;  // inside a hidden tab panel
+    n += 1;
+    const wrap = t.closest('.table-wrap') || t.parentElement;
+    const tb = t.getBoundingClientRect(), wb = wrap.getBoundingClientRect();
+    const name = (t.id || t.className || 'table') + '#' + i;
+    if (tb.right > wb.right + 1 || tb.left < wb.left - 1) bad.push([name, 'table outside its box', tb.width, wb.width]);
+    if (wrap.scrollWidth > wrap.clientWidth + 1) bad.push([name, 'scrolling box', wrap.scrollWidth, wrap.clientWidth]);
+    if (tb.right > vw + 1) bad.push([name, 'beyond the viewport', tb.right, vw]);
+    t.querySelectorAll('td, th').forEach(c => {
+      const r = c.getBoundingClientRect();
+      if (!r.width) return;
+      if (r.right > vw + 1 || r.right > wb.right + 1) bad.push([name, 'cell outside', c.textContent.trim().slice(0, 40), r.right]);
+      if (c.scrollWidth > c.clientWidth + 1) bad.push([name, 'content wider than its cell', c.textContent.trim().slice(0, 40), c.scrollWidth, c.clientWidth]);
+    });
+  });
+  return {overflow: document.documentElement.scrollWidth - window.innerWidth, tables: n, bad: bad.slice(0, 12)};
+}"""
+
+
+def _pages(site, extra=()):
+    rep = site["report"]
+    traced = [k for k in rep.episode_pages if k[0] in site.get("traced", [])]
+    replayed = [k for k in rep.episode_pages if k[0] == "seasonal_empirical"]
+    keys = (traced[:1] + replayed[:1]) or list(rep.episode_pages)[:2]
+    return ([("index", rep.index), ("policy", next(iter(rep.policy_pages.values()))), ("cases", rep.cases_index),
+             ("case", next(iter(rep.case_pages.values())))] + [(f"episode-{k[0]}", rep.episode_pages[k]) for k in keys]
+            + list(extra))
+
+
+def _check_layout(w, name, width):
+    got = w.page.evaluate(_MEASURE)
+    assert got["overflow"] <= 1, f"{name} at {width}px: the page is {got['overflow']}px wider than the window"
+    assert got["tables"] >= 1 and not got["bad"], f"{name} at {width}px: {got['bad']}"
+
+
+@pytest.mark.parametrize("width", DESKTOP_WIDTHS + (PHONE_WIDTH,))
+def test_no_clipped_tables(browser, report_site, forecast_site, artifacts_dir, width):
+    w = Watch(browser, width=width, height=900)
+    try:
+        fc = forecast_site["report"]
+        for name, path in _pages(report_site) + [("forecast-index", fc.index),
+                                                 ("forecast-episode", next(iter(fc.episode_pages.values())))]:
+            w.goto(path)
+            _check_layout(w, name, width)
+            if name == "index":  # every tab's table
+                for btn in w.page.locator(".tabs [role=tab]").all():
+                    btn.click()
+                    _check_layout(w, f"index tab {btn.get_attribute('id')}", width)
+                w.page.click("#tabbtn-all")
+            w.page.screenshot(path=str(artifacts_dir / f"w{width}_{name}.png"), full_page=True)
+        w.check()
+    finally:
+        w.close()
+
+
+def test_sticky_headers(browser, report_site, artifacts_dir):
+    w = Watch(browser, width=1366, height=240)  # shorter than the tables, so the page scrolls inside them
+    try:
+        page = w.page
+        stuck = []
+        for path, table in ((report_site["out"] / "index.html", "#tab-all table"),
+                            (next(iter(report_site["report"].case_pages.values())), "#case-policies"),
+                            (next(iter(report_site["report"].policy_pages.values())), "#episodes")):
+            w.goto(path)
+            start = page.evaluate(f"() => document.querySelector('{table}').getBoundingClientRect().top + window.scrollY")
+            page.evaluate(f"() => window.scrollTo(0, {start} + 60)")
+            box = page.evaluate(f"""() => {{ const t = document.querySelector('{table}');
+                const h = t.tHead.rows[0].cells[0].getBoundingClientRect(), b = t.getBoundingClientRect();
+                return [h.top, h.bottom, b.top, b.bottom]; }}""")
+            head_top, head_bottom, table_top, table_bottom = box
+            if table_top > -30:  # the page ends before the window can scroll into this table
+                continue
+            assert table_bottom > head_bottom, (path.name, box)
+            assert abs(head_top) <= 1, f"{path.name}: the header row scrolled away ({head_top}px from the top)"
+            stuck.append(path.name)
+            page.screenshot(path=str(artifacts_dir / f"sticky_{path.stem}.png"))
+        assert "index.html" in stuck and len(stuck) >= 2, stuck
+        w.check()
+    finally:
+        w.close()
+
+
+def test_episode_chart_axes_fit_the_data(browser, report_site):
+    rep = report_site["report"]
+    key = next(k for k in rep.episode_pages if k[0] == "seasonal_empirical" and k[1].startswith("elec-"))
+    w = Watch(browser, width=1366)
+    try:
+        w.goto(rep.episode_pages[key])
+        for panel in ("overview", "zoom"):
+            got = w.page.evaluate(f"""() => {{
+                const ax = document.getElementById('ep-{panel}-axes').getBoundingClientRect();
+                const els = [document.getElementById('ep-{panel}-target'),
+                             ...document.querySelectorAll('[id^="ep-{panel}-data"]')];
+                const top = Math.min(...els.map(e => e.getBoundingClientRect().top));
+                const bottom = Math.max(...els.map(e => e.getBoundingClientRect().bottom));
+                return [ax.top, ax.bottom, top, bottom, els.length]; }}""")
+            ax_top, ax_bottom, top, bottom, n = got
+            height = ax_bottom - ax_top
+            assert n >= 3 and height > 100, got
+            # fitted: the drawn data fill the axes' height (a 6% margin above and below), the axis does not start at 0
+            assert (bottom - top) / height > 0.84, (panel, got)
+            assert (ax_bottom - bottom) / height < 0.09 and (top - ax_top) / height < 0.09, (panel, got)
+        w.check()
+    finally:
+        w.close()
+
+
+def test_frontier_follows_the_selected_tab(browser, report_site):
+    w = Watch(browser, width=1366)
+    try:
+        page = w.page
+        w.goto(report_site["out"] / "index.html")
+        tabs = [b.get_attribute("aria-controls")[4:] for b in page.locator(".tabs [role=tab]").all()]
+        assert page.locator("figure.frontier").count() == len(tabs)
+        for tab in ["all"] + [t for t in tabs if t != "all"]:
+            page.click(f"#tabbtn-{tab}")
+            shown = page.eval_on_selector_all("figure.frontier", "fs => fs.filter(f => f.offsetParent).map(f => f.getAttribute('data-tab-for'))")
+            assert shown == [tab], (tab, shown)
+            label = page.get_attribute(f"figure.frontier[data-tab-for='{tab}'] svg", "aria-label")
+            title = page.inner_text(f"#tabbtn-{tab}").rsplit(" ", 1)[0].strip()
+            assert title in label, (label, title)
+            box = page.locator(f"figure.frontier[data-tab-for='{tab}'] svg").bounding_box()
+            assert box["width"] > 600 and box["height"] > 200
+        w.check()
+    finally:
+        w.close()
+
+
+def test_case_page_compares_every_policy(browser, report_site, artifacts_dir):
+    rep, records = report_site["report"], report_site["records"]
+    key = next(k for k in rep.episode_pages if k[0] == "seasonal_empirical")
+    w = Watch(browser, width=1366)
+    try:
+        page = w.page
+        w.goto(rep.episode_pages[key])
+        page.click("a.case-link")
+        page.wait_for_load_state("load")
+        assert page.url.endswith(f"cases/{key[1]}.html")
+        rows = page.eval_on_selector_all("#case-policies tbody tr",
+                                         "rs => rs.map(r => [r.getAttribute('data-policy'), r.cells[2].textContent.trim()])")
+        want = sorted((r for r in records if r["case_id"] == key[1]), key=lambda r: (r["S"], r["policy"]))
+        assert rows == [[r["policy"], f"{r['S']:.4f}"] for r in want]
+        page.screenshot(path=str(artifacts_dir / "case_page.png"), full_page=True)
+        page.click("#case-policies tbody tr a[href*='episodes/']")  # back to an episode page
+        page.wait_for_load_state("load")
+        assert "/episodes/" in page.url
+        w.goto(rep.cases_index)
+        assert page.locator("#cases tbody tr").count() == len({r["case_id"] for r in records})
+        w.check()
+    finally:
+        w.close()
+
+
+def test_forecast_suite_pages(browser, forecast_site, artifacts_dir):
+    rep = forecast_site["report"]
+    w = Watch(browser, width=1440)
+    try:
+        page = w.page
+        w.goto(rep.index)
+        assert "min(RCRPS, 5)" in page.inner_text("footer")
+        heads = page.eval_on_selector_all("#tab-all thead th", "ths => ths.map(t => t.textContent.trim())")
+        assert any(h.startswith("RCRPS") for h in heads) and not any(h.startswith("loss") for h in heads)
+        path = next(iter(rep.episode_pages.values()))
+        w.goto(path)
+        legend = page.eval_on_selector_all("ul.legend li", "ls => ls.map(l => l.textContent.trim())")
+        assert "submitted forecast 10-90%" in legend and "submitted forecast median" in legend
+        assert "submitted capacities" not in legend
+        assert page.locator("table.hours tbody tr").count() == 24
+        page.screenshot(path=str(artifacts_dir / "forecast_episode.png"), full_page=True)
+        w.check()
+    finally:
+        w.close()

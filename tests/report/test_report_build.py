@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import numpy as np
 import pytest
 
 from fwgym.evaluation import leaderboard
@@ -266,6 +267,15 @@ def test_context_suite(tmp_path):
     html = next(iter(rep.episode_pages.values())).read_text()
     assert "scenario <code>" in html and "after the scenario's transformation" in html
     assert "deterministic replay" in html
+    assert "Context suite: S = (R + credits / 113,726) / 2" in html and "on the scenario-transformed target" in html
+    from fwgym import plots
+
+    changed = [(k, r) for k, r in ((k, next(x for x in recs if (x["policy"], x["case_id"]) == k)) for k in rep.episode_pages)
+               if plots.case_data(r, "context").changed]
+    assert changed, "a scenario that changes the target is among the cases"
+    for k, _ in changed:
+        page = rep.episode_pages[k].read_text()
+        assert "raw series (no scenario)" in page and "scored target (with scenario)" in page
 
 
 def test_cli_default_matches_the_package():
@@ -274,3 +284,99 @@ def test_cli_default_matches_the_package():
 
     args = build_parser().parse_args(["report", "r", "-o", "x"])
     assert args.episodes == DEFAULT_EPISODE_PAGES and args.reference is None and args.workers == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# suites, frontiers per tab, case pages, fitted charts
+
+
+def test_decision_suite_labels(report_site):
+    out = report_site["out"]
+    html = (out / "index.html").read_text()
+    assert "Decision suite: S = (R + credits / 113,726) / 2 with R = (loss − F) / σ" in html
+    assert "RCRPS" not in html
+    ep = next(iter(report_site["report"].episode_pages.values())).read_text()
+    assert "Decision suite: S = (R + credits / 113,726) / 2" in ep and "R = (loss − F)/σ" in ep
+    assert report_site["report"].suite == "decision"
+
+
+def test_frontier_per_tab(report_site):
+    html = (report_site["out"] / "index.html").read_text()
+    page = _parse(report_site["out"] / "index.html")
+    tabs = set(page.rows)
+    got = re.findall(r'<figure class="figure frontier" data-tab-for="([^"]+)"', html)
+    assert sorted(got) == sorted(tabs) and len(got) == len(tabs)  # one frontier per leaderboard tab
+    for t in tabs:
+        fig = html.split(f'data-tab-for="{t}"', 1)[1].split("</figure>", 1)[0]
+        assert "<svg" in fig and "decision loss (normalised) against mean credits per case" in fig
+
+
+def test_case_pages(report_site):
+    rep, records = report_site["report"], report_site["records"]
+    cases = sorted({r["case_id"] for r in records})
+    assert sorted(rep.case_pages) == cases and rep.cases_index.is_file()
+    index = rep.cases_index.read_text()
+    for cid in cases:
+        assert f'href="{cid}.html"' in index
+        html = rep.case_pages[cid].read_text()
+        rows = re.findall(r'<tr data-policy="([^"]+)"', html)
+        recs = sorted((r for r in records if r["case_id"] == cid), key=lambda r: (r["S"], r["policy"]))
+        assert rows == [r["policy"] for r in recs]  # every policy, by S on this case
+        for r in recs:
+            assert f'{r["S"]:.4f}' in html
+        for p in rows:  # episode links where a page exists
+            if (p, cid) in rep.episode_pages:
+                assert f'../episodes/{slug(p)}/{cid}.html' in html
+    ep = rep.episode_pages[next(iter(rep.episode_pages))]
+    assert f'../../cases/{ep.stem}.html' in ep.read_text()
+
+
+def test_forecast_report(forecast_site):
+    from fwgym import plots
+
+    rep, records, out = forecast_site["report"], forecast_site["records"], forecast_site["out"]
+    assert rep.suite == "forecast"
+    html = (out / "index.html").read_text()
+    assert "Forecast suite: S = R + w · credits / 113,726 with w = 0 and R = min(RCRPS, 5)" in html
+    assert "ΔRCRPS [95% CI]" in html and ">RCRPS</th>" in html and "Δloss" not in html
+    assert "RCRPS (capped at 5) against mean credits per case" in html
+    assert "decision loss" not in html
+    for (p, cid), path in rep.episode_pages.items():
+        page = path.read_text()
+        assert "Submitted forecast by hour" in page and "Capacities by block" not in page
+        assert "submitted forecast 10-90%" in page and "perfect-demand plan" not in page  # replayed: shown
+        assert "R = min(RCRPS, 5)" in page and "(uncapped, on the scenario-transformed target)" in page
+        rec = next(r for r in records if (r["policy"], r["case_id"]) == (p, cid))
+        data = plots.case_data(rec, "forecast")
+        rows = re.findall(r"<tr(?: class=\"roi\")?><td>(\d\d:\d\d)</td><td>([\d,.]+)</td>", page)
+        assert len(rows) == 24
+        assert [float(v.replace(",", "")) for _, v in rows] == pytest.approx(data.target.tolist(), abs=0.0501)
+        if data.changed:
+            assert "raw series (no scenario)" in page
+        medians = re.findall(r"<td>([\d,.]+)</td><td>([\d,.]+)</td><td>([\d,.]+)</td></tr>", page)
+        assert len(medians) >= 24 and all(float(a.replace(",", "")) <= float(c.replace(",", "")) for a, _, c in medians)
+    policy_page = rep.policy_pages[records[0]["policy"]].read_text()
+    assert "An invalid forecast scores the RCRPS cap" not in policy_page or "Invalid episodes" in policy_page
+    assert "<th scope=\"col\" data-sort=\"num\">RCRPS</th>" in policy_page
+
+
+def test_mixed_suites_are_refused(report_site, forecast_site, tmp_path):
+    with pytest.raises(ValueError, match="different suites"):
+        build_report([report_site["results"], forecast_site["results"]], tmp_path / "mixed")
+
+
+def test_episode_chart_axes_fit_the_data(report_site):
+    from fwgym import plots
+    from fwgym.report import charts
+
+    rec = next(r for r in report_site["records"] if r["domain"] == "electricity" and r["policy"] == "weekday_empirical")
+    data = plots.case_data(rec, "decision")
+    ch = charts.episode_charts(data, rec)
+    lo, hi = ch["ylim"]["zoom"]
+    shown = np.concatenate([data.target, np.repeat(np.asarray(rec["levels"]) * data.case.scale, 3),
+                            np.repeat(np.asarray(data.perfect_levels) * data.case.scale, 3)])
+    span = shown.max() - shown.min()
+    assert lo == pytest.approx(shown.min() - 0.06 * span) and hi == pytest.approx(shown.max() + 0.06 * span)
+    assert lo > 0  # electricity load: the axis does not start at 0
+    assert 'id="ep-zoom-target"' in ch["target"] and 'id="ep-zoom-axes"' in ch["target"]
+    assert 'id="ep-overview-target"' in ch["overview"]

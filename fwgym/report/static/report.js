@@ -1,7 +1,22 @@
-/* fwgym report: sortable tables, tabs, a table filter and transcript toggles. No dependencies. */
+/* fwgym report: sortable tables, tabs (with the figures that follow them), a table filter, transcript
+   toggles and cell labels for the phone layout. No dependencies. */
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
+
+  /* every body cell gets its column's header text as data-label (the phone layout shows it) */
+  document.querySelectorAll("table").forEach(function (table) {
+    var head = table.tHead && table.tHead.rows[0];
+    if (!head) return;
+    var names = Array.prototype.map.call(head.cells, function (th) { return th.textContent.replace(/\s+/g, " ").trim(); });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        Array.prototype.forEach.call(row.cells, function (cell, i) {
+          if (names[i] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", names[i]);
+        });
+      });
+    });
+  });
 
   function cellKey(row, index, numeric) {
     var cell = row.cells[index];
@@ -45,11 +60,16 @@
   document.querySelectorAll(".tabs").forEach(function (bar) {
     var buttons = bar.querySelectorAll("[role=tab]");
     function show(btn) {
+      var id = (btn.getAttribute("aria-controls") || "").replace(/^tab-/, "");
       buttons.forEach(function (b) {
         var on = b === btn, panel = document.getElementById(b.getAttribute("aria-controls"));
         b.setAttribute("aria-selected", on ? "true" : "false");
         b.tabIndex = on ? 0 : -1;
         if (panel) panel.hidden = !on;
+      });
+      /* figures drawn for one tab's cases (the frontier) follow the selected tab */
+      document.querySelectorAll("[data-tab-for]").forEach(function (el) {
+        el.hidden = el.getAttribute("data-tab-for") !== id;
       });
     }
     buttons.forEach(function (b) { b.addEventListener("click", function () { show(b); }); });
