@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from fwgym.cases import Case
-from fwgym.contract import ALPHA, RAMP
+from fwgym.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capacity_grid
 from fwgym.series import hour_to_datetime, hour_to_iso
 
 _DOMAIN_TEXT = {
@@ -127,10 +127,13 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
     if scenario_text:
         lines.append("Context: " + scenario_text)
     if task == "decision":
+        unit = case.series.unit
         lines += [
             f"Contract: choose 8 capacities b00..b07, one per 3-hour block of the target window, each equal to "
-            f"scale x level with level in {{0.40, 0.45, ..., 2.00}} and scale = {s:.6g} {case.series.unit} (mean of the visible history). "
-            f"Adjacent blocks may differ by at most {RAMP:.2f} in level (6 grid steps).",
+            f"scale x level with level in {{0.40, 0.45, ..., 2.00}} and scale = {s!r} {unit} (mean of the visible history, "
+            f"full precision). Adjacent blocks may differ by at most {RAMP:.2f} in level (6 grid steps).",
+            f"Capacity grid ({unit}; scale x level for the 33 levels, full precision; a value v matches grid value g when "
+            f"|v - g| <= {VALUE_ABS_TOL:g} + {VALUE_REL_TOL:g} x |g|): " + ", ".join(repr(v) for v in capacity_grid(s)) + ".",
             f"Loss: mean over the 24 target hours of {ALPHA}*max(a-y,0) + w_h*max(y-a,0) with a and y divided by scale; "
             f"shortage weights w_h for this day: {', '.join(f'{w:g}' for w in case.shortage[::6])} for hours 0-5, 6-11, 12-17, 18-23.",
             f"Objective: minimise S = 0.5*((loss - best possible loss)/sigma + credits spent/{budget}).",

@@ -54,9 +54,18 @@ def local_zone(case: Case) -> ZoneInfo:
 
 
 def local_hours(case: Case) -> np.ndarray:
-    """Local clock hour (0..23) of each of the 24 target hours, int (24,)."""
+    """Local clock hour (0..23) of each of the 24 target hours, int (24,).
+
+    When the UTC offset is the same at the first and the last target hour (every day but the two
+    clock changes of a year) the hours are the first one plus 0..23 (mod 24); otherwise each hour
+    is converted on its own."""
     tz = local_zone(case)
-    return np.array([hour_to_datetime(h).astimezone(tz).hour for h in case.target_hours], dtype=np.int64)
+    hours = case.target_hours
+    first = hour_to_datetime(int(hours[0])).astimezone(tz)
+    last = hour_to_datetime(int(hours[-1])).astimezone(tz)
+    if first.utcoffset() == last.utcoffset() and int(hours[-1]) - int(hours[0]) == len(hours) - 1:
+        return (first.hour + np.arange(len(hours), dtype=np.int64)) % 24
+    return np.array([hour_to_datetime(int(h)).astimezone(tz).hour for h in hours], dtype=np.int64)
 
 
 @dataclass(frozen=True)
