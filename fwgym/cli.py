@@ -163,7 +163,7 @@ def cmd_report(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from fwgym.evaluation import calibrate_sigma
-    from fwgym.scoring import REFERENCE_SIGMA, SIGMA_PATH
+    from fwgym.scoring import REFERENCE_SIGMA, write_sigma
 
     result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress)
     result["reference_fwbench_paper"] = REFERENCE_SIGMA
@@ -171,8 +171,7 @@ def cmd_calibrate(args) -> int:
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     print(text)
     if args.write:
-        path = Path(args.output) if args.output else SIGMA_PATH
-        path.write_text(text)
+        path = write_sigma(text, args.output or None)  # the packaged file's digest is recorded in fwgym/data/sha256.json
         print(f"wrote {path}")
     return 0
 

@@ -20,7 +20,6 @@ Cycle-hire values stay non-negative integers; electricity values stay >= 0.
 """
 from __future__ import annotations
 
-import csv
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,7 +29,7 @@ import numpy as np
 
 from fwgym.cases import LONDON, Case
 from fwgym.contract import TARGET_HOURS
-from fwgym.data import DATA_DIR
+from fwgym.data import read_csv_rows
 from fwgym.series import hour_to_datetime
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -42,8 +41,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 @lru_cache(maxsize=None)
 def ba_zones() -> dict[str, tuple[str, str]]:
     """``{BA code: (IANA time zone, region description)}`` for the 54 balancing authorities."""
-    with open(DATA_DIR / "balancing_authority_zones.csv", newline="", encoding="utf-8") as fh:
-        return {r["series_id"]: (r["time_zone"], r["region"]) for r in csv.DictReader(fh)}
+    return {r["series_id"]: (r["time_zone"], r["region"]) for r in read_csv_rows("data/balancing_authority_zones.csv")}
 
 
 def local_zone(case: Case) -> ZoneInfo:

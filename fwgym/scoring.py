@@ -32,18 +32,40 @@ SIGMA_PATH = Path(__file__).resolve().parent / "config" / "sigma.json"
 REFERENCE_SIGMA = {"electricity": 0.054206794827132906, "cycle_hire": 0.04340576638915502}
 
 
+#: the packaged sigma file, relative to the fwgym package (an entry of fwgym.data.SCORE_FILES)
+SIGMA_RELPATH = "config/sigma.json"
+
+
+def _is_packaged_sigma(p: Path) -> bool:
+    try:
+        return p.resolve() == SIGMA_PATH.resolve()
+    except OSError:
+        return False
+
+
 def load_sigma(path: str | Path | None = None) -> dict[str, float]:
     """Frozen per-domain sigma from ``fwgym/config/sigma.json`` (or ``path``).
 
+    The packaged file is sha256-checked against the data manifest (``fwgym/data/sha256.json``):
+    an edited copy is refused (re-calibrate with ``fwgym calibrate-sigma --write``, which records
+    the new digest). A file given explicitly by ``path`` is the caller's choice and is not checked.
+
     Raises:
         FileNotFoundError: no calibration file (run ``fwgym calibrate-sigma``).
+        fwgym.data.DataIntegrityError: the packaged file fails its sha256 check (the message names it).
         ValueError: the file lacks a domain or holds a non-positive value.
     """
     p = Path(path) if path is not None else SIGMA_PATH
     if not p.is_file():
         raise FileNotFoundError(f"sigma calibration file {p} is missing; run `fwgym calibrate-sigma` to create it")
     try:
-        data = json.loads(p.read_text())
+        if _is_packaged_sigma(p):
+            from fwgym.data import verified_bytes
+
+            text = verified_bytes(SIGMA_RELPATH).decode("utf-8")
+        else:
+            text = p.read_text()
+        data = json.loads(text)
         sig = {str(d): float(v) for d, v in data["sigma"].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{p}: not a sigma calibration file ({type(exc).__name__}: {exc}); "
@@ -52,6 +74,31 @@ def load_sigma(path: str | Path | None = None) -> dict[str, float]:
         if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
             raise ValueError(f"{p}: sigma for domain {d!r} missing or not > 0")
     return sig
+
+
+def write_sigma(text: str, path: str | Path | None = None) -> Path:
+    """Write a sigma calibration file (JSON text with a ``"sigma"`` object) to ``path`` (default: the
+    packaged ``fwgym/config/sigma.json``, whose digest is then recorded in the data manifest, so the
+    new file passes :func:`load_sigma`'s check). The text is checked to be a valid calibration first.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: ``text`` is not a valid calibration (as :func:`load_sigma`).
+    """
+    p = Path(path) if path is not None else SIGMA_PATH
+    probe = json.loads(text)
+    sig = {str(d): float(v) for d, v in probe["sigma"].items()}
+    for d in ("electricity", "cycle_hire"):
+        if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
+            raise ValueError(f"sigma for domain {d!r} missing or not > 0: refusing to write {p}")
+    p.write_text(text)
+    if _is_packaged_sigma(p):
+        from fwgym.data import record_sha256
+
+        record_sha256(SIGMA_RELPATH)
+    return p
 
 
 def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET) -> tuple[float, float]:
