@@ -433,6 +433,8 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
 
 #: seed of the scenarios drawn on train cases for :func:`rcrps_alpha` (fixed, as CiK's scaling seeds)
 ALPHA_SCENARIO_SEED = 0
+#: train cases (evenly spaced) per series on which a scenario family's alpha is measured (CiK: 25 instances)
+ALPHA_SCENARIO_CASES = 200
 
 
 def rcrps_alpha(domain: str, series_id: str, family: str | None = None) -> float:
@@ -441,9 +443,12 @@ def rcrps_alpha(domain: str, series_id: str, family: str | None = None) -> float
     A task family here is one series of one domain, with one scenario family (or none); the mean
     range (max - min of the 24 target hours) is taken over that series' held-out **train**-split
     cases, which all precede the dev and test periods. As in CiK (whose scaling takes the range of
-    each instance's future target, announced event included), the range is that of the scenario's
-    target: the family's scenario (seed :data:`ALPHA_SCENARIO_SEED`) applied to each train case.
-    Cached per (domain, series, family).
+    each instance's future target, announced event included, over 25 instances), with a family the
+    range is that of the scenario's target: the family's scenario (seed
+    :data:`ALPHA_SCENARIO_SEED`) applied to each of :data:`ALPHA_SCENARIO_CASES` evenly spaced train
+    cases of the series (all of them if fewer; drawing a scenario costs ~0.1 ms, and the mean over
+    200 cases is within 2 % of the mean over all ~2,800 of an electricity series). Without a family,
+    every train case. Cached per (domain, series, family).
 
     Raises:
         ValueError: the series has no train case or a zero mean range; unknown family.
@@ -461,6 +466,8 @@ def _alpha_cache(domain: str, series_id: str, family: str | None) -> float:
     else:
         from fwgym.scenarios import make_scenario
 
+        if len(cases) > ALPHA_SCENARIO_CASES:
+            cases = [cases[i] for i in np.unique(np.linspace(0, len(cases) - 1, ALPHA_SCENARIO_CASES).round().astype(int))]
         ranges = [float(np.ptp(make_scenario(c, ALPHA_SCENARIO_SEED, family).apply(c.target()))) for c in cases]
     if not ranges or not np.mean(ranges) > 0:
         raise ValueError(f"no train cases with a positive target range for {domain}/{series_id}"

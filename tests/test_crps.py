@@ -57,10 +57,10 @@ def test_crps_matches_scoringrules():
     for n in (1, 2, 3, 17, 200):
         x = rng.normal(size=(n, 24)) * rng.uniform(0.1, 100)
         y = rng.normal(size=24)
-        np.testing.assert_allclose(crps_ensemble(x, y, estimator="nrg"), sr.crps_ensemble(y, x.T, estimator="nrg"),
+        np.testing.assert_allclose(crps_ensemble(x, y, estimator="nrg"), sr.crps_ensemble(y, x.T, estimator="nrg", backend="numpy"),
                                    atol=1e-12, rtol=1e-12)
         if n >= 2:
-            np.testing.assert_allclose(crps_ensemble(x, y, estimator="fair"), sr.crps_ensemble(y, x.T, estimator="fair"),
+            np.testing.assert_allclose(crps_ensemble(x, y, estimator="fair"), sr.crps_ensemble(y, x.T, estimator="fair", backend="numpy"),
                                        atol=1e-12, rtol=1e-12)
 
 
@@ -69,7 +69,7 @@ def test_quantile_score_matches_scoringrules_crps_quantile():
     rng = np.random.default_rng(1)
     q = np.sort(rng.normal(size=(24, 9)) * 7 + 100, axis=1)
     y = rng.normal(size=24) * 7 + 100
-    np.testing.assert_allclose(crps_quantiles(q, QUANTILE_LEVELS, y), sr.crps_quantile(y, q, np.array(QUANTILE_LEVELS)),
+    np.testing.assert_allclose(crps_quantiles(q, QUANTILE_LEVELS, y), sr.crps_quantile(y, q, np.array(QUANTILE_LEVELS), backend="numpy"),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -85,7 +85,7 @@ def test_quantile_score_bias_for_a_normal_distribution():
     # the same by simulation with the library's closed-form normal CRPS (seeded)
     y = np.random.default_rng(2).normal(size=200_000)
     qs = crps_quantiles(np.tile(z, (y.size, 1)), QUANTILE_LEVELS, y).mean()
-    assert qs / sr.crps_normal(y, 0.0, 1.0).mean() == pytest.approx(ratio, rel=5e-3)
+    assert qs / sr.crps_normal(y, 0.0, 1.0, backend="numpy").mean() == pytest.approx(ratio, rel=5e-3)
 
 
 def test_crps_errors():
@@ -385,9 +385,16 @@ def test_alpha_is_inverse_mean_train_range():
     cases = [c for c in build_cases("cycle_hire", "train") if c.series_id == "14"]
     assert rcrps_alpha("cycle_hire", "14") == pytest.approx(1 / np.mean([np.ptp(c.target()) for c in cases]))
     # with the announced event (as CiK's scaling): the family's scenario applied to each train case
+    # (a station has fewer than 200 train cases: all of them)
+    assert len(cases) < 200
     surge = [np.ptp(make_scenario(c, 0, "event_surge").apply(c.target())) for c in cases]
     assert rcrps_alpha("cycle_hire", "14", "event_surge") == pytest.approx(1 / np.mean(surge))
     assert rcrps_alpha("cycle_hire", "14", "event_surge") < rcrps_alpha("cycle_hire", "14")  # surges widen the range
+    # an electricity series: 200 evenly spaced train cases (first and last included)
+    cases = [c for c in build_cases("electricity", "train") if c.series_id == "ISNE"]
+    picked = [cases[round(i * (len(cases) - 1) / 199)] for i in range(200)]
+    limit = [np.ptp(make_scenario(c, 0, "transmission_limit").apply(c.target())) for c in picked]
+    assert rcrps_alpha("electricity", "ISNE", "transmission_limit") == pytest.approx(1 / np.mean(limit), rel=1e-12)
     assert RCRPS_CAP == 5.0
 
 
