@@ -4,6 +4,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fwgym.contract import ForecastSubmission
 from fwgym.optimizer import QUANTILE_LEVELS
@@ -405,3 +407,29 @@ def test_fraction_check_of_nrg_on_small_integers():
     y = 3
     exact = Fraction(sum(abs(int(v) - y) for v in x), 7) - Fraction(sum(abs(int(a) - int(b)) for a in x for b in x), 2 * 49)
     assert float(crps_ensemble(x.astype(float), float(y), estimator="nrg")) == pytest.approx(float(exact), abs=1e-14)
+
+
+_extreme = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([0.0, 1e308, -1e308, 5e-324, 1e13, -1e13]),
+                     st.integers(-10**20, 10**20))
+
+
+@pytest.fixture(scope="module")
+def bounded_env():
+    from fwgym.envs.fwbench import FWBenchEnv
+    from fwgym.scenarios import make_scenario
+
+    env = FWBenchEnv("electricity", scenarios=True, task="forecast")
+    case = next(c for c in env.cases if make_scenario(c, 0).upper is not None)
+    return env, case.case_id
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.lists(_extreme, min_size=24, max_size=24), min_size=2, max_size=4), as_quantiles=st.booleans())
+def test_no_forecast_submission_makes_step_raise(bounded_env, rows, as_quantiles):
+    # a bounded family (transmission limit): any numbers give a finite reward in [-5, 0] and end the episode
+    env, case_id = bounded_env
+    env.reset(options={"case_id": case_id})
+    assert env.episode.scenario.upper is not None
+    args = {"quantiles": [sorted(rows[0][:9] * 3)[:9]] * 24} if as_quantiles else {"samples": rows}
+    _, reward, term, _, info = env.step({"tool": "submit", "args": args})
+    assert term and -RCRPS_CAP <= reward <= 0.0 and 0.0 <= info["R"] <= RCRPS_CAP and np.isfinite(info["loss"])
