@@ -93,7 +93,7 @@ def kernel_args(inp: dict) -> tuple:
     """Arguments of ``optimizer._plan_kernel`` prepared exactly as ``optimal_plan`` prepares them."""
     v, w = optimizer._as_distribution(inp["values"], inp["weights"])
     scale, s = optimizer._check_scale_shortage(inp["scale"], inp["shortage"])
-    return (v, w, scale, s, optimizer._GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS)
+    return (v, w, scale, s, optimizer._GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, optimizer.TIE_RTOL)
 
 
 # --------------------------------------------------------------------------------------------

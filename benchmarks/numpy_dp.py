@@ -11,7 +11,8 @@ Two DPs, same cost table:
 * :func:`optimal_plan` - a vectorised DP: one fancy-indexed (33, 13) window matrix and one
   ``np.argmin(axis=1)`` per block, no per-state Python loop.
 
-Same formula and tie-breaking as fwgym:
+Same formula as fwgym (not the same tie-break: fwgym takes the lexicographically smallest plan
+within a 1e-12 tolerance, these DPs take float argmins):
 
 * values clipped at 0, multiplied by ``1/scale`` (as the numba kernel does);
 * ``C[h, g] = sum_k w[h, k] * (ALPHA * (G_g - y)_+ + s_h * (y - G_g)_+)`` (broadcast over a

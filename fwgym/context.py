@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from fwgym.cases import Case
-from fwgym.contract import ALPHA, RAMP
+from fwgym.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capacity_grid
 from fwgym.series import hour_to_datetime, hour_to_iso
 
 _DOMAIN_TEXT = {
@@ -127,10 +127,13 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
     if scenario_text:
         lines.append("Context: " + scenario_text)
     if task == "decision":
+        unit = case.series.unit
         lines += [
             f"Contract: choose 8 capacities b00..b07, one per 3-hour block of the target window, each equal to "
-            f"scale x level with level in {{0.40, 0.45, ..., 2.00}} and scale = {s:.6g} {case.series.unit} (mean of the visible history). "
-            f"Adjacent blocks may differ by at most {RAMP:.2f} in level (6 grid steps).",
+            f"scale x level with level in {{0.40, 0.45, ..., 2.00}} and scale = {s!r} {unit} (mean of the visible history, "
+            f"full precision). Adjacent blocks may differ by at most {RAMP:.2f} in level (6 grid steps).",
+            f"Capacity grid ({unit}; scale x level for the 33 levels, full precision; a value v matches grid value g when "
+            f"|v - g| <= {VALUE_ABS_TOL:g} + {VALUE_REL_TOL:g} x |g|): " + ", ".join(repr(v) for v in capacity_grid(s)) + ".",
             f"Loss: mean over the 24 target hours of {ALPHA}*max(a-y,0) + w_h*max(y-a,0) with a and y divided by scale; "
             f"shortage weights w_h for this day: {', '.join(f'{w:g}' for w in case.shortage[::6])} for hours 0-5, 6-11, 12-17, 18-23.",
             f"Objective: minimise S = 0.5*((loss - best possible loss)/sigma + credits spent/{budget}).",
@@ -142,7 +145,8 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
             "as {\"tool\": \"submit\", \"args\": {\"quantiles\": [[q0.1, ..., q0.9], ... 24 rows]}} or samples as "
             "{\"tool\": \"submit\", \"args\": {\"samples\": [[24 values], ... at least 2 rows]}}.",
             "Score: Region-of-Interest CRPS (lower is better): the hours named in the context weigh half, bounds stated "
-            "in the context are enforced by a penalty; credits spent may add a cost.",
+            "in the context are enforced by a penalty; credits spent may add a cost. Samples are scored as the "
+            "distribution they form (equal weights), quantiles by the quantile score, so submit your honest forecast.",
         ]
     lines.append(f"Forecast budget: {budget} credits. Tool-call limit: {max_calls} (submit does not count; call "
                  f"{max_calls + 1} ends the episode as invalid). Tools: {', '.join(tools)}.")

@@ -25,6 +25,7 @@ from fwgym.errors import CodedError
 #: Normalised capacity grid, 33 levels 0.40..2.00 step 0.05 (float64, shape (33,)).
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
+_GRID_LEVELS: tuple[float, ...] = tuple(float(g) for g in GRID)
 N_LEVELS = 33
 #: spacing of GRID (normalised units)
 GRID_STEP = 0.05
@@ -36,6 +37,8 @@ N_BLOCKS = 8
 TARGET_HOURS = 24
 DECISION_IDS: tuple[str, ...] = tuple(f"b{i:02d}" for i in range(N_BLOCKS))
 PRIORITY_PATTERN: tuple[float, ...] = (1.0, 1.0, 2.0, 1.5)
+#: A submitted capacity ``v`` matches grid value ``g`` when ``|v - g| <= VALUE_ABS_TOL + VALUE_REL_TOL * |g|``
+#: (the original FWBench grader's rule; ``numpy.isclose(v, g, rtol=VALUE_REL_TOL, atol=VALUE_ABS_TOL)``).
 VALUE_ABS_TOL = 1e-6
 VALUE_REL_TOL = 1e-9
 #: Added to the worst feasible hourly cost for an invalid plan (protocol §5.1).
@@ -115,6 +118,13 @@ def plan_from_indices(indices: Sequence[int] | np.ndarray, scale: float) -> Plan
     return Plan(indices=idx, levels=levels, values=levels * float(scale))
 
 
+def capacity_grid(scale: float) -> list[float]:
+    """The 33 physical grid values ``GRID[k] * scale`` as Python floats, exactly the values the
+    validator compares submissions with (``repr`` of each gives it at full precision)."""
+    s = float(scale)
+    return [g * s for g in _GRID_LEVELS]
+
+
 def is_number(x: Any) -> bool:
     """True for a real number (int, float or a NumPy integer/float scalar); False for bools and anything else."""
     t = type(x)
@@ -189,7 +199,7 @@ def decision_values(decisions: Any) -> list[Any]:
     return [found[d] for d in DECISION_IDS]
 
 
-_GRID_LIST: tuple[float, ...] = tuple(float(g) for g in GRID)
+_GRID_LIST: tuple[float, ...] = _GRID_LEVELS
 _LAST = len(_GRID_LIST) - 1
 
 
@@ -199,12 +209,13 @@ def _nearest(x: float, scale: float) -> tuple[int, float, bool]:
     pos = (x / scale - _GRID_LIST[0]) / GRID_STEP
     k = 0 if pos <= 0 else _LAST if pos >= _LAST else int(round(pos))
     target = _GRID_LIST[k] * scale
-    return k, target, abs(x - target) <= max(VALUE_REL_TOL * max(abs(x), abs(target)), VALUE_ABS_TOL)
+    return k, target, abs(x - target) <= VALUE_ABS_TOL + VALUE_REL_TOL * abs(target)
 
 
 def _snap_exact(values: list[Any], scale: float, unit_label: str) -> list[int]:
-    """Grid indices of physical ``values`` (each must equal ``scale * GRID[k]`` within
-    ``VALUE_REL_TOL`` relative / ``VALUE_ABS_TOL`` absolute). Plain Python: 8 values. A well-formed
+    """Grid indices of physical ``values``: ``v`` matches grid value ``g = GRID[k] * scale`` when
+    ``|v - g| <= VALUE_ABS_TOL + VALUE_REL_TOL * |g|`` (the original grader's rule, as
+    ``numpy.isclose(v, g, rtol=1e-9, atol=1e-6)``). Plain Python: 8 values. A well-formed
     plan takes one pass; any problem re-runs the checks in order (numbers, finiteness, grid) so the
     error is the first rule broken."""
     idx = []
@@ -242,7 +253,8 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> list[int]:
             raise PlanError(
                 "off_grid",
                 f"{DECISION_IDS[b]}: value {x!r} is not on the capacity grid (nearest grid value {target!r}; "
-                f"grid = scale x {{0.40, 0.45, ..., 2.00}} = {grid0:.6g}..{grid1:.6g} {unit_label} in steps of {GRID_STEP * scale:.6g})",
+                f"grid = scale x {{0.40, 0.45, ..., 2.00}} with scale {scale!r} = {grid0!r}..{grid1!r} {unit_label}; "
+                f"a value matches grid value g when |value - g| <= {VALUE_ABS_TOL:g} + {VALUE_REL_TOL:g} x |g|)",
             )
         idx.append(k)
     return idx
@@ -302,6 +314,10 @@ def validate_levels(levels: Any, scale: float) -> Plan:
 
 
 MAX_FORECAST_SAMPLES = 10_000
+#: Largest accepted magnitude of a forecast value, in multiples of the case's scale (history mean):
+#: 1e12 x scale is far beyond any demand (the data peak at ~10 x scale), and keeps every CRPS sum
+#: (up to 10,000 samples x 24 steps) finite in float64.
+MAX_FORECAST_MAGNITUDE = 1e12
 
 
 @dataclass(frozen=True)
@@ -317,13 +333,26 @@ class ForecastSubmission:
     values: np.ndarray
 
 
-def validate_forecast(args: Mapping) -> ForecastSubmission:
+def validate_forecast(args: Mapping, scale: float) -> ForecastSubmission:
     """Validate a forecast submission ``{"quantiles": 24 rows of 9}`` or ``{"samples": n >= 2 rows of 24}``.
+
+    Args:
+        args: the submit arguments (agent input).
+        scale: the case's scale (> 0, raw units): values must satisfy
+            ``|v| <= MAX_FORECAST_MAGNITUDE * scale``.
 
     Raises:
         PlanError: code ``bad_format`` (shape, type, both or neither given), ``non_finite``,
-            ``not_a_number`` or ``non_monotone`` (quantiles decreasing along the levels).
+            ``not_a_number``, ``too_large`` (a value beyond ``MAX_FORECAST_MAGNITUDE * scale``) or
+            ``non_monotone`` (quantiles decreasing along the levels).
+        ValueError: ``scale`` is not a finite number > 0 (a programmer error, not agent input).
     """
+    try:
+        s = float(scale) if is_number(scale) else math.nan
+    except OverflowError:
+        s = math.inf
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"scale must be a finite number > 0, got {safe_repr(scale, 60)}")
     has_q, has_s = "quantiles" in args, "samples" in args
     if has_q == has_s:
         raise PlanError("bad_format", "give exactly one of 'quantiles' (24 rows of 9 values at levels 0.1..0.9) "
@@ -346,6 +375,12 @@ def validate_forecast(args: Mapping) -> ForecastSubmission:
         raise PlanError("non_finite", f"{kind}: a value is too large") from None
     if not np.all(np.isfinite(arr)):
         raise PlanError("non_finite", f"{kind}: values must be finite")
+    limit = MAX_FORECAST_MAGNITUDE * s
+    big = np.abs(arr) > limit
+    if big.any():
+        pos = np.argwhere(big)[0]
+        raise PlanError("too_large", f"{kind}: value {float(arr[tuple(pos)])!r} at row {int(pos[0])}, column {int(pos[1])} "
+                                     f"exceeds {MAX_FORECAST_MAGNITUDE:g} x scale = {limit!r} in magnitude")
     if kind == "quantiles" and np.any(np.diff(arr, axis=1) < 0):
         h = int(np.flatnonzero(np.any(np.diff(arr, axis=1) < 0, axis=1))[0])
         raise PlanError("non_monotone", f"quantiles of target hour {h} decrease with the level; they must be non-decreasing")

@@ -7,9 +7,30 @@ weights (``K`` equal-weight samples, or the 9 quantiles 0.1..0.9 with masses
     C[h, g] = sum_k w[h, k] * ( ALPHA * (G_g - y[h, k])_+ + s_h * (y[h, k] - G_g)_+ )
 
 (``s_h`` the shortage weight of hour ``h``), a block's cost is the sum of its 3 hourly rows, and
-a forward DP over the 8 blocks with state = previous grid index and transitions of at most
-``MAX_RAMP_STEPS`` grid steps gives the plan of least expected cost. Ties go to the lowest grid
-index (forward parents and the final state), which favours lower capacity on plateaus.
+an exact DP over the 8 blocks with state = grid index and transitions of at most ``MAX_RAMP_STEPS``
+grid steps gives the plan of least expected cost.
+
+Tie-break (DESIGN §4), defined exactly: among the optimal ramp-feasible plans, the lexicographically
+smallest vector of grid indices (block 0 first) wins, i.e. the lowest capacity on every plateau. The
+optimal set is closed under element-wise minimum (separable costs; ``min`` of two feasible plans is
+feasible, and ``cost(min(p, q)) + cost(max(p, q)) = cost(p) + cost(q)``), so this plan is also the
+element-wise minimum of all optimal plans. The DP runs backward (cost-to-go ``V[b, j]`` of blocks
+``b..7`` from index ``j``); the plan is rebuilt forward, each block taking the smallest index of its
+ramp window whose cost-to-go is within :data:`TIE_RTOL` (relative) of the window's minimum. A
+forward DP with argmin parents would let float rounding pick among exactly flat costs.
+
+Why ``TIE_RTOL = 1e-12``: every cost is a sum of non-negative terms, so the rounding error of a
+cost-to-go is at most about (terms summed) x 1.1e-16 of its value: ~1e-15 for 9 quantiles or 14
+samples, ~1e-13 worst case for 1,000 samples (typical errors grow like the square root). Genuine
+differences are far larger: with integer data (MW, trip counts) and a scale that is a mean of 336
+integers, ``|y/s - G_g|`` is 0 or >= 1/(20 * sum of the history) (~1e-9 for the largest
+balancing authority), and plateau costs are O(0.01..1). Costs within the tolerance are exact ties
+in rational arithmetic (``tests/test_optimizer.py`` checks the optimizer against brute force in
+:class:`fractions.Fraction` arithmetic on deliberately flat instances).
+
+The scorer's realised loss of a plan within ``TIE_RTOL`` of the perfect-demand floor (a tie with
+the floor plan) is reported as the floor itself, so ``loss >= floor`` holds exactly and such a plan
+has ``R = 0``.
 
 This module is used by the plan tools, every baseline and oracle, the perfect-demand floor and the
 scorer: there is no second copy of the formula in fwgym.
@@ -40,6 +61,8 @@ QUANTILE_LEVELS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 #: Probability masses given to the 9 quantiles when a quantile forecast is planned on (protocol §3.2).
 QUANTILE_MASSES: np.ndarray = np.array([0.15] + [0.10] * 7 + [0.15])
 QUANTILE_MASSES.flags.writeable = False
+#: Relative tolerance under which two plan costs are a tie (see the module docstring).
+TIE_RTOL = 1e-12
 
 
 # The protocol constants (GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS) are passed to the kernels as
@@ -86,67 +109,66 @@ def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def _solve_blocks(block_cost, max_step):  # pragma: no cover - compiled
-    # Forward DP; the minimum over the ramp window [j - max_step, j + max_step] of the previous
-    # block's values uses the van Herk / Gil-Werman running-minimum scheme (prefix and suffix minima
-    # over segments of the window width, O(L) per block instead of O(L * width)). Ties go to the
-    # lowest index: prefix scans keep the first minimum (<), suffix scans move left on ties (<=),
-    # and a suffix minimum (lower indices) wins a tie against a prefix minimum.
+def _solve_blocks(block_cost, max_step, rtol):  # pragma: no cover - compiled
+    # Backward DP: togo[b, j] = least cost of blocks b..B-1 when block b takes index j (cost-to-go).
+    # The minimum over the ramp window [j - max_step, j + max_step] of the next block's cost-to-go
+    # uses the van Herk / Gil-Werman running-minimum scheme (prefix and suffix minima over segments
+    # of the window width: O(L) per block instead of O(L * width)).
+    # Forward reconstruction: block 0 takes the smallest index whose cost-to-go is within rtol of the
+    # minimum, each later block the smallest index in the ramp window of its predecessor within rtol of
+    # that window's minimum. That is the lexicographically smallest optimal path (block 0 first): an
+    # optimal completion exists from index i of block b iff togo[b, i] equals the window minimum.
     n_blocks, n_levels = block_cost.shape
     width = 2 * max_step + 1
-    value = np.empty((n_blocks, n_levels))
-    parent = np.zeros((n_blocks, n_levels), dtype=np.int64)
+    togo = np.empty((n_blocks, n_levels))
     pre = np.empty(n_levels)
-    pre_i = np.empty(n_levels, dtype=np.int64)
     suf = np.empty(n_levels)
-    suf_i = np.empty(n_levels, dtype=np.int64)
     for j in range(n_levels):
-        value[0, j] = block_cost[0, j]
-    for b in range(1, n_blocks):
-        prev = value[b - 1]
+        togo[n_blocks - 1, j] = block_cost[n_blocks - 1, j]
+    for b in range(n_blocks - 2, -1, -1):
+        nxt = togo[b + 1]
         for start in range(0, n_levels, width):
             end = min(start + width, n_levels)
-            best = prev[start]
-            arg = start
+            best = nxt[start]
             for i in range(start, end):
-                if prev[i] < best:
-                    best = prev[i]
-                    arg = i
+                if nxt[i] < best:
+                    best = nxt[i]
                 pre[i] = best
-                pre_i[i] = arg
-            best = prev[end - 1]
-            arg = end - 1
+            best = nxt[end - 1]
             for i in range(end - 1, start - 1, -1):
-                if prev[i] <= best:
-                    best = prev[i]
-                    arg = i
+                if nxt[i] < best:
+                    best = nxt[i]
                 suf[i] = best
-                suf_i[i] = arg
         for j in range(n_levels):
             lo = max(j - max_step, 0)
             hi = min(j + max_step, n_levels - 1)
             if lo // width == hi // width:  # window inside one segment: starts at its start or ends at its (clipped) end
-                if lo % width == 0:
-                    best, arg = pre[hi], pre_i[hi]
-                else:
-                    best, arg = suf[lo], suf_i[lo]
-            elif suf[lo] <= pre[hi]:
-                best, arg = suf[lo], suf_i[lo]
+                best = pre[hi] if lo % width == 0 else suf[lo]
             else:
-                best, arg = pre[hi], pre_i[hi]
-            value[b, j] = best + block_cost[b, j]
-            parent[b, j] = arg
-    last = 0
-    best = value[n_blocks - 1, 0]
-    for j in range(1, n_levels):
-        if value[n_blocks - 1, j] < best:
-            best = value[n_blocks - 1, j]
-            last = j
+                best = min(suf[lo], pre[hi])
+            togo[b, j] = block_cost[b, j] + best
     path = np.empty(n_blocks, dtype=np.int64)
-    path[n_blocks - 1] = last
-    for b in range(n_blocks - 1, 0, -1):
-        path[b - 1] = parent[b, path[b]]
-    return path, best
+    lo, hi = 0, n_levels - 1
+    for b in range(n_blocks):
+        row = togo[b]
+        best = row[lo]
+        for i in range(lo + 1, hi + 1):
+            if row[i] < best:
+                best = row[i]
+        limit = best + rtol * abs(best)
+        pick = lo
+        for i in range(lo, hi + 1):
+            if row[i] <= limit:
+                pick = i
+                break
+        path[b] = pick
+        lo = max(pick - max_step, 0)
+        hi = min(pick + max_step, n_levels - 1)
+    # the path's total, summed block 0 first as _path_total sums a plan (so both agree bit for bit)
+    total = 0.0
+    for b in range(n_blocks):
+        total = total + block_cost[b, path[b]]
+    return path, total
 
 
 @njit(cache=True, nogil=True)
@@ -161,7 +183,7 @@ def _block_costs(cost, block_hours):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover - compiled
+def _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_step, rtol):  # pragma: no cover - compiled
     """Checks, cost table, block sums and DP: ``(status, path, DP total, cost table)``."""
     n_blocks = values.shape[0] // block_hours
     status = _check_inputs(values, shortage)
@@ -172,16 +194,16 @@ def _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_ste
     for x in block.flat:  # sums of non-negative terms: an inf or NaN hourly cost shows in its block
         if not np.isfinite(x):
             return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), 0.0, cost
-    path, total = _solve_blocks(block, max_step)
+    path, total = _solve_blocks(block, max_step, rtol)
     if not np.isfinite(total):
         return _OVERFLOW, np.zeros(n_blocks, dtype=np.int64), 0.0, cost
     return _OK, path, total, cost
 
 
 @njit(cache=True, nogil=True)
-def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max_step):  # pragma: no cover - compiled
+def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max_step, rtol):  # pragma: no cover - compiled
     """:func:`_optimum` plus the plan's levels/values and its expected loss, in one compiled call."""
-    status, path, total, cost = _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_step)
+    status, path, total, cost = _optimum(values, weights, scale, shortage, grid, alpha, block_hours, max_step, rtol)
     n_blocks = path.shape[0]
     levels = np.zeros(n_blocks)
     physical = np.zeros(n_blocks)
@@ -194,13 +216,18 @@ def _plan_kernel(values, weights, scale, shortage, grid, alpha, block_hours, max
 
 
 @njit(cache=True, nogil=True)
-def _realised_kernel(actual, weights, scale, shortage, grid, alpha, block_hours, max_step, indices):  # pragma: no cover - compiled
+def _realised_kernel(actual, weights, scale, shortage, grid, alpha, block_hours, max_step, rtol, indices):  # pragma: no cover - compiled
     """``(status, floor, plan total)`` on a one-sample distribution: the perfect-demand DP and the
-    plan's summed cost (:func:`_path_total`, NaN for a bad index) without building any array for Python."""
-    status, path, total, cost = _optimum(actual, weights, scale, shortage, grid, alpha, block_hours, max_step)
+    plan's summed cost (:func:`_path_total`, NaN for a bad index) without building any array for Python.
+    A plan total within ``rtol`` of the floor's total (or below it, which only a tie can be) is a tie
+    with the perfect-demand plan and gets the floor's total, so that ``floor <= loss`` holds exactly."""
+    status, path, total, cost = _optimum(actual, weights, scale, shortage, grid, alpha, block_hours, max_step, rtol)
     if status != _OK:
         return status, 0.0, 0.0
-    return status, total / actual.shape[0], _path_total(cost, indices, block_hours)
+    plan_total = _path_total(cost, indices, block_hours)
+    if plan_total <= total + rtol * total:  # NaN (a bad index) compares False and stays NaN
+        plan_total = total
+    return status, total / actual.shape[0], plan_total / actual.shape[0]
 
 
 _QUANTILE_ROW = QUANTILE_MASSES.reshape(1, -1).copy()
@@ -341,8 +368,10 @@ def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tupl
         max_step: largest allowed index change between adjacent blocks (>= 0).
 
     Returns:
-        ``(path, total)``: int64 indices of shape (B,) and the minimal total cost. Ties go to the
-        lowest index (forward parents and final state).
+        ``(path, total)``: int64 indices of shape (B,) and the path's total cost (summed block 0
+        first). Among the optimal paths (totals within :data:`TIE_RTOL` relative of the minimum:
+        ties), the lexicographically smallest index vector (block 0 first) wins. For costs of mixed
+        sign the tolerance is relative to ``|minimum|`` of each ramp window's cost-to-go.
 
     Raises:
         ValueError: wrong shape, non-real or non-finite costs, ``max_step`` not a non-negative
@@ -355,7 +384,7 @@ def solve_blocks(block_cost: np.ndarray, max_step: int = MAX_RAMP_STEPS) -> tupl
         raise ValueError("block_cost must be finite")
     if isinstance(max_step, (bool, np.bool_)) or not isinstance(max_step, (int, np.integer)) or max_step < 0:
         raise ValueError(f"max_step must be a non-negative integer, got {safe_repr(max_step, 60)}")
-    path, total = _solve_blocks(c, min(int(max_step), c.shape[1]))  # a step beyond the grid allows any move
+    path, total = _solve_blocks(c, min(int(max_step), c.shape[1]), TIE_RTOL)  # a step beyond the grid allows any move
     if not math.isfinite(total):
         raise ValueError("the total cost overflows float64 (block costs too large)")
     return path, float(total)
@@ -375,7 +404,7 @@ def optimal_plan(values, scale: float, shortage: np.ndarray, weights=None) -> Pl
     """
     v, w = _as_distribution(values, weights)
     scale, s = _check_scale_shortage(scale, shortage)
-    status, path, levels, physical, loss, cost = _plan_kernel(v, w, scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS)
+    status, path, levels, physical, loss, cost = _plan_kernel(v, w, scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, TIE_RTOL)
     if status:
         _raise_for_status(status)
     return PlanResult(plan=Plan(indices=path, levels=levels, values=physical), expected_loss=loss, cost=cost)
@@ -383,8 +412,8 @@ def optimal_plan(values, scale: float, shortage: np.ndarray, weights=None) -> Pl
 
 @njit(cache=True, nogil=True)
 def _path_total(cost, indices, block_hours):  # pragma: no cover - compiled
-    # the same additions, in the same order, as _block_costs + _solve_blocks, so that the DP optimum
-    # (e.g. the floor F) is <= the value of every plan exactly, not just up to rounding.
+    # the same additions, in the same order, as _block_costs + the total of _solve_blocks, so that the
+    # value of the DP's own plan is its DP total bit for bit.
     # NaN for an index outside the table or a non-finite table (the wrapper raises).
     for x in cost.flat:
         if not np.isfinite(x):
@@ -413,7 +442,8 @@ def _plan_indices(indices) -> np.ndarray:
 
 def plan_loss(cost: np.ndarray, indices: np.ndarray) -> float:
     """Mean hourly cost of a plan under a cost table, summed in the DP's order (so
-    ``plan_loss(C, optimal) <= plan_loss(C, any plan)`` holds exactly).
+    ``plan_loss(C, optimal)`` is the optimizer's ``expected_loss`` bit for bit; another plan can be
+    cheaper only within :data:`TIE_RTOL`, i.e. a tie).
 
     Args:
         cost: float (24, 33) cost table (:func:`cost_table`, :attr:`PlanResult.cost`).
@@ -467,9 +497,11 @@ def realised_loss(actual: np.ndarray, scale: float, shortage: np.ndarray, indice
     """``(loss, floor)`` of a plan on realised demand: the scorer's two numbers (protocol §5.1), in one
     compiled call that builds no table or plan for Python.
 
-    ``loss == plan_loss(C, indices)`` and ``floor == perfect_demand_plan(actual, scale,
-    shortage).expected_loss`` bit for bit, with ``C`` the one-sample cost table of ``actual``: both
-    sum the same terms in the same order, so ``floor <= loss`` holds exactly for every feasible plan.
+    ``floor == perfect_demand_plan(actual, scale, shortage).expected_loss`` and ``loss ==
+    plan_loss(C, indices)`` bit for bit (``C`` the one-sample cost table of ``actual``; same terms,
+    same order), except that a plan whose total is within :data:`TIE_RTOL` of the floor's (a tie
+    with the perfect-demand plan) gets ``loss == floor``: ``floor <= loss`` holds exactly for every
+    plan and a tie has ``R = 0``.
 
     Args:
         actual: realised values (24,), raw units, finite.
@@ -482,17 +514,19 @@ def realised_loss(actual: np.ndarray, scale: float, shortage: np.ndarray, indice
     v = _actual_column(actual)
     scale, s = _check_scale_shortage(scale, shortage)
     idx = _plan_indices(indices)
-    status, floor, total = _realised_kernel(v, _uniform_weights(1), scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, idx)
+    status, floor, loss = _realised_kernel(v, _uniform_weights(1), scale, s, _GRID, ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS,
+                                           TIE_RTOL, idx)
     if status:
         _raise_for_status(status)
-    if not math.isfinite(total):  # as plan_loss: an index outside the table, or the plan's cost overflows
+    if not math.isfinite(loss):  # as plan_loss: an index outside the table, or the plan's cost overflows
         raise ValueError(f"cost must be finite and indices in 0..{_GRID.shape[0] - 1}, got indices {safe_repr(indices, 80)}")
-    return float(total / TARGET_HOURS), float(floor)
+    return float(loss), float(floor)
 
 
 __all__ = [
     "QUANTILE_LEVELS",
     "QUANTILE_MASSES",
+    "TIE_RTOL",
     "PlanResult",
     "cost_table",
     "solve_blocks",

@@ -20,7 +20,6 @@ Cycle-hire values stay non-negative integers; electricity values stay >= 0.
 """
 from __future__ import annotations
 
-import csv
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,7 +29,7 @@ import numpy as np
 
 from fwgym.cases import LONDON, Case
 from fwgym.contract import TARGET_HOURS
-from fwgym.data import DATA_DIR
+from fwgym.data import read_csv_rows
 from fwgym.series import hour_to_datetime
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -42,8 +41,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 @lru_cache(maxsize=None)
 def ba_zones() -> dict[str, tuple[str, str]]:
     """``{BA code: (IANA time zone, region description)}`` for the 54 balancing authorities."""
-    with open(DATA_DIR / "balancing_authority_zones.csv", newline="", encoding="utf-8") as fh:
-        return {r["series_id"]: (r["time_zone"], r["region"]) for r in csv.DictReader(fh)}
+    return {r["series_id"]: (r["time_zone"], r["region"]) for r in read_csv_rows("data/balancing_authority_zones.csv")}
 
 
 def local_zone(case: Case) -> ZoneInfo:
@@ -54,9 +52,18 @@ def local_zone(case: Case) -> ZoneInfo:
 
 
 def local_hours(case: Case) -> np.ndarray:
-    """Local clock hour (0..23) of each of the 24 target hours, int (24,)."""
+    """Local clock hour (0..23) of each of the 24 target hours, int (24,).
+
+    When the UTC offset is the same at the first and the last target hour (every day but the two
+    clock changes of a year) the hours are the first one plus 0..23 (mod 24); otherwise each hour
+    is converted on its own."""
     tz = local_zone(case)
-    return np.array([hour_to_datetime(h).astimezone(tz).hour for h in case.target_hours], dtype=np.int64)
+    hours = case.target_hours
+    first = hour_to_datetime(int(hours[0])).astimezone(tz)
+    last = hour_to_datetime(int(hours[-1])).astimezone(tz)
+    if first.utcoffset() == last.utcoffset() and int(hours[-1]) - int(hours[0]) == len(hours) - 1:
+        return (first.hour + np.arange(len(hours), dtype=np.int64)) % 24
+    return np.array([hour_to_datetime(int(h)).astimezone(tz).hour for h in hours], dtype=np.int64)
 
 
 @dataclass(frozen=True)

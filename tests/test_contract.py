@@ -19,9 +19,12 @@ from fwgym.contract import (
     GRID,
     VALUE_ABS_TOL,
     VALUE_REL_TOL,
+    MAX_FORECAST_MAGNITUDE,
     PlanError,
+    capacity_grid,
     shortage_weights,
     validate_decisions,
+    validate_forecast,
     validate_levels,
 )
 
@@ -324,14 +327,67 @@ def test_rel_tolerance():
     assert plan_error(validate_decisions, records(bad), scale).code == "off_grid"
 
 
-def test_tolerance_boundary_is_the_documented_isclose():
-    # independent restatement of the rule with math.isclose on a non-trivial scale
-    scale = 3456.789
-    target = scale * 1.25
-    tol = max(1e-9 * abs(target), 1e-6)
-    assert validate_decisions(records([target + 0.5 * tol] * 8), scale).indices.tolist() == [17] * 8
-    assert plan_error(validate_decisions, records([target + 3 * tol] * 8), scale).code == "off_grid"
-    assert math.isclose(target + 0.5 * tol, target, rel_tol=1e-9, abs_tol=1e-6)
+def test_tolerance_boundary_is_the_original_graders_rule():
+    # |v - g| <= atol + rtol * |g| (numpy.isclose(v, g, rtol=1e-9, atol=1e-6)), not max(atol, rtol * |g|)
+    assert (VALUE_ABS_TOL, VALUE_REL_TOL) == (1e-6, 1e-9)
+    # scale 1e6, level 1.00, g = 1e6: tolerance 1e-6 + 1e-3 = 0.001001
+    inside, outside = 1e6 + 0.0010009, 1e6 + 0.0010012
+    assert validate_decisions(records([inside] * 8), 1e6).indices.tolist() == [12] * 8  # refused by the max() rule
+    assert plan_error(validate_decisions, records([outside] * 8), 1e6).code == "off_grid"
+    assert plan_error(validate_decisions, records([1e6 - 0.0010012] * 8), 1e6).code == "off_grid"
+    assert np.isclose(inside, 1e6, rtol=1e-9, atol=1e-6) and not np.isclose(outside, 1e6, rtol=1e-9, atol=1e-6)
+    # normalised levels (scale 1), g = 1.0: tolerance 1.001e-6
+    assert validate_levels([1.0 + 1.0005e-6] * 8, 1.0).indices.tolist() == [12] * 8  # refused by the max() rule
+    assert plan_error(validate_levels, [1.0 + 1.0015e-6] * 8, 1.0).code == "off_grid"
+    # the rule is relative to the grid value g, not to the submitted value: at g = 2.00 x 1e6 the band is 0.002001
+    assert validate_decisions(records([2e6 + 0.0020005] + [2e6] * 7), 1e6).indices.tolist() == [32] * 8
+    assert plan_error(validate_decisions, records([2e6 + 0.0020015] + [2e6] * 7), 1e6).code == "off_grid"
+
+
+def test_off_grid_message_gives_full_precision():
+    err = plan_error(validate_decisions, records([1.5] * 8), 4.821428571428571, "departures/hour")
+    assert "4.821428571428571" in err.message and repr(0.4 * 4.821428571428571) in err.message
+
+
+def test_capacity_grid_values_validate_exactly():
+    for scale in (4.821428571428571, 2792.4315476190477, 1e-3, 123456.789):
+        grid = capacity_grid(scale)
+        assert len(grid) == 33 and all(type(v) is float for v in grid)
+        plan = validate_decisions(records([float(repr(grid[k])) for k in (0, 6, 12, 18, 24, 30, 32, 26)]), scale)
+        assert plan.indices.tolist() == [0, 6, 12, 18, 24, 30, 32, 26]
+        np.testing.assert_array_equal(plan.values, [grid[k] for k in (0, 6, 12, 18, 24, 30, 32, 26)])
+
+
+# ------------------------------------------------------------------------------------------------
+# forecast submissions
+
+
+def test_validate_forecast_accepts_samples_and_quantiles():
+    sub = validate_forecast({"samples": [[1.0] * 24, [2] * 24]}, 10.0)
+    assert sub.kind == "samples" and sub.values.shape == (2, 24) and not sub.values.flags.writeable
+    sub = validate_forecast({"quantiles": [[float(k) for k in range(9)]] * 24}, 10.0)
+    assert sub.kind == "quantiles" and sub.values.shape == (24, 9)
+
+
+@pytest.mark.parametrize("value", [1e12 * 10.0 * (1 + 1e-15), -1.0000001e13, 1e308, -1e308, 10**300])
+def test_validate_forecast_refuses_magnitudes_beyond_1e12_scale(value):
+    # scale 10: the bound is 1e12 x 10 = 1e13 in magnitude
+    assert MAX_FORECAST_MAGNITUDE == 1e12
+    for args in ({"samples": [[1.0] * 24, [value] + [1.0] * 23]}, {"quantiles": [[0.0] * 8 + [value]] * 24}):
+        if isinstance(value, float) and value < 0 and "quantiles" in args:
+            args = {"quantiles": [[value] + [0.0] * 8] * 24}
+        err = plan_error(validate_forecast, args, 10.0)
+        assert err.code == "too_large" and "1e+12 x scale" in err.message
+
+
+def test_validate_forecast_bound_is_inclusive():
+    assert validate_forecast({"samples": [[1e13] * 24, [-1e13] * 24]}, 10.0).values.max() == 1e13
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), None, "1"])
+def test_validate_forecast_needs_a_scale(bad):
+    with pytest.raises(ValueError, match="scale"):
+        validate_forecast({"samples": [[1.0] * 24] * 2}, bad)
 
 
 # ------------------------------------------------------------------------------------------------

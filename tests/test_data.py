@@ -191,3 +191,90 @@ def test_loading_the_data_does_not_import_pandas():
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------------------------------
+# the sha256 manifest of every file that changes a score
+
+
+def test_manifest_lists_every_score_file_with_its_digest():
+    assert set(fdata.SCORE_FILES) == {"config/sigma.json", "data/balancing_authorities.csv",
+                                      "data/balancing_authority_zones.csv", "data/eia930_demand.parquet",
+                                      "data/tfl_cycle_hire.parquet"}
+    for rel in fdata.SCORE_FILES:
+        path = PKG_DATA.parent / rel
+        assert fdata.expected_sha256(rel) == fdata.sha256_file(path), rel
+        assert fdata.verified_bytes(rel) == path.read_bytes()
+    with pytest.raises(ValueError):
+        fdata.expected_sha256("data/ATTRIBUTION.md")
+
+
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A copy of the package's score files and manifest under tmp_path, which fwgym.data reads instead."""
+    for rel in fdata.SCORE_FILES + ("data/sha256.json",):
+        if rel.endswith(".parquet"):
+            continue
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PKG_DATA.parent / rel, tmp_path / rel)
+    monkeypatch.setattr(fdata, "PACKAGE_DIR", tmp_path)
+    monkeypatch.setattr(fdata, "MANIFEST_PATH", tmp_path / "data" / "sha256.json")
+    from fwgym.scenarios import ba_zones
+
+    ba_zones.cache_clear()
+    yield tmp_path
+    ba_zones.cache_clear()
+
+
+def test_edited_zone_is_refused_naming_the_file(package_copy):
+    from fwgym.scenarios import ba_zones
+
+    assert ba_zones()["ISNE"][0] == "America/New_York"  # the unedited copy passes
+    ba_zones.cache_clear()
+    path = package_copy / "data" / "balancing_authority_zones.csv"
+    text = path.read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if ln.startswith("ISNE,"))
+    path.write_text(text.replace(line, line.replace("America/New_York", "America/Los_Angeles")), encoding="utf-8")
+    with pytest.raises(DataIntegrityError) as exc:
+        ba_zones()
+    assert str(path) in str(exc.value) and "sha256" in str(exc.value)
+
+
+def test_edited_ba_name_is_refused_naming_the_file(package_copy, tmp_path_factory):
+    path = package_copy / "data" / "balancing_authorities.csv"
+    path.write_text(path.read_text(encoding="utf-8").replace("PowerSouth Energy Cooperative", "PowerSouth"), encoding="utf-8")
+    other = tmp_path_factory.mktemp("parquet")  # a fresh directory: load_series caches per directory
+    shutil.copy(PKG_DATA / FILES["electricity"], other / FILES["electricity"])
+    with pytest.raises(DataIntegrityError) as exc:
+        load_series("electricity", data_dir=other)
+    assert str(path) in str(exc.value)
+
+
+def test_edited_sigma_is_refused_naming_the_file(package_copy, monkeypatch):
+    import json
+
+    import fwgym.scoring as scoring
+
+    sigma_path = package_copy / "config" / "sigma.json"
+    monkeypatch.setattr(scoring, "SIGMA_PATH", sigma_path)
+    original = scoring.load_sigma()
+    doc = json.loads(sigma_path.read_text())
+    doc["sigma"] = {d: 10 * v for d, v in doc["sigma"].items()}  # x10 sigma divides every S by 10
+    sigma_path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    with pytest.raises(DataIntegrityError) as exc:
+        scoring.load_sigma()
+    assert str(sigma_path) in str(exc.value) and "calibrate-sigma --write" in str(exc.value)
+    # a copy elsewhere, given explicitly, is the caller's choice (not checked)
+    elsewhere = package_copy / "my_sigma.json"
+    shutil.copy(sigma_path, elsewhere)
+    assert scoring.load_sigma(elsewhere) == pytest.approx({d: 10 * v for d, v in original.items()}, rel=1e-15)
+
+
+def test_missing_or_malformed_manifest_is_refused(package_copy):
+    manifest = package_copy / "data" / "sha256.json"
+    manifest.write_text("{}")
+    with pytest.raises(DataIntegrityError, match="sha256.json"):
+        fdata.verified_bytes("config/sigma.json")
+    manifest.unlink()
+    with pytest.raises(DataIntegrityError, match="sha256.json"):
+        fdata.verified_bytes("config/sigma.json")

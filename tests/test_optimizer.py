@@ -6,16 +6,19 @@ enumeration / an independent pure-Python DP written here.
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import exact_plans
 from fwgym.testing import feasible_index_paths
 
 from fwgym.optimizer import (
     QUANTILE_MASSES,
+    TIE_RTOL,
     cost_table,
     invalid_loss,
     optimal_plan,
@@ -202,12 +205,9 @@ def test_cost_table_quantile_masses():
 
 
 def brute_force(block_cost, max_step):
-    """All ramp-feasible paths; optimum value and the DP's tie-break.
-
-    The DP picks the lowest final index among optimal end states and, walking back, the lowest
-    parent index among optimal predecessors. That equals: among all optimal paths, the smallest by
-    (path[-1], path[-2], ..., path[0]) compared lexicographically.
-    """
+    """All ramp-feasible paths; optimum value and the protocol's tie-break: among all optimal paths,
+    the lexicographically smallest index vector (block 0 first). Float sums: use costs whose sums are
+    exact in float64 (small integers); :func:`exact_brute_force` handles rational costs."""
     n_blocks, n_levels = block_cost.shape
     best_val, best_paths = None, []
     for path in itertools.product(range(n_levels), repeat=n_blocks):
@@ -220,7 +220,7 @@ def brute_force(block_cost, max_step):
             best_val, best_paths = total, [path]
         elif total == best_val:
             best_paths.append(path)
-    chosen = min(best_paths, key=lambda p: tuple(reversed(p)))
+    chosen = min(best_paths)
     return best_val, list(chosen), best_paths
 
 
@@ -360,6 +360,131 @@ def test_solve_blocks_step_beyond_the_grid_allows_any_move():
     for step in (3, 10**30, np.int64(2**62)):
         path, total = solve_blocks(c, step)
         assert path.tolist() == [0, 3] and total == 0.0
+
+
+# ------------------------------------------------------------------------------------------------
+# exact tie-break: brute force and an exact DP in rational arithmetic (tests/exact_plans.py)
+
+
+def test_float_rounding_does_not_decide_an_exact_tie():
+    # two constant paths (max_step 0) of equal exact cost 3/10: 1/10 + 2/10 and 3/10 + 0; in float64
+    # 0.1 + 0.2 > 0.3 + 0.0, so a float argmin would pick index 1; the tie goes to the smaller index 0
+    assert 0.1 + 0.2 > 0.3 + 0.0
+    c = [[Fraction(1, 10), Fraction(3, 10)], [Fraction(2, 10), Fraction(0)]]
+    best, lex, paths = exact_plans.brute_force(c, 0)
+    assert best == Fraction(3, 10) and sorted(paths) == [(0, 0), (1, 1)] and lex == [0, 0]
+    path, total = solve_blocks(np.array(c, dtype=float), 0)
+    assert path.tolist() == [0, 0] and total == 0.1 + 0.2
+
+
+def test_tie_tolerance_is_relative_and_stated():
+    assert TIE_RTOL == 1e-12
+    # a cost-to-go above the minimum by 0.5e-12 relative ties (lower index wins); by 2e-12 it does not
+    for rel, expected in ((0.5e-12, [0]), (2e-12, [1])):
+        c = np.array([[1.0 + rel, 1.0]])
+        assert solve_blocks(c, 0)[0].tolist() == expected
+    # at zero only exact zeros tie
+    assert solve_blocks(np.array([[1e-300, 0.0]]), 0)[0].tolist() == [1]
+
+
+#: exact rational costs with denominators that are not powers of two (float sums round)
+_rational_costs = st.integers(1, 4).flatmap(lambda n_blocks: st.integers(1, 6).flatmap(lambda n_levels: st.tuples(
+    st.lists(st.lists(st.integers(0, 6), min_size=n_levels, max_size=n_levels), min_size=n_blocks, max_size=n_blocks),
+    st.sampled_from([1, 3, 7, 10, 20, 30]),
+    st.integers(0, 2),
+)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_rational_costs)
+def test_solve_blocks_equals_exact_brute_force_on_flat_rational_costs(case):
+    ints, den, max_step = case
+    c = [[Fraction(k, den) for k in row] for row in ints]
+    best, lex, paths = exact_plans.brute_force(c, max_step)
+    path, total = solve_blocks(np.array([[k / den for k in row] for row in ints]), max_step)
+    assert path.tolist() == lex
+    assert total == pytest.approx(float(best), rel=1e-14, abs=1e-15)
+    # the exact DP of the reference module agrees with brute force (it is used where brute force is too big)
+    assert exact_plans.dp(c, max_step) == (best, lex)
+    # the optimal set is closed under element-wise min, so the lexicographic minimum is the element-wise minimum
+    assert lex == [min(p[b] for p in paths) for b in range(len(lex))]
+
+
+def _integer_instance(rng):
+    """Integer values on a dyadic scale (exact in float64 and in Fraction) with many exact ties."""
+    k = int(rng.choice([1, 2, 3, 5, 6, 9, 12, 14]))
+    scale = float(rng.choice([40.0, 37.0, 1234.5, 20.25, 7.0]))
+    values = rng.integers(0, int(2.6 * scale) + 1, size=(24, k))
+    if rng.random() < 0.3:  # on the grid: many exactly flat costs
+        values = np.round(rng.integers(8, 41, size=(24, k)) * scale / 20.0)
+    if rng.random() < 0.3:  # a shortage-weight-1.5 plateau: 10 low and 2 high samples per hour are flat in between
+        k = 12
+        values = np.concatenate([rng.integers(0, int(0.4 * scale), size=(24, 10)),
+                                 rng.integers(int(2.1 * scale), int(2.5 * scale), size=(24, 2))], axis=1)
+    weights = None
+    if k == 9 and rng.random() < 0.5:
+        values, weights = np.sort(values, axis=1), QUANTILE_MASSES
+    return values.astype(float), scale, [MONDAY, TUESDAY, THURSDAY, np.roll(MONDAY, 12)][int(rng.integers(0, 4))], weights
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_optimal_plan_equals_exact_rational_optimum(seed):
+    # the whole optimizer (cost table, block sums, DP, tie-break) against the exact optimum computed
+    # from the protocol's exact numbers; 25 instances per seed with frequent exact ties
+    rng = np.random.default_rng(900 + seed)
+    for _ in range(25):
+        values, scale, shortage, weights = _integer_instance(rng)
+        ints = [[int(x) for x in row] for row in values]
+        masses = None if weights is None else exact_plans.QUANTILE_MASSES
+        best, lex = exact_plans.optimal_plan(ints, int(scale) if scale == int(scale) else Fraction(scale), list(shortage), masses)
+        res = optimal_plan(values, scale, shortage, weights=weights)
+        assert res.plan.indices.tolist() == lex
+        assert res.expected_loss == pytest.approx(float(best) / 24, rel=1e-12)
+
+
+@pytest.mark.parametrize("case_id", [
+    # real cases where the previous forward DP (float argmin parents) departed from the exact optimum
+    "elec-FPC-2024-02-27-day_ahead", "cycle-14-2015-10-09-day_ahead", "cycle-193-2015-10-01-day_ahead",
+    "cycle-404-2015-10-01-week_ahead", "cycle-407-2015-10-13-week_ahead",
+])
+def test_real_cases_equal_the_exact_rational_optimum(case_id):
+    from fwgym.cases import get_case
+    from fwgym.forecasters.classical import classical_distribution
+
+    case = get_case(case_id)
+    scale = Fraction(int(np.sum(case.history)), 336)  # the exact mean of 336 integer values
+    assert case.scale == pytest.approx(float(scale), rel=1e-15)
+    for m in ("weekday_empirical", "weekly_repeat", "all_hour_empirical", "recent_week_empirical",
+              "recent_day_empirical", "hour_of_day_empirical", "perfect"):
+        v = case.target().reshape(-1, 1) if m == "perfect" else classical_distribution(m, case.history, case.history_hours, case.target_hours)
+        assert np.all(v == np.round(v))  # integer data: the exact problem is the float problem's intent
+        _, lex = exact_plans.optimal_plan([[int(x) for x in row] for row in v], scale, list(case.shortage))
+        assert optimal_plan(v, case.scale, case.shortage).plan.indices.tolist() == lex, m
+
+
+def test_flat_floor_by_hand_lowest_plan_wins_and_ties_have_zero_excess():
+    # scale 40, Tuesday (hours 0-5 weight 1.5). Block 0: z = 0.5, 0.5, 2.0 -> for a in (0.5, 2.0) its
+    # cost falls with slope 0.3*2 - 1.5*1 = -0.9 per unit; block 1: z = 0.4 -> cost rises with slope
+    # 0.3*3 = 0.9 for b > 0.4; blocks 2-7: z = 1.0 (level 1.00 costs 0). The ramp keeps b >= a - 0.3
+    # and block 2 at 1.00 needs b in [0.70, 1.30], so every plan [a, a - 0.30, 1, ..., 1] with
+    # a in {1.00, ..., 1.60} has the same exact cost: block 0 at 1.00: 0.3*0.5*2 + 1.5*1.0 = 1.8;
+    # block 1 at 0.70: 3*0.3*0.3 = 0.27; floor = 2.07/24 = 0.08625. In float64 the slopes differ
+    # by rounding (0.3*2 - 1.5 vs 0.3*3); the lexicographically smallest plan wins.
+    y = np.array([20.0, 20.0, 80.0] + [16.0] * 3 + [40.0] * 18)
+    ties = [[12 + k, 6 + k] + [12] * 6 for k in range(13)]
+    best, lex = exact_plans.optimal_plan([[int(v)] for v in y], 40, list(TUESDAY))
+    assert best == Fraction(207, 100) and lex == ties[0]
+    floor = perfect_demand_plan(y, 40.0, TUESDAY)
+    assert floor.plan.indices.tolist() == ties[0]
+    assert floor.expected_loss == pytest.approx(0.08625, rel=1e-14)
+    cost = cost_table(y.reshape(24, 1), 40.0, TUESDAY)
+    raw = [plan_loss(cost, p) for p in ties]
+    assert max(raw) - min(raw) <= 1e-15 and len(set(raw)) > 1  # float rounding does separate the ties
+    for p in ties:  # every tie with the floor plan is reported at the floor: R = 0 exactly
+        loss, fl = realised_loss(y, 40.0, TUESDAY, p)
+        assert fl == floor.expected_loss and loss == fl
+    loss, fl = realised_loss(y, 40.0, TUESDAY, [11, 6] + [12] * 6)  # not a tie: a = 0.95 costs 0.9 * 0.05 more
+    assert loss - fl == pytest.approx(0.9 * 0.05 / 24, rel=1e-9)
 
 
 # ------------------------------------------------------------------------------------------------

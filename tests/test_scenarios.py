@@ -94,3 +94,27 @@ def test_text_does_not_depend_on_realised_values(test_cases):
         assert not np.allclose(altered.target(), c.target())
         a, b = make_scenario(c), make_scenario(altered)
         assert a.text == b.text and np.array_equal(a.roi, b.roi) and a.params == b.params
+
+
+def test_local_hours_equal_hour_by_hour_conversion_including_clock_changes():
+    # the fast path (constant UTC offset over the target) against converting every hour, on all test and
+    # dev cases and on train cases around the clock changes (US: 2nd Sun of March / 1st Sun of Nov; UK: last Suns)
+    from datetime import date
+
+    from fwgym.cases import build_cases
+    from fwgym.scenarios import local_hours, local_zone
+    from fwgym.series import hour_to_datetime
+
+    changes = {date(2023, 3, 12), date(2023, 11, 5), date(2022, 3, 13), date(2022, 11, 6), date(2015, 3, 29),
+               date(2015, 10, 25), date(2015, 3, 28), date(2015, 10, 24), date(2023, 3, 11), date(2023, 11, 4)}
+    checked = shifted = 0
+    for domain in ("electricity", "cycle_hire"):
+        cases = list(build_cases(domain, "test")) + list(build_cases(domain, "dev"))
+        cases += [c for c in build_cases(domain, "train") if c.target_date in changes]
+        for case in cases:
+            tz = local_zone(case)
+            ref = [hour_to_datetime(int(h)).astimezone(tz).hour for h in case.target_hours]
+            assert local_hours(case).tolist() == ref, case.case_id
+            checked += 1
+            shifted += len(set((b - a) % 24 for a, b in zip(ref, ref[1:]))) > 1
+    assert checked > 2500 and shifted > 0  # some targets do span a clock change

@@ -231,3 +231,43 @@ def test_case_score_refuses_non_finite_or_non_numbers(bad):
     for args in ((bad, 0.5, 0, 1.0), (1.0, bad, 0, 1.0), (1.0, 0.5, bad, 1.0)):
         with pytest.raises(ValueError, match="finite"):
             case_score(*args)
+
+
+def test_calibrate_sigma_write_records_the_digest(tmp_path, monkeypatch):
+    # `fwgym calibrate-sigma --write` writes sigma.json and records its sha256, so the new file loads;
+    # a later hand edit is refused again (the calibration itself is replaced by a fixed result here)
+    import shutil
+
+    import fwgym.data as fdata
+    import fwgym.evaluation
+    import fwgym.scoring as scoring
+    from fwgym.cli import main
+
+    for rel in ("config/sigma.json", "data/sha256.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fdata.PACKAGE_DIR / rel, tmp_path / rel)
+    monkeypatch.setattr(fdata, "PACKAGE_DIR", tmp_path)
+    monkeypatch.setattr(fdata, "MANIFEST_PATH", tmp_path / "data" / "sha256.json")
+    monkeypatch.setattr(scoring, "SIGMA_PATH", tmp_path / "config" / "sigma.json")
+    monkeypatch.setattr(fwgym.evaluation, "calibrate_sigma", lambda **kw: {
+        "sigma": {"electricity": 0.07, "cycle_hire": 0.06}, "policy": "hour_of_day_empirical", "split": "dev",
+        "cases": {"electricity": 751, "cycle_hire": 160}})
+    before = json.loads((tmp_path / "data" / "sha256.json").read_text())["files"]
+    assert main(["calibrate-sigma", "--write", "--no-progress"]) == 0
+    after = json.loads((tmp_path / "data" / "sha256.json").read_text())["files"]
+    assert after["config/sigma.json"] == fdata.sha256_file(tmp_path / "config" / "sigma.json") != before["config/sigma.json"]
+    assert {k: v for k, v in after.items() if k != "config/sigma.json"} == {k: v for k, v in before.items() if k != "config/sigma.json"}
+    assert load_sigma() == {"electricity": 0.07, "cycle_hire": 0.06}
+    (tmp_path / "config" / "sigma.json").write_text((tmp_path / "config" / "sigma.json").read_text().replace("0.07", "0.7"))
+    with pytest.raises(fdata.DataIntegrityError, match="sigma.json"):
+        load_sigma()
+
+
+def test_write_sigma_refuses_an_invalid_calibration(tmp_path):
+    from fwgym.scoring import write_sigma
+
+    with pytest.raises(ValueError):
+        write_sigma(json.dumps({"sigma": {"electricity": 0.0, "cycle_hire": 0.05}}), tmp_path / "s.json")
+    assert not (tmp_path / "s.json").exists()
+    p = write_sigma(json.dumps({"sigma": {"electricity": 0.05, "cycle_hire": 0.05}}), tmp_path / "s.json")
+    assert load_sigma(p) == {"electricity": 0.05, "cycle_hire": 0.05}

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from fwgym.calibration import CALIBRATION_SPLITS
 
@@ -21,14 +20,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     """Print the calibration as JSON; with ``--write``, also write it to the sigma file."""
     from fwgym.calibration import calibrate_sigma, sigma_config
-    from fwgym.scoring import SIGMA_PATH
+    from fwgym.scoring import write_sigma
 
     result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress)
     text = sigma_config(result)
     print(text)
     if args.write:
-        path = Path(args.output) if args.output else SIGMA_PATH
-        path.write_text(text)
+        path = write_sigma(text, args.output or None)  # the packaged file's digest is recorded in fwgym/data/sha256.json
         print(f"wrote {path}")
     return 0
 

@@ -10,11 +10,23 @@ licences and the required attribution text):
 
 Missing hours are absent rows. :func:`load_series` turns a file into dense per-series hourly
 arrays with NaN at missing hours (see :class:`fwgym.series.Series`).
+
+Every packaged file that changes a score -- the two Parquet files, the balancing-authority names
+and zones (``balancing_authorities.csv``, ``balancing_authority_zones.csv``: names enter the
+context, zones place the scenario windows) and the frozen sigma (``../config/sigma.json``) -- is
+listed with its sha256 in ``sha256.json`` (:data:`SCORE_FILES`) and checked when it is read
+(:func:`verified_bytes`, :func:`verify_packaged`): an edited file is refused with a
+:class:`DataIntegrityError` naming it. ``fwgym calibrate-sigma --write`` records the new sigma
+file's digest (:func:`record_sha256`).
 """
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
+import json
+import os
+import tempfile
 import threading
 from pathlib import Path
 
@@ -23,22 +35,27 @@ import numpy as np
 from fwgym.series import Series
 
 DATA_DIR = Path(__file__).resolve().parent
+#: the fwgym package directory: the paths of :data:`SCORE_FILES` are relative to it
+PACKAGE_DIR = DATA_DIR.parent
+#: the sha256 manifest of :data:`SCORE_FILES`
+MANIFEST_PATH = DATA_DIR / "sha256.json"
 
-#: domain -> (file name, sha256, unit, human description)
-DATA_FILES: dict[str, tuple[str, str, str]] = {
-    "electricity": (
-        "eia930_demand.parquet",
-        "3449ef1329c72b9cdcf1b8a51e1afa5f23e152847a81a2ac635c632fd6597bb8",
-        "MW",
-    ),
-    "cycle_hire": (
-        "tfl_cycle_hire.parquet",
-        "4b4a812463bea9750e45acc27efb6d5eb7f05ee434e664715a45b2e29a4203e6",
-        "departures/hour",
-    ),
+#: domain -> (file name, unit); the file's digest is in the manifest (``data/<file name>``)
+DATA_FILES: dict[str, tuple[str, str]] = {
+    "electricity": ("eia930_demand.parquet", "MW"),
+    "cycle_hire": ("tfl_cycle_hire.parquet", "departures/hour"),
 }
 
 DOMAINS: tuple[str, ...] = tuple(DATA_FILES)
+
+#: every packaged file that changes a score (paths relative to :data:`PACKAGE_DIR`), each listed in the manifest
+SCORE_FILES: tuple[str, ...] = (
+    "config/sigma.json",
+    "data/balancing_authorities.csv",
+    "data/balancing_authority_zones.csv",
+    "data/eia930_demand.parquet",
+    "data/tfl_cycle_hire.parquet",
+)
 
 _CACHE: dict[tuple[str, str], dict[str, Series]] = {}
 _LOCK = threading.Lock()
@@ -57,6 +74,12 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _mismatch(path: Path, expected: str, actual: str, hint: str = "") -> DataIntegrityError:
+    return DataIntegrityError(
+        f"data file {path} failed its sha256 check (expected {expected}, got {actual}): the file is truncated "
+        f"or altered; {hint or 'reinstall fwgym or restore the original file'}")
+
+
 def verify_file(path: Path, expected_sha256: str) -> None:
     """Raise :class:`DataIntegrityError` unless ``path`` exists and has digest ``expected_sha256``."""
     path = Path(path)
@@ -66,10 +89,106 @@ def verify_file(path: Path, expected_sha256: str) -> None:
         )
     actual = sha256_file(path)
     if actual != expected_sha256:
-        raise DataIntegrityError(
-            f"data file {path} failed its sha256 check (expected {expected_sha256}, got {actual}): "
-            "the file is truncated or altered; reinstall fwgym or restore the original file"
-        )
+        raise _mismatch(path, expected_sha256, actual)
+
+
+def _manifest() -> dict[str, str]:
+    """``{relative path: sha256}`` of the manifest (read on every call: it is small).
+
+    Raises:
+        DataIntegrityError: the manifest is missing, malformed, or lacks one of :data:`SCORE_FILES`.
+    """
+    path = MANIFEST_PATH
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        out = {str(k): str(v) for k, v in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DataIntegrityError(f"sha256 manifest {path} is missing or malformed ({type(exc).__name__}: {exc}); "
+                                 "reinstall fwgym or restore the file") from None
+    missing = [f for f in SCORE_FILES if f not in out]
+    if missing:
+        raise DataIntegrityError(f"sha256 manifest {path} does not list {missing}; reinstall fwgym or restore the file")
+    return out
+
+
+def expected_sha256(relpath: str) -> str:
+    """The recorded sha256 of packaged file ``relpath`` (one of :data:`SCORE_FILES`).
+
+    Raises:
+        ValueError: ``relpath`` is not a score file.
+        DataIntegrityError: the manifest is missing or malformed.
+    """
+    if relpath not in SCORE_FILES:
+        raise ValueError(f"{relpath!r} is not a checked file; expected one of {list(SCORE_FILES)}")
+    return _manifest()[relpath]
+
+
+def _hint(relpath: str) -> str:
+    if relpath == "config/sigma.json":
+        return ("restore the file, or recompute it with `fwgym calibrate-sigma --write` (which records its digest); "
+                "to score with another sigma pass it explicitly (FWBenchEnv(sigma=...))")
+    return "reinstall fwgym or restore the original file"
+
+
+def verified_bytes(relpath: str) -> bytes:
+    """The content of packaged score file ``relpath`` (e.g. ``"config/sigma.json"``), read once and
+    checked against the manifest before it is returned (so the bytes checked are the bytes parsed).
+
+    Raises:
+        ValueError: ``relpath`` is not one of :data:`SCORE_FILES`.
+        DataIntegrityError: the file is missing or its digest differs (the message names the file).
+    """
+    digest = expected_sha256(relpath)
+    path = PACKAGE_DIR / relpath
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataIntegrityError(f"data file {path} cannot be read ({type(exc).__name__}: {exc}); "
+                                 f"{_hint(relpath)}") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != digest:
+        raise _mismatch(path, digest, actual, _hint(relpath))
+    return data
+
+
+def verify_packaged(relpath: str, path: Path | None = None) -> None:
+    """Check ``path`` (default: the packaged ``relpath``) against the manifest's digest of ``relpath``.
+
+    Raises:
+        ValueError: ``relpath`` is not one of :data:`SCORE_FILES`.
+        DataIntegrityError: missing file or digest mismatch (the message names the file).
+    """
+    verify_file(PACKAGE_DIR / relpath if path is None else Path(path), expected_sha256(relpath))
+
+
+def record_sha256(relpath: str) -> str:
+    """Record the current digest of packaged file ``relpath`` in the manifest (atomic rewrite) and
+    return it. Used by ``fwgym calibrate-sigma --write`` after it writes ``config/sigma.json``.
+
+    Raises:
+        ValueError: ``relpath`` is not one of :data:`SCORE_FILES`.
+        DataIntegrityError: the manifest is malformed, or the file is missing.
+    """
+    if relpath not in SCORE_FILES:
+        raise ValueError(f"{relpath!r} is not a checked file; expected one of {list(SCORE_FILES)}")
+    path = PACKAGE_DIR / relpath
+    if not path.is_file():
+        raise DataIntegrityError(f"data file {path} is missing")
+    files = _manifest()
+    files[relpath] = sha256_file(path)
+    doc = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    doc["files"] = dict(sorted(files.items()))
+    fd, tmp = tempfile.mkstemp(dir=MANIFEST_PATH.parent, prefix=".sha256-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, MANIFEST_PATH)
+    return files[relpath]
+
+
+def read_csv_rows(relpath: str) -> list[dict[str, str]]:
+    """Rows of a packaged score CSV (``data/...csv``) after its sha256 check (:func:`verified_bytes`)."""
+    text = verified_bytes(relpath).decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
 def _release_memory() -> None:
@@ -107,14 +226,15 @@ def _primitive_numpy(column, dtype) -> np.ndarray:
 
 
 def _domain_entry(domain: str) -> tuple[str, str, str]:
+    """``(file name, sha256, unit)`` of a domain's Parquet file."""
     if domain not in DATA_FILES:
         raise ValueError(f"unknown domain {domain!r}; expected one of {list(DATA_FILES)}")
-    return DATA_FILES[domain]
+    name, unit = DATA_FILES[domain]
+    return name, expected_sha256(f"data/{name}"), unit
 
 
 def _ba_names() -> dict[str, str]:
-    with open(DATA_DIR / "balancing_authorities.csv", newline="", encoding="utf-8") as fh:
-        return {row["series_id"]: row["name"] for row in csv.DictReader(fh)}
+    return {row["series_id"]: row["name"] for row in read_csv_rows("data/balancing_authorities.csv")}
 
 
 def load_series(domain: str, data_dir: str | Path | None = None) -> dict[str, Series]:

@@ -56,8 +56,7 @@ from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.scenarios import make_scenario
 from fwgym.series import hour_to_iso
-from fwgym.scoring import (BUDGET, RCRPS_CAP, case_score, case_weights, crps_quantiles, crps_samples, load_sigma, rcrps,
-                           rcrps_alpha)
+from fwgym.scoring import BUDGET, case_score, case_weights, crps_quantiles, load_sigma, rcrps_alpha, score_forecast
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, parse_action,
                          result_json)
 
@@ -391,30 +390,16 @@ class FWBenchEnv(gym.Env):
         return -weight * credits / (self.budget or BUDGET)
 
     def _score_forecast(self, valid: bool) -> dict:
-        """RCRPS of the submitted forecast (capped at 5; an invalid forecast scores the cap)."""
+        """RCRPS of the submitted forecast (:func:`fwgym.scoring.score_forecast`; invalid: the cap)."""
         ep = self.episode
-        y = ep.target()
-        alpha = rcrps_alpha(ep.case.domain, ep.case.series_id)
         sc = ep.scenario
-        roi = sc.roi if sc is not None else None
-        lower, upper = (sc.lower, sc.upper) if sc is not None else (None, None)
-        crps_mean = None
-        if valid:
-            sub = ep.submission
-            if sub.kind == "quantiles":
-                step = crps_quantiles(sub.values, QUANTILE_LEVELS, y)
-                score = rcrps(sub.values.T, y, alpha, roi, lower, upper, step_crps=step)
-            else:
-                step = crps_samples(sub.values, y)
-                score = rcrps(sub.values, y, alpha, roi, lower, upper, step_crps=step)
-            crps_mean = float(step.mean())
-        else:
-            score = RCRPS_CAP
-        capped = min(score, RCRPS_CAP)
+        alpha = rcrps_alpha(ep.case.domain, ep.case.series_id, None if sc is None else sc.family)
+        roi, lower, upper = (sc.roi, sc.lower, sc.upper) if sc is not None else (None, None, None)
+        res = score_forecast(ep.submission if valid else None, ep.target(), alpha, roi, lower, upper)
         cost = self.credit_weight * ep.spent / (self.budget or BUDGET)
-        # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = uncapped RCRPS
-        return {"rcrps": score, "crps": crps_mean, "alpha": alpha, "loss": score, "floor": 0.0, "R": capped,
-                "S": capped + cost, "levels": None}
+        # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite)
+        return {"rcrps": res["rcrps"], "crps": res["crps"], "alpha": alpha, "loss": res["rcrps"], "floor": 0.0,
+                "R": res["R"], "S": res["R"] + cost, "levels": None}
 
     def _forecast_crps(self) -> dict:
         """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""

@@ -21,7 +21,7 @@ def submit(ep: Episode, args: dict) -> dict:
         check_keys(args, {"quantiles", "samples"}, "submit")
         if ("quantiles" in args) == ("samples" in args):
             raise ToolError("invalid_arguments", "submit: give exactly one of 'quantiles' (24 rows of 9) or 'samples' (rows of 24)")
-        ep.submission = validate_forecast(args)
+        ep.submission = validate_forecast(args, ep.case.scale)
         return {"accepted": True, "kind": ep.submission.kind}
     check_keys(args, {"decisions", "levels"}, "submit")
     ep.submission = plan_from_args(ep.case, args, "submit")

@@ -10,7 +10,7 @@ from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.optimizer import QUANTILE_LEVELS
-from fwgym.scoring import crps_quantiles, rcrps, rcrps_alpha
+from fwgym.scoring import crps_quantiles, rcrps_alpha, rcrps_quantiles
 
 
 def test_context_env_scores_the_transformed_target():
@@ -38,8 +38,8 @@ def test_forecast_env_rcrps_reward_by_hand():
     obs, r, term, _, info = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
     assert info["credits"] == 1027
     _, r, term, _, info = env.step({"tool": "submit", "args": {"quantiles": q.tolist()}})
-    alpha = rcrps_alpha("electricity", "ISNE")
-    expected = rcrps(q.T, y, alpha, sc.roi, sc.lower, sc.upper, step_crps=crps_quantiles(q, QUANTILE_LEVELS, y))
+    alpha = rcrps_alpha("electricity", "ISNE", sc.family)  # the announced event's family (as CiK's scaling)
+    expected = rcrps_quantiles(q, QUANTILE_LEVELS, y, alpha, sc.roi, sc.lower, sc.upper)
     assert term and info["valid"] and info["rcrps"] == pytest.approx(expected)
     assert r == pytest.approx(-(min(expected, 5.0) + 1027 / 113726))
     fc = info["forecast_crps"]["f1"]
