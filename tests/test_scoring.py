@@ -239,7 +239,7 @@ def test_calibrate_sigma_write_records_the_digest(tmp_path, monkeypatch):
     import shutil
 
     import fwgym.data as fdata
-    import fwgym.evaluation
+    import fwgym.calibration
     import fwgym.scoring as scoring
     from fwgym.cli import main
 
@@ -249,7 +249,7 @@ def test_calibrate_sigma_write_records_the_digest(tmp_path, monkeypatch):
     monkeypatch.setattr(fdata, "PACKAGE_DIR", tmp_path)
     monkeypatch.setattr(fdata, "MANIFEST_PATH", tmp_path / "data" / "sha256.json")
     monkeypatch.setattr(scoring, "SIGMA_PATH", tmp_path / "config" / "sigma.json")
-    monkeypatch.setattr(fwgym.evaluation, "calibrate_sigma", lambda **kw: {
+    monkeypatch.setattr(fwgym.calibration, "calibrate_sigma", lambda **kw: {
         "sigma": {"electricity": 0.07, "cycle_hire": 0.06}, "policy": "hour_of_day_empirical", "split": "dev",
         "cases": {"electricity": 751, "cycle_hire": 160}})
     before = json.loads((tmp_path / "data" / "sha256.json").read_text())["files"]
