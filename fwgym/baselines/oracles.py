@@ -16,7 +16,7 @@ import json
 from fwgym.cases import HISTORY_HOURS, get_case
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.forecasters.registry import FORECAST_CACHE, PRICED_MODELS, get_forecaster
+from fwgym.forecasters.registry import FORECAST_CACHE, check_models, get_forecaster
 from fwgym.optimizer import QUANTILE_MASSES, optimal_plan, plan_loss
 from fwgym.scoring import BUDGET, case_score, load_sigma
 from fwgym.tariff import credits_for
@@ -109,10 +109,7 @@ class MenuOracle:
                  name: str | None = None):
         if menu not in ("catalog", "free"):
             raise ValueError(f"menu must be 'catalog' or 'free', got {menu!r}")
-        models = tuple(PRICED_MODELS if models is None else models) if menu == "catalog" else ()
-        bad = [m for m in models if m not in PRICED_MODELS]
-        if bad:
-            raise ValueError(f"unknown models {bad}; known: {list(PRICED_MODELS)}")
+        models = check_models(models) if menu == "catalog" else ()  # default: the protocol's pool
         self.menu, self.models, self.forecasters = menu, models, dict(forecasters or {})
         self._sigma = dict(sigma) if sigma is not None else None
         self.name = name or ("catalog_oracle" if menu == "catalog" else "free_menu_oracle")

@@ -49,7 +49,7 @@ from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_cas
 from fwgym.context import render_context
 from fwgym.contract import is_number
 from fwgym.data import DOMAINS
-from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.forecasters.registry import check_models
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.scenarios import make_scenario
@@ -146,13 +146,9 @@ class FWBenchEnv(gym.Env):
         if unknown:
             raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
         tools += tuple(t for t in ("submit", "abstain") if t not in tools)  # always available
-        models = tuple(PRICED_MODELS if models is None else models)
-        bad_models = [m for m in models if m not in PRICED_MODELS]
-        if bad_models:
-            raise ValueError(f"unknown models {bad_models}; known: {list(PRICED_MODELS)}")
+        models = check_models(models)  # default: the protocol's pool; names: fwgym.forecasters.known_models()
         forecasters = dict(forecasters or {})
-        if set(forecasters) - set(PRICED_MODELS):
-            raise ValueError(f"forecasters keys must be model names {list(PRICED_MODELS)}")
+        check_models(list(forecasters))
         self.models, self.forecasters = models, forecasters
         if task not in ("decision", "forecast"):
             raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")
