@@ -53,8 +53,15 @@ Common rules (:class:`StatsmodelsForecaster`):
 * statsmodels is imported on first use; without it :meth:`availability` says how to install it and
   the tools refuse the model free of charge.
 
+* **One BLAS thread.** Every fit runs with the BLAS libraries limited to one thread
+  (``threadpoolctl``): the state-space filters multiply small matrices, where multithreaded
+  OpenBLAS only adds synchronisation (measured on a busy 2-core machine: Theta 1,361 ms of CPU per
+  forecast with 2 BLAS threads, 90 ms with one), and the result must not depend on the machine's
+  core count. The tariff is measured in the same setting.
+
 statsmodels' warnings (convergence, starting parameters) are silenced during a fit; the fits of
-one process are serialised by a lock, because ``warnings.catch_warnings`` is not thread-safe.
+one process are serialised by a lock, because ``warnings.catch_warnings`` and the BLAS thread limit
+are process-wide.
 """
 from __future__ import annotations
 
@@ -72,13 +79,15 @@ from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnav
 from fwgym.optimizer import QUANTILE_LEVELS
 
 DAY, WEEK = 24, 168
-INSTALL_HINT = "statsmodels is not installed: pip install 'statsmodels>=0.14'"
+INSTALL_HINT = "statsmodels or threadpoolctl is not installed: pip install 'statsmodels>=0.14' 'threadpoolctl>=3'"
+REQUIRED = ("statsmodels", "threadpoolctl")
 #: standard normal quantiles at the 9 levels (float64, (9,))
 Z_LEVELS = np.array([NormalDist().inv_cdf(p) for p in QUANTILE_LEVELS])
 #: implementation version of these forecasters (part of ``revision``)
 IMPLEMENTATION = "v1"
 TRANSFORMS = (None, "log1p")
 _FIT_LOCK = threading.Lock()
+_BLAS = None  # threadpoolctl.ThreadpoolController, created at the first fit (after statsmodels loaded BLAS)
 #: largest log1p-space quantile mapped back (expm1(700) ~ 1e304 is finite)
 _LOG_MAX = 700.0
 
@@ -156,12 +165,12 @@ class StatsmodelsForecaster(QuantileForecaster):
         return f"{IMPLEMENTATION}+statsmodels-{statsmodels_version()}" + (f"+{self.transform}" if self.transform else "")
 
     def availability(self) -> Availability:
-        if importlib.util.find_spec("statsmodels") is None:
+        if any(importlib.util.find_spec(m) is None for m in REQUIRED):
             return Availability(False, f"{self.name}: {INSTALL_HINT}")
         return Availability(True, source="statsmodels")
 
     def load(self) -> None:
-        if importlib.util.find_spec("statsmodels") is None:
+        if any(importlib.util.find_spec(m) is None for m in REQUIRED):
             raise ModelUnavailable(f"{self.name}: {INSTALL_HINT}")
 
     def _predict(self, context: np.ndarray, horizon: int) -> np.ndarray:
@@ -177,7 +186,7 @@ class StatsmodelsForecaster(QuantileForecaster):
             s = float(np.mean(np.abs(x)))
             deadline = _Deadline(self.name, self.time_limit)
             try:
-                with _FIT_LOCK, warnings.catch_warnings():
+                with _FIT_LOCK, warnings.catch_warnings(), _one_blas_thread():
                     warnings.simplefilter("ignore")
                     q = np.asarray(self._quantiles(x / s, horizon, deadline), dtype=np.float64) * s
             except FitTimeout as exc:
@@ -189,6 +198,17 @@ class StatsmodelsForecaster(QuantileForecaster):
     def _quantiles(self, z: np.ndarray, horizon: int, deadline: _Deadline) -> np.ndarray:  # pragma: no cover - abstract
         """Quantiles (horizon, 9) of the model fitted to the scaled context ``z`` (mean |z| = 1)."""
         raise NotImplementedError
+
+
+def _one_blas_thread():
+    """Context manager limiting every loaded BLAS library to one thread (called under ``_FIT_LOCK``)."""
+    global _BLAS
+    if _BLAS is None:
+        import statsmodels.tsa.statespace.sarimax  # noqa: F401  (loads scipy's BLAS before the controller looks)
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 def _series(z: np.ndarray):
