@@ -36,7 +36,7 @@ TARIFF: dict[str, dict[int, tuple[int, ...]]] = {
 
 #: the frozen extended tariff (statsmodels forecasters) and its pinned sha256
 EXTENDED_TARIFF_PATH = Path(__file__).resolve().parent / "config" / "tariff_extended.json"
-EXTENDED_TARIFF_SHA256 = "958235a51f072c76dc8878ccdc0c4d6e39b27383c8b68738ff4ef79c1bbb5c94"
+EXTENDED_TARIFF_SHA256 = "34716565f74995ce4ff3387bbbc428e70dfbd1ef90e67e1230461a80f63fbdce"
 #: the unit every tariff file states
 UNIT = "reference CPU microsecond credits"
 

@@ -80,7 +80,9 @@ class FWBenchEnv(gym.Env):
             free of charge; only ``submit`` and ``abstain`` are then accepted).
         case_ids: restrict the episode pool to these ids.
         sigma: per-domain sigma override (default: the frozen calibration).
-        models: the priced forecast pool (default: seasonal_empirical, chronos_bolt_tiny, chronos2, timesfm25).
+        models: the priced forecast pool (default: the protocol's seasonal_empirical, chronos_bolt_tiny, chronos2,
+            timesfm25; ``fwgym.forecasters.EXTENDED_MODELS`` adds the statsmodels forecasters; any name of
+            ``fwgym.forecasters.known_models()``, plug-ins included).
         forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances, e.g.
             ``{"chronos2": Chronos2(local_dir="/models/chronos-2")}``.
         scenarios: attach a context scenario (:mod:`fwgym.scenarios`) to every case: its note joins the

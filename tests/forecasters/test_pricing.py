@@ -14,13 +14,14 @@ from fwgym.tariff import UNIT, load_extended_tariff
 
 
 def test_rows_rule_by_hand():
-    timings = {"m": {"96": {"24": [5.0, 1.0, 3.2], "64": [2.0, 2.0, 2.0], "96": [9.5, 10.5]},
-                     "336": {"24": [1.0], "64": [4.0], "96": [100.0, 0.4, 7.0]}}}
+    # [[repeats of case 1], [repeats of case 2], ...]: per case the least, then the median over cases
+    timings = {"m": {"96": {"24": [[5.0, 6.0], [1.0, 0.9], [3.2, 9.0]], "64": [[2.0], [2.0], [2.0]], "96": [[9.5], [10.5]]},
+                     "336": {"24": [[1.0]], "64": [[4.0, 4.5]], "96": [[100.0], [0.4], [7.0, 6.9]]}}}
     rows, medians = pricing.tariff_rows_from(timings)
-    assert medians == {"m": {"96": [3.2, 2.0, 10.0], "336": [1.0, 4.0, 7.0]}}
+    assert medians == {"m": {"96": [3.2, 2.0, 10.0], "336": [1.0, 4.0, 6.9]}}
     # ceil of the medians: 4, 2, 10 -> running max 4, 4, 10; the 336 row: 1, 4, 7 -> at least the 96 row
     assert rows == {"m": {"96": [4, 4, 10], "336": [4, 4, 10]}}
-    rows, _ = pricing.tariff_rows_from({"m": {"336": {"24": [0.2], "64": [30.01]}}})
+    rows, _ = pricing.tariff_rows_from({"m": {"336": {"24": [[0.2]], "64": [[30.01, 31.0]]}}})
     assert rows == {"m": {"336": [1, 31]}}  # at least one credit
 
 
@@ -48,7 +49,7 @@ def test_measuring_command_on_a_tiny_grid(tmp_path):
     assert set(doc["machine"]) == {"cpu", "logical_cpus", "platform", "python", "numpy", "scipy", "pandas", "statsmodels"}
     m = doc["method"]
     assert all(v == "1" for v in m["threads"].values()) and len(m["cases"]["ids"]) == 2
-    assert m["cases"]["split"] == "dev" and m["cases"]["per_domain"] == 1
+    assert m["cases"]["split"] == "dev" and m["cases"]["per_domain"] == 1 and m["cases"]["repeats"] == 3
     for model in ("ets", "sarima"):
         credits = doc["rows"][model]["96"]
         assert len(credits) == 2 and all(isinstance(c, int) and c >= 1 for c in credits) and credits[0] <= credits[1]
