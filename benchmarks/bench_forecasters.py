@@ -63,8 +63,8 @@ def statistical(per_domain: int = 4, reps: int = 3) -> None:
     """ms per statsmodels forecast (fit + forecast) at context 336, h = 50 / 194: medians over
     ``per_domain`` real dev cases of each domain (the pricing command's cases) x ``reps``."""
     try:
-        from fwgym.forecasters.registry import STATISTICAL_MODELS, get_forecaster
         from fwgym.forecasters.pricing import pricing_cases
+        from fwgym.forecasters.registry import STATISTICAL_MODELS, get_forecaster
     except ImportError as exc:  # pragma: no cover
         print(f"statsmodels forecasters unavailable ({exc})")
         return

@@ -1,8 +1,12 @@
 """Tests for fwgym/tariff.py: bucket rule and prices (protocol §2.2, DESIGN §6), checked by hand."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from fwgym import tariff
+from fwgym.data import DataIntegrityError, sha256_file
 from fwgym.tariff import price
 
 
@@ -128,11 +132,6 @@ def test_credits_for_is_the_quoted_price():
 
 # -- the extended tariff (statsmodels forecasters) -----------------------------------------------------------
 
-import json  # noqa: E402
-
-from fwgym import tariff  # noqa: E402
-from fwgym.data import DataIntegrityError, sha256_file  # noqa: E402
-
 STATISTICAL = ("ets", "theta", "sarima", "mstl_ets")
 
 
@@ -156,7 +155,7 @@ def test_committed_extended_tariff_is_pinned_complete_and_monotone():
     assert sorted(doc["rows"]) == sorted(STATISTICAL)
     for model, rows in doc["rows"].items():
         assert sorted(rows) == [96, 336]
-        for cb, prices in rows.items():
+        for prices in rows.values():
             assert list(prices) == sorted(prices) and all(isinstance(p, int) and p > 0 for p in prices)
         assert all(a <= b for a, b in zip(rows[96], rows[336]))
         assert doc["failures"][model] == 0

@@ -16,8 +16,7 @@ from fwgym.cases import get_case
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.registry import EXTENDED_MODELS, STATISTICAL_MODELS, get_forecaster
-from fwgym.forecasters.statistical import (ETS, MSTLETS, SARIMA, STATISTICAL_FORECASTERS, Z_LEVELS, Theta,
-                                           gaussian_quantiles)
+from fwgym.forecasters.statistical import ETS, MSTLETS, SARIMA, STATISTICAL_FORECASTERS, Z_LEVELS, Theta, gaussian_quantiles
 
 CASES = ("elec-ISNE-2024-07-19-day_ahead", "elec-CISO-2024-02-11-week_ahead",
          "cycle-101-2015-10-05-day_ahead", "cycle-101-2015-10-13-week_ahead")
