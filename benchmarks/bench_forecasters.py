@@ -1,5 +1,8 @@
 """Milliseconds per forecast for each adapter: tiny random Chronos-Bolt, Chronos-2 and TimesFM 2.5
-models (built from config, loaded through the same adapter path as real weights) and seasonal_empirical.
+models (built from config, loaded through the same adapter path as real weights) and seasonal_empirical;
+then the statsmodels forecasters of the extended pool (ets, theta, sarima, mstl_ets: fit + forecast,
+one BLAS thread) on real cases at context 336 and horizons 50 / 194, wall-clock and CPU ms, beside
+their tariff credits (reference CPU microseconds, fwgym/config/tariff_extended.json).
 
     python benchmarks/bench_forecasters.py
 
@@ -53,6 +56,41 @@ def main() -> None:
     print(f"{'adapter':34s} {'h=50 ms':>9s} {'h=194 ms':>9s}")
     for name, f in forecasters.items():
         print(f"{name:34s} {median_ms(f, context, 50):9.2f} {median_ms(f, context, 194):9.2f}")
+    statistical()
+
+
+def statistical(per_domain: int = 4, reps: int = 3) -> None:
+    """ms per statsmodels forecast (fit + forecast) at context 336, h = 50 / 194: medians over
+    ``per_domain`` real dev cases of each domain (the pricing command's cases) x ``reps``."""
+    try:
+        from fwgym.forecasters.pricing import pricing_cases
+        from fwgym.forecasters.registry import STATISTICAL_MODELS, get_forecaster
+    except ImportError as exc:  # pragma: no cover
+        print(f"statsmodels forecasters unavailable ({exc})")
+        return
+    from fwgym.cases import get_case
+    from fwgym.tariff import credits_for
+
+    if not get_forecaster("ets").availability().available:
+        print("statsmodels is not installed: no statsmodels rows")
+        return
+    cases = [get_case(c) for c in pricing_cases(per_domain)]
+    print(f"\nstatsmodels forecasters, context 336, {len(cases)} real dev cases x {reps}: median ms (wall / CPU) and credits")
+    print(f"{'model':10s} {'h=50 wall':>10s} {'cpu':>7s} {'credits':>8s} {'h=194 wall':>11s} {'cpu':>7s} {'credits':>8s}")
+    for model in STATISTICAL_MODELS:
+        f = get_forecaster(model)
+        f.predict_quantiles(cases[0].history, 24)  # warm-up: imports
+        row = f"{model:10s}"
+        for h in (50, 194):
+            wall, cpu = [], []
+            for case in cases:
+                for _ in range(reps):
+                    w, c = time.perf_counter(), time.process_time()
+                    f.predict_quantiles(case.history, h)
+                    wall.append(time.perf_counter() - w)
+                    cpu.append(time.process_time() - c)
+            row += f" {1e3 * np.median(wall):{10 if h == 50 else 11}.1f} {1e3 * np.median(cpu):7.1f} {credits_for(model, 336, h):8d}"
+        print(row)
 
 
 if __name__ == "__main__":

@@ -3,24 +3,33 @@ from __future__ import annotations
 
 import json
 
-from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.forecasters.registry import check_models
 
 FALLBACK_METHOD = "hour_of_day_empirical"
+#: refusals after which a fixed forecast policy plans with FALLBACK_METHOD instead (the protocol's fixed-TimesFM row)
+FALLBACK_CODES = ("insufficient_budget", "model_unavailable", "backend_error", "unknown_tool")
 
 
 class FixedForecastAgent:
     """Buy ``model`` at full context (336) and the minimal covering horizon, plan on it and submit.
 
-    If the request is refused (unaffordable, e.g. TimesFM 2.5 at any shape, or weights unavailable)
-    the agent falls back to the hour-of-day empirical plan, as in the protocol's fixed-TimesFM row.
+    If the request is refused (unaffordable, e.g. TimesFM 2.5 at any shape, weights unavailable, a
+    failed backend: :data:`FALLBACK_CODES`) the agent falls back to the hour-of-day empirical plan, as
+    in the protocol's fixed-TimesFM row. A model outside the env's forecast pool is not such a refusal:
+    the agent raises instead of scoring the fallback under the model's name (make the env with
+    ``models=`` including it, e.g. :data:`~fwgym.forecasters.registry.EXTENDED_MODELS`).
+
+    Args:
+        model: any known priced model (the protocol's, the statsmodels ones or a registered plug-in).
 
     Raises:
         ValueError: unknown model.
+        RuntimeError (from ``act``): the env refused the request for another reason (e.g. the model is
+            not in its pool), or planning failed.
     """
 
     def __init__(self, model: str):
-        if model not in PRICED_MODELS:
-            raise ValueError(f"unknown model {model!r}; expected one of {list(PRICED_MODELS)}")
+        check_models([model])
         self.model = model
         self.name = model
         self._stage = 0
@@ -36,6 +45,10 @@ class FixedForecastAgent:
         if self._stage == 2:
             if last.get("ok"):
                 return {"tool": "plan", "args": {"forecast_id": last["result"]["forecast_id"]}}
+            error = last.get("error") or {}
+            if error.get("code") not in FALLBACK_CODES:
+                raise RuntimeError(f"{self.name}: the env refused forecast({self.model}): {error.get('code')}: "
+                                   f"{error.get('message')} (is {self.model} in the env's models= pool?)")
             return {"tool": "classical_plan", "args": {"method": FALLBACK_METHOD}}
         if not last.get("ok"):
             raise RuntimeError(f"{self.name}: planning failed: {last.get('error')}")

@@ -17,7 +17,7 @@ from fwgym.cases import get_case
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.covering import COVERING_CONTEXT, covering_credits, covering_forecast, plan_on_forecast
-from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
+from fwgym.forecasters.registry import check_models, get_forecaster
 from fwgym.optimizer import plan_loss
 from fwgym.scoring import BUDGET, case_score, load_sigma
 from fwgym.tools import classical_plan_result
@@ -105,10 +105,7 @@ class MenuOracle:
                  name: str | None = None):
         if menu not in ("catalog", "free"):
             raise ValueError(f"menu must be 'catalog' or 'free', got {menu!r}")
-        models = tuple(PRICED_MODELS if models is None else models) if menu == "catalog" else ()
-        bad = [m for m in models if m not in PRICED_MODELS]
-        if bad:
-            raise ValueError(f"unknown models {bad}; known: {list(PRICED_MODELS)}")
+        models = check_models(models) if menu == "catalog" else ()  # default: the protocol's pool
         self.menu, self.models, self.forecasters = menu, models, dict(forecasters or {})
         self._sigma = dict(sigma) if sigma is not None else None
         self.name = name or ("catalog_oracle" if menu == "catalog" else "free_menu_oracle")

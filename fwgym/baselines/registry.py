@@ -6,19 +6,20 @@ from typing import Any, Callable
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.baselines.fixed import FixedMethodAgent
 from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
-from fwgym.baselines.oracles import PerfectDemandOracle, catalog_oracle, free_menu_oracle
+from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_oracle, free_menu_oracle
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.forecasters.registry import EXTENDED_MODELS, PRICED_MODELS, STATISTICAL_MODELS, known_models
 
 _FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
-_FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS})
+_FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS + STATISTICAL_MODELS})
 _FACTORIES["routing_reference"] = RoutingAgent
 _FACTORIES["backtest_selector_4"] = lambda: backtest_selector(4)
 _FACTORIES["backtest_selector_8"] = lambda: backtest_selector(8)
 _FACTORIES["lead_matched_selector"] = lead_matched_selector
 _FACTORIES["free_menu_oracle"] = free_menu_oracle
 _FACTORIES["catalog_oracle"] = catalog_oracle
+_FACTORIES["catalog_oracle_extended"] = lambda: MenuOracle("catalog", models=EXTENDED_MODELS, name="catalog_oracle_extended")
 _FACTORIES["perfect_demand"] = PerfectDemandOracle
 
 #: backtest selectors (free, visible data only) and hindsight menu oracles, in table order
@@ -30,6 +31,31 @@ DEFAULT_POLICIES: tuple[str, ...] = tuple(CLASSICAL_METHODS) + ("perfect_demand"
 #: policies that need TSFM weights (model each one needs)
 TSFM_POLICIES: dict[str, str] = {"chronos_bolt_tiny": "chronos_bolt_tiny", "chronos2": "chronos2",
                                  "timesfm25": "timesfm25", "routing_reference": "chronos2"}
+#: policies of the extended pool (run them in envs made with ``models=EXTENDED_MODELS``): the fixed
+#: statsmodels policies and the catalog oracle over the extended pool
+EXTENDED_POLICIES: tuple[str, ...] = STATISTICAL_MODELS + ("catalog_oracle_extended",)
+
+
+def policy_models(name: str) -> tuple[str, ...]:
+    """The priced models a named policy may buy, i.e. what the env's ``models=`` pool must contain for
+    the policy to measure what its name says (an evaluation can check this before running).
+
+    Raises:
+        ValueError: unknown policy.
+    """
+    if name == "catalog_oracle":
+        return PRICED_MODELS
+    if name == "catalog_oracle_extended":
+        return EXTENDED_MODELS
+    if name == "routing_reference":
+        return ("chronos2",)
+    if name in TSFM_POLICIES or name in STATISTICAL_MODELS or name == "seasonal_empirical":
+        return (name,)
+    if name in _FACTORIES:
+        return ()
+    if name in known_models():
+        return (name,)  # a plug-in's fixed policy
+    raise ValueError(f"unknown policy {name!r}; known policies: {policy_names()}")
 
 
 #: default policies of the context and forecast suites (the text-reading baseline and the same method without the text)
@@ -73,21 +99,33 @@ def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, st
 
 
 def unavailable_policies(policies) -> dict[str, str]:
-    """The policies among ``policies`` (names) whose TSFM weights do not load in this process
-    (:data:`TSFM_POLICIES`; loading them is the check), as ``{policy: reason}``. Such a policy still
-    runs, but every episode falls back to the hour-of-day empirical plan
-    (:class:`~fwgym.baselines.forecast.FixedForecastAgent`)."""
+    """The policies among ``policies`` (names) whose model is not usable in this process, as
+    ``{policy: reason}``: TSFM policies (:data:`TSFM_POLICIES`) whose weights do not load, and fixed
+    policies of other priced models (statsmodels, plug-ins) whose ``availability()`` says no or whose
+    ``load`` fails. Such a policy still runs, but every episode falls back to the hour-of-day
+    empirical plan (:class:`~fwgym.baselines.forecast.FixedForecastAgent`)."""
     from fwgym.forecasters.base import ModelUnavailable
-    from fwgym.forecasters.registry import get_forecaster
+    from fwgym.forecasters.registry import BUILTIN_MODELS, get_forecaster, plugin_spec
 
     out = {}
     for policy in policies:
-        model = TSFM_POLICIES.get(policy) if isinstance(policy, str) else None
-        if model is not None:
-            try:
-                get_forecaster(model).load()
-            except ModelUnavailable as exc:
-                out[policy] = str(exc)
+        if not isinstance(policy, str):
+            continue
+        model = TSFM_POLICIES.get(policy)
+        if model is None and (policy in BUILTIN_MODELS or plugin_spec(policy) is not None):
+            model = policy
+        if model is None:
+            continue
+        f = get_forecaster(model)
+        try:
+            if model not in TSFM_POLICIES.values():  # TSFMs: loading is the check (availability only finds the files)
+                av = f.availability()
+                if not av.available:
+                    out[policy] = av.reason or f"{model} reports itself unavailable"
+                    continue
+            f.load()
+        except ModelUnavailable as exc:
+            out[policy] = str(exc)
     return out
 
 
@@ -96,16 +134,19 @@ _FACTORIES["hour_of_day_empirical_samples"] = lambda: ContextAwareAgent(use_cont
 
 
 def policy_names() -> list[str]:
-    """Names accepted by :func:`make_policy`."""
-    return list(_FACTORIES)
+    """Names accepted by :func:`make_policy`: the built-in policies, then a fixed policy
+    (:class:`~fwgym.baselines.forecast.FixedForecastAgent`) per plug-in forecaster."""
+    return list(_FACTORIES) + [m for m in known_models() if m not in _FACTORIES]
 
 
 def make_policy(name: str):
-    """A fresh agent for ``name``.
+    """A fresh agent for ``name`` (a built-in policy, or the fixed policy of a plug-in forecaster).
 
     Raises:
         ValueError: unknown name (the message lists the known ones).
     """
-    if name not in _FACTORIES:
-        raise ValueError(f"unknown policy {name!r}; known policies: {policy_names()}")
-    return _FACTORIES[name]()
+    if name in _FACTORIES:
+        return _FACTORIES[name]()
+    if isinstance(name, str) and name in known_models():
+        return FixedForecastAgent(name)
+    raise ValueError(f"unknown policy {name!r}; known policies: {policy_names()}")

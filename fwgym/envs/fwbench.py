@@ -51,7 +51,7 @@ from fwgym.context import render_context
 from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP, is_number
 from fwgym.data import DOMAINS
 from fwgym.forecasters.covering import target_quantiles
-from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.forecasters.registry import check_models
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.scenarios import make_scenario
@@ -83,7 +83,9 @@ class FWBenchEnv(gym.Env):
             free of charge; only ``submit`` and ``abstain`` are then accepted).
         case_ids: restrict the episode pool to these ids.
         sigma: per-domain sigma override (default: the frozen calibration).
-        models: the priced forecast pool (default: seasonal_empirical, chronos_bolt_tiny, chronos2, timesfm25).
+        models: the priced forecast pool (default: the protocol's seasonal_empirical, chronos_bolt_tiny, chronos2,
+            timesfm25; ``fwgym.forecasters.EXTENDED_MODELS`` adds the statsmodels forecasters; any name of
+            ``fwgym.forecasters.known_models()``, plug-ins included).
         forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances, e.g.
             ``{"chronos2": Chronos2(local_dir="/models/chronos-2")}``.
         scenarios: attach a context scenario (:mod:`fwgym.scenarios`) to every case: its note joins the
@@ -149,13 +151,9 @@ class FWBenchEnv(gym.Env):
         if unknown:
             raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
         tools += tuple(t for t in ANSWER_TOOLS if t not in tools)  # always available
-        models = tuple(PRICED_MODELS if models is None else models)
-        bad_models = [m for m in models if m not in PRICED_MODELS]
-        if bad_models:
-            raise ValueError(f"unknown models {bad_models}; known: {list(PRICED_MODELS)}")
+        models = check_models(models)  # default: the protocol's pool; names: fwgym.forecasters.known_models()
         forecasters = dict(forecasters or {})
-        if set(forecasters) - set(PRICED_MODELS):
-            raise ValueError(f"forecasters keys must be model names {list(PRICED_MODELS)}")
+        check_models(list(forecasters))
         self.models, self.forecasters = models, forecasters
         if task not in ("decision", "forecast"):
             raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")

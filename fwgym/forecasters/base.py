@@ -82,7 +82,7 @@ class QuantileForecaster:
         ctx = fill_gaps(ctx)
         try:
             q = np.asarray(self._predict(ctx, int(horizon)), dtype=np.float64)
-        except (ModelUnavailable, ValueError):
+        except (ModelUnavailable, ValueError, ForecastBackendError):
             raise
         except Exception as exc:
             raise ForecastBackendError(f"{self.name}: forecast failed: {type(exc).__name__}: {exc}") from exc

@@ -1,22 +1,312 @@
-"""Priced forecast models by name, one shared instance per process, and the forecast cache."""
+"""Priced forecast models by name, one shared instance per process, the forecast pools, plug-ins and
+the forecast cache.
+
+**Pools.** :data:`PRICED_MODELS` is the protocol's pool (the default of every env, fixed policy list
+and oracle: nothing changes unless asked for). :data:`EXTENDED_MODELS` adds the statsmodels
+forecasters (:mod:`fwgym.forecasters.statistical`) priced by the frozen extended tariff; it is the one
+switch that opts in: ``gym.make("FWBench-Electricity-v0", models=EXTENDED_MODELS)``.
+:func:`describe_pool` names a pool for the records of an evaluation.
+
+**Plug-ins.** A priced model from outside fwgym joins through :func:`register_forecaster` (in-memory)
+or an entry point of the group ``fwgym.forecasters`` (:data:`ENTRY_POINT_GROUP`) in an installed
+distribution, whose object is a :class:`ForecasterSpec` or a zero-argument callable returning one::
+
+    # pyproject.toml of the plug-in package
+    [project.entry-points."fwgym.forecasters"]
+    my_model = "my_package.fwgym_plugin:SPEC"
+
+Entry points are loaded once per process, the first time a name outside the built-in models is
+looked up (:func:`known_models`, :func:`get_forecaster`, :func:`check_models`); a failing one raises
+:class:`PluginError` naming the entry point and its distribution (every time, never skipped).
+A registered model is served by :func:`get_forecaster`, priced by :mod:`fwgym.tariff`, and is then a
+valid entry of an env's ``models=`` list, a fixed policy (:func:`fwgym.baselines.registry.make_policy`),
+a catalog-oracle menu and an RL macro entry.
+"""
 from __future__ import annotations
 
 import threading
 import weakref
 from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from fwgym.forecasters.base import QuantileForecaster
+from fwgym import tariff
+from fwgym.forecasters.base import Availability, QuantileForecaster
 from fwgym.forecasters.seasonal import SeasonalEmpirical
+from fwgym.forecasters.statistical import STATISTICAL_FORECASTERS
 from fwgym.forecasters.tsfm import Chronos2, ChronosBoltTiny, TimesFM25
 
 #: priced model names in menu order (the protocol's forecast pool)
 PRICED_MODELS: tuple[str, ...] = ("seasonal_empirical", "chronos_bolt_tiny", "chronos2", "timesfm25")
-_FACTORIES = {"seasonal_empirical": SeasonalEmpirical, "chronos_bolt_tiny": ChronosBoltTiny,
-              "chronos2": Chronos2, "timesfm25": TimesFM25}
+#: the statsmodels forecasters, priced by the extended tariff (fwgym/config/tariff_extended.json)
+STATISTICAL_MODELS: tuple[str, ...] = tuple(STATISTICAL_FORECASTERS)
+#: the extended pool: the protocol's models and the statsmodels forecasters (opt-in: ``models=EXTENDED_MODELS``)
+EXTENDED_MODELS: tuple[str, ...] = PRICED_MODELS + STATISTICAL_MODELS
+#: named pools (:func:`describe_pool`)
+POOLS: dict[str, tuple[str, ...]] = {"protocol": PRICED_MODELS, "extended": EXTENDED_MODELS}
+#: the importlib.metadata entry-point group of plug-in forecasters
+ENTRY_POINT_GROUP = "fwgym.forecasters"
+
+_FACTORIES: dict[str, Callable[[], QuantileForecaster]] = {
+    "seasonal_empirical": SeasonalEmpirical, "chronos_bolt_tiny": ChronosBoltTiny, "chronos2": Chronos2,
+    "timesfm25": TimesFM25, **STATISTICAL_FORECASTERS}
+BUILTIN_MODELS: tuple[str, ...] = tuple(_FACTORIES)
 _INSTANCES: dict[str, QuantileForecaster] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+
+
+class PluginError(RuntimeError):
+    """A plug-in forecaster could not be loaded or registered; the message names it and why."""
+
+
+@dataclass(frozen=True, eq=False)
+class ForecasterSpec:
+    """A priced model from outside fwgym.
+
+    Attributes:
+        name: model name used by the tools (letters, digits, ``_``, ``-``, ``.``; not a built-in name).
+        factory: zero-argument callable returning a :class:`~fwgym.forecasters.base.QuantileForecaster`
+            (called once per process, on first use; weights may load lazily in its ``load``).
+        tariff: ``{context bucket: 6 prices}`` in credits (reference CPU microseconds), context buckets
+            a subset of 96 / 336, one price per horizon bucket 24/64/96/192/240/336 (:func:`fwgym.tariff.validate_rows`).
+        min_context: smallest context the model accepts (overrides the instance's ``min_context``);
+            ``None`` keeps the instance's.
+        availability: zero-argument callable returning an :class:`~fwgym.forecasters.base.Availability`
+            or a bool; replaces the instance's ``availability()`` (what catalog and quote report; an
+            unavailable model is refused free of charge). ``None`` keeps the instance's.
+        description: one line for listings.
+        source: where it came from (set by the registry: ``"register_forecaster"`` or the entry point).
+    """
+
+    name: str
+    factory: Callable[[], QuantileForecaster]
+    tariff: Mapping
+    min_context: int | None = None
+    availability: Callable[[], Any] | None = None
+    description: str = ""
+    source: str = field(default="register_forecaster", compare=False)
+
+
+_PLUGINS: dict[str, ForecasterSpec] = {}
+_ENTRY_POINTS_LOADED = False
+_ENTRY_POINT_ERROR: PluginError | None = None
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name or len(name) > 64 or not all(ch.isalnum() or ch in "_-." for ch in name):
+        raise ValueError(f"a model name is 1..64 letters, digits, '_', '-' or '.', got {name!r:.80}")
+
+
+def register_forecaster(name: str, factory: Callable[[], QuantileForecaster], tariff_rows: Mapping, *,
+                        min_context: int | None = None, availability: Callable[[], Any] | None = None,
+                        description: str = "", replace: bool = False) -> ForecasterSpec:
+    """Add a priced model (in this process) without editing fwgym.
+
+    Example (one of the statsmodels models with another configuration, under a new name)::
+
+        from fwgym.forecasters import register_forecaster, SARIMA, EXTENDED_MODELS
+        register_forecaster("sarima_log1p", lambda: SARIMA(transform="log1p"),
+                            {96: [20000] * 6, 336: [30000, 30000, 31000, 33000, 34000, 36000]})
+        env = gym.make("FWBench-CycleHire-v0", models=EXTENDED_MODELS + ("sarima_log1p",))
+
+    Args:
+        name, factory, tariff_rows, min_context, availability, description: see :class:`ForecasterSpec`.
+        replace: replace a plug-in registered before under ``name`` (built-in models cannot be replaced;
+            use :func:`set_forecaster` to serve a built-in name with another instance).
+
+    Returns:
+        the :class:`ForecasterSpec`.
+
+    Raises:
+        ValueError: bad name, rows or min_context; a built-in name; a registered name without ``replace``.
+        TypeError: ``factory`` or ``availability`` not callable.
+    """
+    spec = ForecasterSpec(name, factory, tariff_rows, min_context, availability, description)
+    return _register(spec, replace)
+
+
+def _register(spec: ForecasterSpec, replace: bool) -> ForecasterSpec:
+    _check_name(spec.name)
+    if not callable(spec.factory):
+        raise TypeError(f"{spec.name}: factory must be a zero-argument callable returning a QuantileForecaster")
+    if spec.availability is not None and not callable(spec.availability):
+        raise TypeError(f"{spec.name}: availability must be None or a zero-argument callable")
+    if spec.min_context is not None and (isinstance(spec.min_context, bool) or not isinstance(spec.min_context, int)
+                                         or not 1 <= spec.min_context <= max(tariff.CONTEXT_BUCKETS)):
+        raise ValueError(f"{spec.name}: min_context must be an integer in 1..{max(tariff.CONTEXT_BUCKETS)}, got {spec.min_context!r}")
+    with _LOCK:
+        if spec.name in _FACTORIES:
+            raise ValueError(f"{spec.name!r} is a built-in model of fwgym; register the plug-in under another name")
+        if spec.name in _PLUGINS and not replace:
+            raise ValueError(f"a forecaster named {spec.name!r} is already registered ({_PLUGINS[spec.name].source}); "
+                             "pass replace=True to replace it")
+        rows = tariff.validate_rows(spec.name, spec.tariff)
+        spec = ForecasterSpec(spec.name, spec.factory, rows, spec.min_context, spec.availability, spec.description,
+                              spec.source)
+        tariff.register_prices(spec.name, rows, replace=True)
+        _PLUGINS[spec.name] = spec
+        _INSTANCES.pop(spec.name, None)
+    return spec
+
+
+def unregister_forecaster(name: str) -> None:
+    """Remove a plug-in registered in this process (its instance and its tariff rows).
+
+    Raises:
+        ValueError: ``name`` is not a registered plug-in.
+    """
+    with _LOCK:
+        if name not in _PLUGINS:
+            raise ValueError(f"{name!r} is not a registered plug-in forecaster")
+        del _PLUGINS[name]
+        _INSTANCES.pop(name, None)
+        tariff.unregister_prices(name)
+
+
+def load_entry_points(reload: bool = False) -> list[str]:
+    """Load the plug-ins of the ``fwgym.forecasters`` entry-point group (once per process).
+
+    Args:
+        reload: look the group up again (e.g. after installing a distribution at run time).
+
+    Returns:
+        names of the plug-ins registered from entry points (all of them so far).
+
+    Raises:
+        PluginError: an entry point fails to import, is not a :class:`ForecasterSpec` (or a callable
+            returning one), names another model than its entry-point name, or clashes with a model
+            already known. Raised again on every later call until ``reload``.
+    """
+    global _ENTRY_POINTS_LOADED, _ENTRY_POINT_ERROR
+    from importlib.metadata import entry_points
+
+    with _LOCK:
+        if _ENTRY_POINTS_LOADED and not reload:
+            if _ENTRY_POINT_ERROR is not None:
+                raise _ENTRY_POINT_ERROR
+            return [n for n, s in _PLUGINS.items() if s.source.startswith("entry point")]
+        _ENTRY_POINTS_LOADED, _ENTRY_POINT_ERROR = True, None
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = getattr(ep, "dist", None)
+            where = (f"entry point {ep.name!r} = {ep.value!r} of distribution "
+                     f"{getattr(dist, 'name', '?')} {getattr(dist, 'version', '')}".rstrip() + f" (group {ENTRY_POINT_GROUP!r})")
+            try:
+                obj = ep.load()
+                spec = obj if isinstance(obj, ForecasterSpec) else obj() if callable(obj) else obj
+                if not isinstance(spec, ForecasterSpec):
+                    raise TypeError(f"it gave {type(spec).__name__}, expected fwgym.forecasters.ForecasterSpec "
+                                    "or a zero-argument callable returning one")
+                if spec.name != ep.name:
+                    raise ValueError(f"its spec names the model {spec.name!r}; the entry point's name must be the model name")
+                current = _PLUGINS.get(spec.name)
+                if current is not None and current.source == f"{where}":
+                    continue  # the same entry point, seen again by a reload
+                _register(ForecasterSpec(spec.name, spec.factory, spec.tariff, spec.min_context, spec.availability,
+                                         spec.description, where), replace=False)
+            except Exception as exc:
+                _ENTRY_POINT_ERROR = PluginError(f"fwgym plug-in forecaster {where} failed to load: "
+                                                 f"{type(exc).__name__}: {exc}")
+                raise _ENTRY_POINT_ERROR from exc
+        return [n for n, s in _PLUGINS.items() if s.source.startswith("entry point")]
+
+
+def known_models() -> tuple[str, ...]:
+    """Every model name :func:`get_forecaster` serves: the built-in ones (:data:`EXTENDED_MODELS`)
+    and the plug-ins (entry points loaded on first call, then in-memory registrations).
+
+    Raises:
+        PluginError: an entry point fails (see :func:`load_entry_points`).
+    """
+    load_entry_points()
+    return BUILTIN_MODELS + tuple(_PLUGINS)
+
+
+def check_models(models: Sequence[str] | None, default: Sequence[str] = PRICED_MODELS) -> tuple[str, ...]:
+    """Validate a forecast pool (an env's or an oracle's ``models=``).
+
+    Args:
+        models: model names, or ``None`` for ``default``.
+        default: the pool used for ``None`` (the protocol's).
+
+    Returns:
+        the pool as a tuple, in the given order.
+
+    Raises:
+        ValueError: a name that is not a string, repeated, or not a known model (the message lists them).
+        PluginError: an entry point fails (only looked up for names outside the built-in models).
+    """
+    pool = tuple(default if models is None else models)
+    if any(not isinstance(m, str) for m in pool):
+        raise ValueError(f"model names must be strings, got {list(pool)!r:.200}")
+    if len(set(pool)) != len(pool):
+        raise ValueError(f"models lists a model twice: {list(pool)}")
+    if all(m in _FACTORIES or m in _PLUGINS for m in pool):
+        return pool
+    known = known_models()
+    bad = [m for m in pool if m not in known]
+    if bad:
+        raise ValueError(f"unknown models {bad}; known: {list(known)} (plug-ins: fwgym.forecasters.register_forecaster "
+                         f"or the {ENTRY_POINT_GROUP!r} entry-point group)")
+    return pool
+
+
+def plugin_spec(name: str) -> ForecasterSpec | None:
+    """The :class:`ForecasterSpec` of a plug-in, or ``None`` for a built-in or unknown name."""
+    return _PLUGINS.get(name)
+
+
+def describe_pool(models: Sequence[str]) -> dict:
+    """What a result record says about the forecast pool its env used.
+
+    Returns:
+        ``{"pool": "protocol" | "extended" | "custom", "models": [...], "tariff": {model: source},
+        "extended_tariff": {"version", "sha256"} (when a model priced by the extended file is in the pool),
+        "plugins": {model: source} (when plug-ins are in it)}``. ``"protocol"`` / ``"extended"`` mean
+        exactly :data:`PRICED_MODELS` / :data:`EXTENDED_MODELS` in that order.
+
+    Raises:
+        ValueError: unknown models (as :func:`check_models`).
+    """
+    pool = check_models(models)
+    name = next((k for k, v in POOLS.items() if v == pool), "custom")
+    sources = {m: tariff.tariff_source(m) for m in pool}
+    out = {"pool": name, "models": list(pool), "tariff": sources}
+    if "extended" in sources.values():
+        doc = tariff.extended_tariff()
+        out["extended_tariff"] = {"version": doc["version"], "sha256": tariff.EXTENDED_TARIFF_SHA256}
+    plugins = {m: _PLUGINS[m].source for m in pool if m in _PLUGINS}
+    if plugins:
+        out["plugins"] = plugins
+    return out
+
+
+def _availability_method(fn: Callable[[], Any], name: str) -> Callable[[], Availability]:
+    def availability() -> Availability:
+        got = fn()
+        if isinstance(got, Availability):
+            return got
+        if isinstance(got, (bool, np.bool_)):
+            return Availability(bool(got), "" if got else f"{name}: the plug-in reports itself unavailable", "plugin")
+        raise TypeError(f"{name}: availability() returned {type(got).__name__}, expected Availability or bool")
+    return availability
+
+
+def _create(name: str) -> QuantileForecaster:
+    if name in _FACTORIES:
+        return _FACTORIES[name]()
+    spec = _PLUGINS[name]
+    f = spec.factory()
+    if not isinstance(f, QuantileForecaster):
+        raise PluginError(f"plug-in forecaster {name!r} ({spec.source}): its factory returned {type(f).__name__}, "
+                          "expected a fwgym.forecasters.QuantileForecaster")
+    f.name = name
+    if spec.min_context is not None:
+        f.min_context = spec.min_context
+    if spec.availability is not None:
+        f.availability = _availability_method(spec.availability, name)
+    return f
 
 
 def get_forecaster(name: str) -> QuantileForecaster:
@@ -24,23 +314,37 @@ def get_forecaster(name: str) -> QuantileForecaster:
 
     Raises:
         ValueError: unknown name.
+        PluginError: a plug-in's factory fails or returns something else than a QuantileForecaster,
+            or an entry point fails to load.
     """
     f = _INSTANCES.get(name)  # the hot path: a dict read is atomic, creation below takes the lock
     if f is not None:
         return f
+    if name not in _FACTORIES and name not in _PLUGINS:
+        check_models([name])  # loads the entry points once; raises for an unknown name
     with _LOCK:
         if name not in _INSTANCES:
-            if name not in _FACTORIES:
-                raise ValueError(f"unknown model {name!r}; known models: {list(PRICED_MODELS)}")
-            _INSTANCES[name] = _FACTORIES[name]()
+            try:
+                _INSTANCES[name] = _create(name)
+            except PluginError:
+                raise
+            except Exception as exc:
+                if name in _FACTORIES:
+                    raise
+                raise PluginError(f"plug-in forecaster {name!r} ({_PLUGINS[name].source}): its factory failed: "
+                                  f"{type(exc).__name__}: {exc}") from exc
         return _INSTANCES[name]
 
 
 def set_forecaster(name: str, forecaster: QuantileForecaster | None) -> None:
     """Replace the process-wide forecaster for ``name`` (``None`` restores the default on next use),
-    e.g. ``set_forecaster("chronos2", Chronos2(local_dir="/models/chronos-2"))``."""
-    if name not in _FACTORIES:
-        raise ValueError(f"unknown model {name!r}; known models: {list(PRICED_MODELS)}")
+    e.g. ``set_forecaster("chronos2", Chronos2(local_dir="/models/chronos-2"))``.
+
+    Raises:
+        ValueError: unknown name.
+    """
+    if name not in _FACTORIES and name not in _PLUGINS:
+        check_models([name])
     with _LOCK:
         if forecaster is None:
             _INSTANCES.pop(name, None)

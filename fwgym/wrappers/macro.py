@@ -109,6 +109,23 @@ SEQUENTIAL_MENU: tuple[MacroEntry, ...] = (SINGLE_MENU + _entries("inspect", CLA
 MENUS = {"macro": SINGLE_MENU, "sequential": SEQUENTIAL_MENU}
 
 
+def menu_for(variant: str, models: Sequence[str] | None = None) -> tuple[MacroEntry, ...]:
+    """The menu of ``variant`` over an env's forecast pool: the protocol menu (:data:`MENUS`) followed,
+    for each model of ``models`` outside the protocol pool (statsmodels forecasters, plug-ins) in pool
+    order, by its ``buy_plan_submit`` entry (``"macro"``) or its ``buy_plan_submit``, ``replay`` and
+    ``buy`` entries (``"sequential"``, in that order). The protocol pool (``None``, the default) gives
+    exactly :data:`SINGLE_MENU` / :data:`SEQUENTIAL_MENU`, so protocol indices never move.
+
+    Raises:
+        ValueError: unknown variant.
+    """
+    if variant not in MENUS:
+        raise ValueError(f"variant must be one of {list(MENUS)}, got {variant!r}")
+    extra = [m for m in (models or ()) if m not in PRICED_MODELS]
+    kinds = ("buy_plan_submit",) if variant == "macro" else ("buy_plan_submit", "replay", "buy")
+    return MENUS[variant] + tuple(MacroEntry(f"{k}:{m}", k, m) for m in extra for k in kinds)
+
+
 def replay_args(tracker: EpisodeTracker, model: str) -> dict:
     """Arguments of the ``replay:<model>`` entry: horizon ``h = min(covering horizon, 168)``,
     origin ``last_visible - h`` (ISO), ``context_steps = 336 - h`` (the whole history before it)."""
@@ -242,17 +259,18 @@ class MacroController:
     Args:
         variant: ``"macro"`` (:data:`SINGLE_MENU`) or ``"sequential"`` (:data:`SEQUENTIAL_MENU`).
         features: feature set of :meth:`features` (``"all"``, ``"compact"`` or a sequence of names).
+        models: the env's forecast pool; models outside the protocol's add entries after the protocol
+            menu (:func:`menu_for`). Default: the protocol pool.
 
     Raises:
         ValueError: unknown variant or feature set.
     """
 
-    def __init__(self, variant: str = "macro", features: str | Sequence[str] = "all"):
-        if variant not in MENUS:
-            raise ValueError(f"variant must be one of {list(MENUS)}, got {variant!r}")
+    def __init__(self, variant: str = "macro", features: str | Sequence[str] = "all",
+                 models: Sequence[str] | None = None):
         self.variant = variant
+        self.menu = menu_for(variant, models)
         self.feature_names = resolve_features(features)
-        self.menu = MENUS[variant]
         self.tracker = EpisodeTracker()
         self.program: MacroProgram | None = None
         self._masks: tuple | None = None
@@ -313,7 +331,9 @@ class MacroActionWrapper(gym.Wrapper):
     Observation: ``Box(n,)`` float32 features (:mod:`fwgym.wrappers.features`; n = 403 for the
     default ``features="all"``, 56 for ``"compact"``).
     Action: ``Discrete(12)`` (:data:`SINGLE_MENU`; every step ends the episode) or, with
-    ``variant="sequential"``, ``Discrete(28)`` (:data:`SEQUENTIAL_MENU`).
+    ``variant="sequential"``, ``Discrete(28)`` (:data:`SEQUENTIAL_MENU`); an env whose ``models=`` pool
+    holds models outside the protocol's adds 1 (macro) or 3 (sequential) entries per such model at the
+    end (:func:`menu_for`).
     Reward: the sum of the inner env's rewards over the macro's tool calls (with the inner env's
     ``reward="dense"`` the episode sum is exactly ``-S``; with ``"terminal"`` it is ``-S`` at the end).
     ``info``: the inner env's, plus ``macro`` (entry name), ``macro_valid``, ``macro_steps`` (inner env
@@ -346,7 +366,7 @@ class MacroActionWrapper(gym.Wrapper):
             raise ValueError("macro wrappers need the 'classical_plan' tool: a free final entry must always be open "
                              "(without it every entry can be masked before the episode ends)")
         super().__init__(env)
-        self.controller = MacroController(variant, features)
+        self.controller = MacroController(variant, features, getattr(inner, "models", None))
         self.menu = self.controller.menu
         self.observation_space = feature_space(self.controller.feature_names)
         self.action_space = spaces.Discrete(len(self.menu))
