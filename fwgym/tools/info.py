@@ -9,13 +9,22 @@ from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.covering import covering_credits
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.series import hour_to_iso
-from fwgym.tariff import TARIFF
+from fwgym.tariff import TARIFF, tariff_rows
 from fwgym.tools.arguments import LEVEL_LABELS, check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
 
 __all__ = ["catalog", "history"]
 
 _TARIFF_ROWS = tuple((m, tuple((str(cb), p) for cb, p in t.items())) for m, t in TARIFF.items())  # JSON keys
+
+
+def _tariff(models) -> dict:
+    """The protocol's tariff table, then the rows of every pool model outside it (extended or plug-in)."""
+    table = {m: {cb: list(p) for cb, p in rows} for m, rows in _TARIFF_ROWS}
+    for m in models:
+        if m not in table:
+            table[m] = {str(cb): list(p) for cb, p in tariff_rows(m).items()}
+    return table
 
 
 def catalog(ep: Episode, args: dict) -> dict:
@@ -39,7 +48,7 @@ def catalog(ep: Episode, args: dict) -> dict:
             "loss": "mean over the 24 target hours of 0.3*max(a-y,0) + w_h*max(y-a,0), a and y divided by scale",
         },
         "methods": list(CLASSICAL_METHODS),
-        "tariff": {m: {cb: list(p) for cb, p in rows} for m, rows in _TARIFF_ROWS},
+        "tariff": _tariff(ep.models),
         "models": [_model_entry(ep, m) for m in ep.models],
         "budget": {"budget": ep.budget, "spent": ep.spent, "remaining": ep.budget_left},
         "calls": {"limit": ep.max_calls, "used": ep.calls, "remaining": ep.calls_left},

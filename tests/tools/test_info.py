@@ -78,3 +78,26 @@ def test_history_range_is_inclusive_and_inside_the_window(make_episode, case):
 def test_history_refusals(make_episode, args, code, needle):
     err = run(make_episode(), "history", **args)["error"]
     assert err["code"] == code and needle in err["message"], err
+
+
+
+def test_catalog_tariff_lists_the_rows_of_every_pool_model():
+    # the protocol table (and only it) in a protocol env; an extended pool adds its models' frozen rows
+    import json
+    from pathlib import Path
+
+    import fwgym
+    from fwgym.envs.fwbench import FWBenchEnv
+    from fwgym.forecasters import EXTENDED_MODELS
+    from fwgym.tariff import TARIFF
+
+    frozen = json.loads((Path(fwgym.__file__).parent / "config" / "tariff_extended.json").read_text())["rows"]
+    env = FWBenchEnv(domain="electricity", split="dev")
+    env.reset(seed=0)
+    assert list(env.step({"tool": "catalog"})[-1]["tool_result"]["result"]["tariff"]) == list(TARIFF)
+    env = FWBenchEnv(domain="electricity", split="dev", models=EXTENDED_MODELS)
+    env.reset(seed=0)
+    table = env.step({"tool": "catalog"})[-1]["tool_result"]["result"]["tariff"]
+    extra = [m for m in EXTENDED_MODELS if m not in TARIFF]
+    assert extra and list(table) == list(TARIFF) + extra
+    assert {m: table[m] for m in extra} == {m: frozen[m] for m in extra}
