@@ -56,7 +56,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 #: uniforms drawn per sub-env generator at a time (the same sequence as one draw per reset)
-_DRAW_BLOCK = 64
+_DRAW_BLOCK = 256
 _MODES = {**{m.value: m for m in AutoresetMode}, **{m.name.lower(): m for m in AutoresetMode}}
 
 
@@ -90,14 +90,52 @@ def _freeze(value):
 
 
 class _Node:
-    __slots__ = ("key", "mask_key", "is_dict", "index", "children", "kinds", "group", "column")
+    """One key path of the recorded infos: a dict, or a leaf with its storage."""
 
-    def __init__(self, key, is_dict: bool, index: int):
-        self.key, self.mask_key, self.is_dict, self.index = key, f"_{key}", is_dict, index
+    __slots__ = ("key", "mask_key", "is_dict", "index", "path", "children", "kinds", "group", "column", "const",
+                 "const_key", "const_value", "pool", "pool_index", "_const_out")
+
+    def __init__(self, key, is_dict: bool, index: int, path: tuple = ()):
+        self.key, self.mask_key, self.is_dict, self.index, self.path = key, f"_{key}", is_dict, index, path
         self.children: list[_Node] = []
         self.kinds: set = set()  # kind codes seen (leaves)
-        self.group = None  # a leaf's storage: a dtype str, "object", or ("ndarray", node index)
-        self.column = -1
+        # storage of a leaf: None while constant (one value in every row so far: const_value), else a
+        # dtype str (typed column), "codes" (an object leaf: int32 codes into its pool of distinct
+        # values), "object" (raw objects: unhashable values, or a leaf whose type changed) or
+        # ("ndarray", index) (an array leaf's own table)
+        self.group, self.column = None, -1
+        self.const, self.const_key, self.const_value = False, None, None
+        self.pool: np.ndarray | None = None
+        self.pool_index: dict = {}
+        self._const_out: dict = {}
+
+    def const_array(self, n: int, kind) -> np.ndarray:
+        """A fresh ``(n, ...)`` array of the constant value (the batched form of a constant leaf)."""
+        a = self._const_out.get(n)
+        if a is None:
+            v = self.const_value
+            if isinstance(kind, tuple):
+                a = np.broadcast_to(v, (n, *v.shape)).copy()
+            elif kind is object:
+                a = np.empty(n, dtype=object)
+                for i in range(n):  # element-wise: a list value must not broadcast
+                    a[i] = v
+            else:
+                a = np.full(n, v, dtype=np.dtype(kind))
+            self._const_out[n] = a
+        return a.copy()
+
+
+def _const_key(value, kind):
+    """What identifies a leaf value exactly (type, sign of zero, NaN, array bytes), or ``None``."""
+    if isinstance(kind, tuple):
+        return (kind, value.tobytes())
+    if kind is object:
+        return _freeze(value)
+    return (kind, repr(value))
+
+
+_CONST, _CODES, _COLUMN, _ARRAY, _DICT, _MIXED = range(6)  # build steps of InfoTable.batch
 
 
 def _zeros(shape, dtype) -> np.ndarray:
@@ -108,11 +146,13 @@ class InfoTable:
     """Recorded info dicts, one row each, and the batched dict that ``VectorEnv._add_info`` builds
     from any selection of them (row 0 is the empty row: an env that contributes nothing).
 
-    Storage, row-major so that a batch is one gather per table: one column per leaf path in the
-    table of its dtype (bool, int64, float64, NumPy scalar types), the object table for strings,
-    lists and ``None`` (interned: equal values recorded in many rows are one object) and for leaves
-    whose type changed between rows, one ``(rows, *shape)`` table per ndarray leaf, and a kind code
-    per (row, node) (0 = absent).
+    Storage (row-major, so a batch is one gather per table): a leaf with one value in every row so far
+    is a constant (no column); otherwise a column of the table of its dtype (bool, int64, float64,
+    NumPy scalar types), or for strings, lists and ``None`` an int32 code into the leaf's pool of
+    distinct values (so a batch takes from a small, cache-resident pool), raw objects where a value
+    is unhashable or a leaf's type changed between rows, and one ``(rows, *shape)`` table per ndarray
+    leaf. Each row has a presence pattern (the kind code of every node, 0 = absent), stored once per
+    distinct pattern.
     """
 
     def __init__(self, capacity: int = 1024):
@@ -122,11 +162,18 @@ class InfoTable:
         self.nodes: list[_Node] = []
         self._kinds: dict = {}  # kind key -> code (1..255)
         self._kind_of_code: list = [None]
-        self._present = np.zeros((self._cap, 16), dtype=np.uint8)  # (rows, nodes): kind code, 0 = absent
         self._tables: dict = {}  # group -> (rows, columns) array; ndarray leaves: (rows, *shape)
         self._widths: dict = {}  # group -> columns in use
         self._child: dict = {}  # (parent index, key) -> node
-        self._interned: dict = {}
+        self._by_path: dict = {}  # key path -> node
+        self._row_pattern = np.zeros(self._cap, dtype=np.int32)
+        self._pattern_id: dict = {b"": 0}
+        self._pattern_codes = np.zeros((8, 16), dtype=np.uint8)  # (patterns, nodes)
+        self._n_patterns = 1
+        self._mixed = False  # some leaf has values of several kinds (needs the per-row kind codes)
+        self._codes_now: dict = {}  # node index -> kind code of the row being written
+        self._plan = None
+        self._layout = 0  # bumped when a node is added or changes storage (the batch plan is recompiled)
 
     def __len__(self) -> int:
         return self._rows - 1
@@ -143,13 +190,29 @@ class InfoTable:
         row = self._rows
         if row >= self._cap:
             self._grow_rows()
+        self._codes_now = {}
         self._write(self.root, info, row)
+        codes = np.zeros(len(self.nodes), dtype=np.uint8)
+        for j, c in self._codes_now.items():
+            codes[j] = c
+        key = codes.tobytes().rstrip(b"\0")
+        pid = self._pattern_id.get(key)
+        if pid is None:
+            pid = self._pattern_id[key] = self._n_patterns
+            if pid >= self._pattern_codes.shape[0] or len(codes) > self._pattern_codes.shape[1]:
+                self._pattern_codes = self._widened(self._pattern_codes, 2 * max(pid + 1, self._pattern_codes.shape[0]),
+                                                    max(2 * len(codes), self._pattern_codes.shape[1]))
+            self._pattern_codes[pid, : len(codes)] = codes
+            self._n_patterns += 1
+        self._row_pattern[row] = pid
         self._rows += 1
         return row
 
     def _grow_rows(self):
         new = 2 * self._cap
-        self._present = self._widened(self._present, new, self._present.shape[1])
+        p = np.zeros(new, dtype=np.int32)
+        p[: self._cap] = self._row_pattern
+        self._row_pattern = p
         for g, t in self._tables.items():
             self._tables[g] = self._widened(t, new, None)
         self._cap = new
@@ -166,12 +229,12 @@ class InfoTable:
         if node is None:
             if key == "final_obs":
                 raise NotImplementedError("a recorded info has a 'final_obs' key (Gymnasium batches it specially)")
-            node = _Node(key, is_dict, len(self.nodes))
+            node = _Node(key, is_dict, len(self.nodes), parent.path + (key,))
             self.nodes.append(node)
+            self._by_path[node.path] = node
             parent.children.append(node)
             self._child[(parent.index, key)] = node
-            if node.index >= self._present.shape[1]:
-                self._present = self._widened(self._present, self._cap, 2 * self._present.shape[1])
+            self._layout += 1
         elif node.is_dict != is_dict:
             raise NotImplementedError(f"info key {key!r} is a dict in one record and a value in another")
         return node
@@ -200,55 +263,125 @@ class InfoTable:
         self._widths[group] = width + 1
         return group, width
 
-    def _intern(self, value):
-        key = _freeze(value)
-        if key is None:
-            return value
-        return self._interned.setdefault(key, value)
+    def _rows_with(self, node: _Node) -> np.ndarray:
+        """Rows recorded so far that have ``node``."""
+        has = self._pattern_codes[: self._n_patterns, node.index] != 0 if node.index < self._pattern_codes.shape[1] else \
+            np.zeros(self._n_patterns, dtype=bool)
+        return np.flatnonzero(has[self._row_pattern[: self._rows]])
 
     def _write(self, parent: _Node, info: dict, row: int):
         for key, value in info.items():
             if isinstance(value, dict):
                 node = self._node(parent, key, True)
-                self._present[row, node.index] = 1
+                self._codes_now[node.index] = 1
                 self._write(node, value, row)
                 continue
             node = self._node(parent, key, False)
             kind = _kind_key(value)
             code = self._code(kind)
-            if node.group is None:  # a new leaf: its storage follows its first kind
-                if isinstance(kind, tuple):
-                    node.group, node.column = self._new_column(("ndarray", node.index), np.dtype(kind[2]), kind[1])
-                elif kind is object:
-                    node.group, node.column = self._new_column("object", object)
-                else:
-                    dt = np.dtype(kind)
-                    node.group, node.column = self._new_column(dt.str, dt)
+            self._codes_now[node.index] = code
+            if node.group is None and not node.const:  # a new leaf: constant until a second value arrives
                 node.kinds.add(code)
-            elif code not in node.kinds:
+                node.const_key = _const_key(value, kind)
+                if node.const_key is not None:
+                    node.const = True
+                    node.const_value = value.copy() if isinstance(kind, tuple) else value
+                    continue
+                self._place(node, kind)
+            elif node.const:
+                if code in node.kinds and _const_key(value, kind) == node.const_key:
+                    continue
+                self._place(node, self._kind_of_code[next(iter(node.kinds))])
+            if code not in node.kinds:
                 node.kinds.add(code)
-                if node.group != "object":  # the leaf changed type: keep its values as objects from now on
+                self._layout += 1
+                if node.group != "object":  # the leaf changed type: keep its values as raw objects from now on
                     self._to_object(node)
-            t = self._tables[node.group]
-            if isinstance(node.group, tuple):
-                if value.shape != t.shape[1:]:
-                    raise NotImplementedError(f"info array {key!r} changes shape between records")
-                t[row] = value
-            elif node.group == "object":
-                t[row, node.column] = self._intern(value) if kind is object else value
-            else:
-                t[row, node.column] = value
-            self._present[row, node.index] = code
+            self._store(node, row, value, kind)
+
+    def _place(self, node: _Node, kind):
+        """Give a leaf its column (by its first kind); a constant leaf's value goes into the rows so far."""
+        self._layout += 1
+        if isinstance(kind, tuple):
+            node.group, node.column = self._new_column(("ndarray", node.index), np.dtype(kind[2]), kind[1])
+        elif kind is object:
+            node.group, node.column = self._new_column("codes", np.int32)
+            node.pool = np.empty(16, dtype=object)
+        else:
+            dt = np.dtype(kind)
+            node.group, node.column = self._new_column(dt.str, dt)
+        if node.const:
+            value = node.const_value
+            node.const, node.const_value, node.const_key = False, None, None
+            for r in self._rows_with(node):
+                self._store(node, r, value, kind)
+
+    def _store(self, node: _Node, row: int, value, kind):
+        t = self._tables[node.group]
+        if node.group == "codes":
+            key = _freeze(value)
+            if key is None:  # unhashable: this leaf keeps raw objects from now on
+                self._to_object(node)
+                self._tables["object"][row, node.column] = value
+                return
+            code = node.pool_index.get(key)
+            if code is None:
+                code = node.pool_index[key] = len(node.pool_index)
+                if code >= len(node.pool):
+                    pool = np.empty(2 * len(node.pool), dtype=object)
+                    pool[: len(node.pool)] = node.pool
+                    node.pool = pool
+                node.pool[code] = value
+            t[row, node.column] = code
+        elif isinstance(node.group, tuple):
+            if value.shape != t.shape[1:]:
+                raise NotImplementedError(f"info array {node.key!r} changes shape between records")
+            t[row] = value
+        else:
+            t[row, node.column] = value
 
     def _to_object(self, node: _Node):
-        old, col = self._tables[node.group], node.column
+        old_group, old = node.group, self._tables[node.group]
+        col = node.column
         group, column = self._new_column("object", object)
         t = self._tables["object"]
-        for r in np.flatnonzero(self._present[: self._rows, node.index]):
-            kind = self._kind_of_code[self._present[r, node.index]]
-            v = old[r] if isinstance(node.group, tuple) else old[r, col]
-            t[r, column] = v.copy() if isinstance(v, np.ndarray) else kind(v)  # back to the recorded Python type
-        node.group, node.column = group, column
+        for r in self._rows_with(node):
+            if r == self._rows:
+                continue  # the row being written
+            v = old[r] if isinstance(old_group, tuple) else old[r, col]
+            if old_group == "codes":
+                v = node.pool[v]
+            elif isinstance(v, np.ndarray):
+                v = v.copy()
+            else:  # back to the recorded Python type
+                v = self._kind_of_code[self._pattern_codes[self._row_pattern[r], node.index]](v)
+            t[r, column] = v
+        node.group, node.column, node.pool, node.pool_index = group, column, None, {}
+        self._mixed = True
+        self._layout += 1
+
+    def value(self, node: _Node, row: int):
+        """The value recorded for leaf ``node`` in ``row`` (its recorded Python type), or ``None``."""
+        code = self._pattern_codes[self._row_pattern[row], node.index] if node.index < self._pattern_codes.shape[1] else 0
+        if not row or not code:
+            return None
+        if node.const:
+            v = node.const_value
+            return v.copy() if isinstance(v, np.ndarray) else v
+        t = self._tables[node.group]
+        if isinstance(node.group, tuple):
+            return t[row].copy()
+        v = t[row, node.column]
+        if node.group == "codes":
+            return node.pool[v]
+        if node.group == "object":
+            return v
+        return self._kind_of_code[code](v)
+
+    def raw(self, path: tuple, rows: np.ndarray) -> list:
+        """The recorded values of the leaf at ``path`` for ``rows`` (``None`` where absent)."""
+        node = self._by_path.get(path)
+        return [None if node is None else self.value(node, int(r)) for r in rows]
 
     # -- batching -------------------------------------------------------------------------------
 
@@ -262,70 +395,131 @@ class InfoTable:
         """
         if only is not None:
             rows = np.where(only, rows, 0)
-        n_nodes = len(self.nodes)
-        present = self._present[rows, :n_nodes] if n_nodes < self._present.shape[1] else self._present[rows]
-        masks = np.ascontiguousarray((present != 0).T)  # (nodes, n): masks[j] is node j's "_key" array
-        anyp = masks.any(axis=1).tolist()
+        n, n_nodes = len(rows), len(self.nodes)
+        pids = self._row_pattern[rows]
+        codes = self._pattern_codes[: self._n_patterns, :n_nodes]
+        if n and (pids == pids[0]).all():  # one pattern (the usual case): every mask is all True or all False
+            has = codes[pids[0]] != 0
+            masks = np.empty((n_nodes, n), dtype=bool)
+            masks[:] = has[:, None]
+            anyp = allp = has.tolist()
+            present = None
+        else:
+            present = codes[pids]  # (n, nodes) kind codes
+            masks = np.ascontiguousarray((present != 0).T)  # (nodes, n): masks[j] is node j's "_key" array
+            anyp, allp = masks.any(axis=1).tolist(), masks.all(axis=1).tolist()
+        if self._mixed and present is None:
+            present = codes[pids]
         blocks = {g: t[rows] if isinstance(g, tuple) or self._widths[g] == t.shape[1] else t[rows, : self._widths[g]]
                   for g, t in self._tables.items()}
-        return self._build(self.root, masks, anyp, present, blocks)
-
-    def _build(self, parent: _Node, masks, anyp, present, blocks) -> dict:
-        out = {}
-        for node in parent.children:
-            j = node.index
+        plan = self._plan_for(n)
+        out: dict = {}
+        dicts = [out] * (len(plan) + 1)  # dicts[k]: the dict made by step k (0: the output)
+        codes_block = blocks.get("codes")
+        for k, (p, key, mkey, j, op, arg) in enumerate(plan, start=1):
             if not anyp[j]:
                 continue
-            if node.is_dict:
-                value = self._build(node, masks, anyp, present, blocks)
-            elif isinstance(node.group, tuple):
-                value = blocks[node.group]
-            elif len(node.kinds) == 1:  # one kind: its column as it is (zeros / None where absent)
-                value = blocks[node.group][:, node.column]
-            else:  # several kinds: the first env that has it decides the array, as _add_info does
-                m = masks[j]
-                kind = self._kind_of_code[present[int(np.argmax(m)), j]]
-                raw = blocks["object"][:, node.column]
-                if kind is object:
-                    value = raw.copy()
-                else:
-                    shape, dtype = (kind[1], np.dtype(kind[2])) if isinstance(kind, tuple) else ((), np.dtype(kind))
-                    value = np.zeros((len(m), *shape), dtype=dtype)
-                    for i in np.flatnonzero(m):
-                        value[i] = raw[i]
-            out[node.key] = value
-            out[node.mask_key] = masks[j]
+            if op == _COLUMN:
+                value = blocks[arg[0]][:, arg[1]]
+            elif op == _CONST:
+                value = arg.copy()
+                if not allp[j]:  # zeros / None where an env lacks it
+                    value[~masks[j]] = np.zeros(value.shape[1:], dtype=value.dtype) if value.dtype != object else None
+            elif op == _CODES:
+                value = arg.pool.take(codes_block[:, arg.column])
+                if not allp[j]:
+                    value[~masks[j]] = None
+            elif op == _DICT:
+                value = dicts[k] = {}
+            elif op == _ARRAY:
+                value = blocks[arg]
+            else:
+                value = self._mixed_leaf(self.nodes[j], masks[j], present, blocks)
+            d = dicts[p]
+            d[key] = value
+            d[mkey] = masks[j]
         return out
 
+    def _plan_for(self, n: int) -> list:
+        """The build steps of a batch of ``n`` envs, depth first: ``(parent step, key, mask key,
+        node index, op, arg)`` (step numbers from 1; parent 0 is the output dict); recompiled when
+        the nodes or their storage change."""
+        if self._plan is not None and self._plan[0] == (n, self._layout):
+            return self._plan[1]
+        plan: list = []
 
-def merge_batched_infos(a: dict, b: dict) -> dict:
-    """The batched info of two disjoint sets of envs (``a`` has nothing for the envs of ``b`` and the
-    other way round), as ``VectorEnv._add_info`` would build it over all envs in env order: a key of
-    both gets the array type of the first env that has it."""
+        def walk(node: _Node, parent: int):
+            for child in node.children:
+                if child.is_dict:
+                    plan.append((parent, child.key, child.mask_key, child.index, _DICT, None))
+                    walk(child, len(plan))
+                    continue
+                if child.const:
+                    op, arg = _CONST, child.const_array(n, self._kind_of_code[next(iter(child.kinds))])
+                elif child.group == "codes":
+                    op, arg = _CODES, child
+                elif isinstance(child.group, tuple):
+                    op, arg = _ARRAY, child.group
+                elif len(child.kinds) == 1:
+                    op, arg = _COLUMN, (child.group, child.column)
+                else:
+                    op, arg = _MIXED, None
+                plan.append((parent, child.key, child.mask_key, child.index, op, arg))
+
+        walk(self.root, 0)
+        self._plan = ((n, self._layout), plan)
+        return plan
+
+    def _mixed_leaf(self, node: _Node, m: np.ndarray, present, blocks) -> np.ndarray:
+        """A leaf with values of several kinds: the first env that has it decides the array type, as
+        ``_add_info`` does."""
+        kind = self._kind_of_code[present[int(np.argmax(m)), node.index]]
+        raw = blocks["object"][:, node.column]
+        if kind is object:
+            return raw.copy()
+        shape, dtype = (kind[1], np.dtype(kind[2])) if isinstance(kind, tuple) else ((), np.dtype(kind))
+        value = np.zeros((len(m), *shape), dtype=dtype)
+        for i in np.flatnonzero(m):
+            value[i] = raw[i]
+        return value
+
+
+def batch_two(ta: "InfoTable", rows_a: np.ndarray, tb: "InfoTable", rows_b: np.ndarray) -> dict:
+    """The batched info of envs whose records are in two tables (env ``i`` contributes row
+    ``rows_a[i]`` of ``ta`` or row ``rows_b[i]`` of ``tb``; the other one is 0), exactly as
+    ``VectorEnv._add_info`` builds it over all envs in env order."""
+    return _merge(ta.batch(rows_a), tb.batch(rows_b), ta, rows_a, tb, rows_b, ())
+
+
+class _Batcher(VectorEnv):
+    """Gymnasium's own ``VectorEnv._add_info`` (for the rare leaves whose type differs between envs)."""
+
+    def __init__(self, n: int):
+        self.num_envs = n
+
+
+def _merge(a: dict, b: dict, ta, rows_a, tb, rows_b, path: tuple) -> dict:
     out = dict(a)
     for key, vb in b.items():
-        if key.startswith("_") and key[1:] in b:
-            continue  # masks are merged with their key
-        mb = b.get(f"_{key}")
+        if isinstance(key, str) and key.startswith("_") and key[1:] in b:
+            continue  # a mask: merged with its key
+        mb = b[f"_{key}"]
         if key not in a:
-            out[key] = vb
-            if mb is not None:
-                out[f"_{key}"] = mb
+            out[key], out[f"_{key}"] = vb, mb
             continue
         va, ma = a[key], a[f"_{key}"]
         if isinstance(va, dict) and isinstance(vb, dict):
-            out[key] = merge_batched_infos(va, vb)
-        else:
-            first_a = int(np.argmax(ma)) if ma.any() else len(ma)
-            first_b = int(np.argmax(mb)) if mb.any() else len(mb)
-            base, other, mo = (va, vb, mb) if first_a <= first_b else (vb, va, ma)
-            value = base.copy()
-            if value.dtype == other.dtype:
-                value[mo] = other[mo]
-            else:
-                for i in np.flatnonzero(mo):
-                    value[i] = other[i]
+            out[key] = _merge(va, vb, ta, rows_a, tb, rows_b, path + (key,))
+        elif va.dtype == vb.dtype:  # both cast the recorded values to this type, as one batch would
+            value = va.copy()
+            value[mb] = vb[mb]
             out[key] = value
+        else:  # the first env that has it decides the type: batch the recorded values with _add_info
+            raw_a, raw_b = ta.raw(path + (key,), rows_a), tb.raw(path + (key,), rows_b)
+            ref, infos = _Batcher(len(ma)), {}
+            for i in np.flatnonzero(ma | mb):
+                infos = ref._add_info(infos, {key: raw_a[i] if ma[i] else raw_b[i]}, int(i))
+            out[key] = infos[key]
         out[f"_{key}"] = ma | mb
     return out
 
@@ -480,7 +674,8 @@ class MacroVectorEnv(VectorEnv):
 
     def _slots_for_cases(self, case_index: np.ndarray) -> np.ndarray:
         slots = self._slot_of_case[case_index]
-        for k in np.flatnonzero(slots < 0):
+        new = slots < 0
+        for k in (np.flatnonzero(new) if new.any() else ()):
             c = int(case_index[k])
             if self._slot_of_case[c] < 0:
                 cid = self.cases[c].case_id
@@ -519,7 +714,8 @@ class MacroVectorEnv(VectorEnv):
     def _draw(self, envs: np.ndarray) -> np.ndarray:
         """One uniform per env of ``envs`` from its own generator, as ``FWBenchEnv.reset`` draws it."""
         pos = self._u_pos[envs]
-        for k in np.flatnonzero(pos >= _DRAW_BLOCK):
+        refill = pos >= _DRAW_BLOCK
+        for k in (np.flatnonzero(refill) if refill.any() else ()):
             i = int(envs[k])
             if self._gens[i] is None:  # never seeded: gymnasium seeds from entropy on first use
                 self._gens[i], _ = seeding.np_random(None)
@@ -624,18 +820,20 @@ class MacroVectorEnv(VectorEnv):
             rows[resetting] = self._reset_rows(np.flatnonzero(resetting))
         else:
             resetting = None
-        missing = np.flatnonzero(self._info_row[rows] == 0)
-        for i in missing:  # first visit of a (case, entry): play it through the real env
-            if self._info_row[rows[i]] == 0:
-                self._record_step(int(slots[i]), int(a[i]))
-        reward, term, trunc = self._reward[rows], self._term[rows], self._trunc[rows]
         info_rows = self._info_row[rows]
+        missing = info_rows == 0
+        if missing.any():
+            for i in np.flatnonzero(missing):  # first visit of a (case, entry): play it through the real env
+                if self._info_row[rows[i]] == 0:
+                    self._record_step(int(slots[i]), int(a[i]))
+            info_rows = self._info_row[rows]
+        reward, term, trunc = self._reward[rows], self._term[rows], self._trunc[rows]
         if resetting is not None:
             if resetting.all():
                 info = self._reset_infos.batch(info_rows)
             else:
-                info = merge_batched_infos(self._step_infos.batch(info_rows, only=stepping),
-                                           self._reset_infos.batch(info_rows, only=resetting))
+                info = batch_two(self._step_infos, np.where(stepping, info_rows, 0),
+                                 self._reset_infos, np.where(resetting, info_rows, 0))
             self._rows = rows
             self._autoreset = term | trunc
             return self._observations(rows), reward, term, trunc, info
@@ -651,8 +849,8 @@ class MacroVectorEnv(VectorEnv):
             if done.all():
                 rest = self._reset_infos.batch(new_info_rows)
             else:
-                rest = merge_batched_infos(self._step_infos.batch(new_info_rows, only=~done),
-                                           self._reset_infos.batch(new_info_rows, only=done))
+                rest = batch_two(self._step_infos, np.where(done, 0, new_info_rows),
+                                 self._reset_infos, np.where(done, new_info_rows, 0))
             info = {"final_obs": final_obs, "_final_obs": done.copy(),
                     "final_info": self._step_infos.batch(info_rows, only=done), "_final_info": done.copy(), **rest}
             self._rows = new_rows
@@ -688,4 +886,4 @@ class MacroVectorEnv(VectorEnv):
         self._oracle.close()
 
 
-__all__ = ["MacroVectorEnv", "InfoTable", "merge_batched_infos"]
+__all__ = ["MacroVectorEnv", "InfoTable", "batch_two"]
