@@ -47,6 +47,8 @@ a few entries records far fewer).
 """
 from __future__ import annotations
 
+import math
+import pickle
 from typing import Any, Sequence
 
 import numpy as np
@@ -72,21 +74,13 @@ def _kind_key(value):
     return object
 
 
-def _freeze(value):
-    """A hashable key that identifies ``value`` with its types (1 and 1.0, 0.0 and -0.0 differ), or
-    ``None`` when it has no such key (e.g. an array inside)."""
-    t = type(value)
-    if t is str or t is int or t is bool or value is None:
-        return (t, value)
-    if t is float:
-        return (t, repr(value))
-    if t is list or t is tuple:
-        items = tuple(_freeze(v) for v in value)
-        return None if any(i is None for i in items) else (t, items)
-    if t is dict:
-        items = tuple((_freeze(k), _freeze(v)) for k, v in value.items())
-        return None if any(k is None or v is None for k, v in items) else (t, items)
-    return None
+def _freeze(value) -> bytes | None:
+    """A key that identifies ``value`` exactly (types included: 1 and 1.0, True and 1, 0.0 and -0.0,
+    list and tuple differ): its pickle; ``None`` when it has none (unpicklable)."""
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - anything pickle refuses is simply stored as it is
+        return None
 
 
 class _Node:
@@ -127,15 +121,34 @@ class _Node:
 
 
 def _const_key(value, kind):
-    """What identifies a leaf value exactly (type, sign of zero, NaN, array bytes), or ``None``."""
+    """What identifies a leaf value exactly (type, sign of zero, NaN bits, array bytes), or ``None``."""
     if isinstance(kind, tuple):
         return (kind, value.tobytes())
-    if kind is object:
-        return _freeze(value)
-    return (kind, repr(value))
+    return _freeze(value)
 
 
 _CONST, _CODES, _COLUMN, _ARRAY, _DICT, _MIXED = range(6)  # build steps of InfoTable.batch
+#: an object leaf keeps a pool of its distinct values until the pool has this many and more than
+#: one value per two rows (then raw objects: case ids, per-outcome lists)
+_POOL_MIN = 4096
+
+
+def _same_value(value, const, kind, const_key) -> bool:
+    """``value`` is exactly the constant ``const`` (same type; a float's sign of zero; a container's
+    element types, checked through its pickle)."""
+    if type(value) is not type(const):
+        return False
+    if isinstance(kind, tuple):
+        return value.tobytes() == const_key[1]
+    if value is const:
+        return True
+    if not value == const:
+        return False
+    if kind is float:
+        return math.copysign(1.0, value) == math.copysign(1.0, const)
+    if kind is object and not isinstance(value, str):
+        return _freeze(value) == const_key
+    return True
 
 
 def _zeros(shape, dtype) -> np.ndarray:
@@ -289,12 +302,13 @@ class InfoTable:
                     continue
                 self._place(node, kind)
             elif node.const:
-                if code in node.kinds and _const_key(value, kind) == node.const_key:
+                if code in node.kinds and _same_value(value, node.const_value, kind, node.const_key):
                     continue
                 self._place(node, self._kind_of_code[next(iter(node.kinds))])
             if code not in node.kinds:
                 node.kinds.add(code)
                 self._layout += 1
+                self._mixed = True  # batches need the per-row kind codes
                 if node.group != "object":  # the leaf changed type: keep its values as raw objects from now on
                     self._to_object(node)
             self._store(node, row, value, kind)
@@ -319,14 +333,19 @@ class InfoTable:
     def _store(self, node: _Node, row: int, value, kind):
         t = self._tables[node.group]
         if node.group == "codes":
-            key = _freeze(value)
+            key = value if type(value) is str else _freeze(value)  # a str key never equals a pickle (bytes)
             if key is None:  # unhashable: this leaf keeps raw objects from now on
                 self._to_object(node)
                 self._tables["object"][row, node.column] = value
                 return
             code = node.pool_index.get(key)
             if code is None:
-                code = node.pool_index[key] = len(node.pool_index)
+                code = len(node.pool_index)
+                if code >= _POOL_MIN and 2 * code > self._rows:  # nearly one value per row: keep raw objects
+                    self._to_object(node)
+                    self._tables["object"][row, node.column] = value
+                    return
+                node.pool_index[key] = code
                 if code >= len(node.pool):
                     pool = np.empty(2 * len(node.pool), dtype=object)
                     pool[: len(node.pool)] = node.pool
@@ -357,7 +376,6 @@ class InfoTable:
                 v = self._kind_of_code[self._pattern_codes[self._row_pattern[r], node.index]](v)
             t[r, column] = v
         node.group, node.column, node.pool, node.pool_index = group, column, None, {}
-        self._mixed = True
         self._layout += 1
 
     def value(self, node: _Node, row: int):
