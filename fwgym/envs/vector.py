@@ -39,7 +39,9 @@ observation and info, with ``info["final_obs"]`` and ``info["final_info"]``; wha
 mask, nested dicts batched recursively), built like ``VectorEnv._add_info`` builds them from the
 recorded per-env dicts (array dtype from the first env that has the key, zeros / ``None`` where an
 env lacks it). Object-valued entries (strings, lists such as ``levels``) are the recorded objects,
-shared between steps: read them, do not mutate them.
+shared between steps: read them, do not mutate them. ``infos=False`` returns ``{}`` instead (as
+``CartPoleVectorEnv`` does; under same-step autoreset only ``final_obs``), for training loops that
+read no info: at large ``num_envs`` the infos are most of a step's cost.
 
 Memory: about 4 KB per recorded case plus 0.5 KB per recorded (case, entry) with the compact
 features; the whole 140k-case train pool with every entry is ~1.3 GB (a policy that concentrates on
@@ -558,6 +560,10 @@ class MacroVectorEnv(VectorEnv):
             ``"same_step"``, ``"disabled"``.
         variant: must be ``"macro"`` (the sequential menu has multi-step episodes: use
             ``SyncVectorEnv``/``AsyncVectorEnv`` over ``FWBench-RL-Sequential-v0``).
+        infos: ``True`` (default): the batched infos, equal to SyncVectorEnv's. ``False``: ``{}``
+            (as ``CartPoleVectorEnv``; under same-step autoreset only ``final_obs`` / ``_final_obs``),
+            for training loops that read no info (observations, rewards, terminations, truncations
+            and masks are unchanged); most of a step's cost at large ``num_envs`` is the infos.
         **kwargs: :func:`fwgym.wrappers.make_rl_env` arguments (domain, split, lead, reward, features,
             cycle_hire_stations, budget, max_calls, tools, case_ids, models, forecasters, sigma ...).
 
@@ -571,7 +577,7 @@ class MacroVectorEnv(VectorEnv):
     """
 
     def __init__(self, num_envs: int = 1, autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 variant: str = "macro", **kwargs):
+                 variant: str = "macro", infos: bool = True, **kwargs):
         from fwgym.wrappers.features import feature_index
         from fwgym.wrappers.rl import make_rl_env
 
@@ -581,6 +587,9 @@ class MacroVectorEnv(VectorEnv):
             if autoreset_mode not in _MODES:
                 raise ValueError(f"autoreset_mode must be one of {list(_MODES)}, got {autoreset_mode!r}")
             autoreset_mode = _MODES[autoreset_mode]
+        if not isinstance(infos, (bool, np.bool_)):
+            raise ValueError(f"infos must be True or False, got {infos!r}")
+        self.infos = bool(infos)
         if variant != "macro":
             raise ValueError(f"the native vector env is for the macro variant (one step per episode), got variant={variant!r}; "
                              "use gymnasium's SyncVectorEnv/AsyncVectorEnv for the sequential menu")
@@ -613,6 +622,8 @@ class MacroVectorEnv(VectorEnv):
         self._n_obs = n_obs = len(fixed)
         self._split_obs = int(fixed.sum()) > n_obs // 2
         self._fixed_pos, self._var_pos = np.flatnonzero(fixed), np.flatnonzero(~fixed)
+        k = len(self._fixed_pos)  # the usual layout: the fixed features first (slices, not index arrays)
+        self._fixed_first = bool(fixed[:k].all()) and not fixed[k:].any()
         self._stride = E + 1
         cap = 64
         self._fixed_obs = np.zeros((cap, len(self._fixed_pos) if self._split_obs else 0), dtype=np.float32)
@@ -801,7 +812,7 @@ class MacroVectorEnv(VectorEnv):
         self._rows[envs] = rows
         self._autoreset[envs] = False
         self._ever_reset = True
-        info = self._reset_infos.batch(self._info_row[self._rows], only=reset_mask)
+        info = self._reset_infos.batch(self._info_row[self._rows], only=reset_mask) if self.infos else {}
         return self._observations(self._rows), info
 
     def step(self, actions):
@@ -847,7 +858,9 @@ class MacroVectorEnv(VectorEnv):
             info_rows = self._info_row[rows]
         reward, term, trunc = self._reward[rows], self._term[rows], self._trunc[rows]
         if resetting is not None:
-            if resetting.all():
+            if not self.infos:
+                info = {}
+            elif resetting.all():
                 info = self._reset_infos.batch(info_rows)
             else:
                 info = batch_two(self._step_infos, np.where(stepping, info_rows, 0),
@@ -864,6 +877,10 @@ class MacroVectorEnv(VectorEnv):
             new_rows = rows.copy()
             new_rows[envs] = self._reset_rows(envs)
             new_info_rows = self._info_row[new_rows]
+            if not self.infos:
+                self._rows = new_rows
+                return (self._observations(new_rows), reward, term, trunc,
+                        {"final_obs": final_obs, "_final_obs": done.copy()})
             if done.all():
                 rest = self._reset_infos.batch(new_info_rows)
             else:
@@ -875,11 +892,13 @@ class MacroVectorEnv(VectorEnv):
             return self._observations(new_rows), reward, term, trunc, info
         self._rows = rows
         self._autoreset = done
-        return self._observations(rows), reward, term, trunc, self._step_infos.batch(info_rows)
+        return self._observations(rows), reward, term, trunc, self._step_infos.batch(info_rows) if self.infos else {}
 
     def _observations(self, rows: np.ndarray) -> np.ndarray:
         if not self._split_obs:
             return self._obs[rows]
+        if self._fixed_first:
+            return np.concatenate((self._fixed_obs[self._row_slot[rows]], self._obs[rows]), axis=1)
         out = np.empty((len(rows), self._n_obs), dtype=np.float32)
         out[:, self._fixed_pos] = self._fixed_obs[self._row_slot[rows]]
         out[:, self._var_pos] = self._obs[rows]

@@ -100,6 +100,29 @@ def test_equal_on_the_registered_defaults_and_with_compact_features():
         native.close(), sync.close()
 
 
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_without_infos_everything_else_is_equal(mode):
+    native = gym.make_vec(ID, num_envs=8, autoreset_mode=mode, infos=False, split="dev")
+    sync = gym.make_vec(ID, num_envs=8, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, split="dev")
+    o1, i1 = native.reset(seed=4)
+    o2, _ = sync.reset(seed=4)
+    assert_same(o1, o2) and i1 == {}
+    rng = np.random.default_rng(9)
+    for _ in range(40):
+        assert_same(native.action_masks(), np.stack(sync.call("action_masks")))
+        a = rng.integers(0, 12, 8)
+        r1, r2 = native.step(a), sync.step(a)
+        for x, y in zip(r1[:4], r2[:4]):
+            assert_same(x, y)
+        if mode == AutoresetMode.SAME_STEP:
+            assert set(r1[4]) == {"final_obs", "_final_obs"}
+            assert_same(r1[4]["final_obs"], r2[4]["final_obs"])
+        else:
+            assert r1[4] == {}
+    with pytest.raises(ValueError, match="infos"):
+        MacroVectorEnv(2, infos="no", split="dev")
+
+
 def test_disabled_autoreset_reset_mask_and_case_id_option():
     native, sync = pair(4, AutoresetMode.DISABLED, split="dev")
     cid = native.cases[7].case_id
