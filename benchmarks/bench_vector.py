@@ -18,10 +18,10 @@ Measured in one process:
 * the same with ``infos=False`` (``{}`` as info, as CartPoleVectorEnv returns; observations, rewards
   and masks unchanged), and with same-step autoreset (what SB3 needs: ``final_obs`` and
   ``final_info`` in every step's info);
-* **first visits**: the native env on the id's whole train pool without precompute (nearly every
-  (case, entry) new, so each costs one episode of the real env) and SyncVectorEnv over N wrapped
-  single envs (``vectorization_mode="sync"``, the Gymnasium-standard path; every step plays real
-  episodes);
+* **first visits**: a new native env on the same pool without precompute (nearly every (case,
+  entry) new, so each costs one episode of the real env: a reset when the case is drawn, a reset
+  and the macro step when the entry is chosen) and SyncVectorEnv over N wrapped single envs
+  (``vectorization_mode="sync"``, the Gymnasium-standard path; every step plays real episodes);
 * recording cost: microseconds per recorded (case, entry) outcome (``precompute``);
 * **PPO** (stable-baselines3, MlpPolicy [128, 128], ``torch.set_num_threads(1)``, n_steps 16 per env,
   batch 256, 10 epochs) training steps/s with 64 envs: the native env through
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
 
     # -- first visits: the native env on the whole pool (cold) and SyncVectorEnv of wrapped envs ----
     for n in sizes:
-        cold = gym.make_vec(ID, num_envs=n)
+        cold = gym.make_vec(ID, num_envs=n, **kw)  # nothing recorded yet: nearly every step a first visit
         cold.reset(seed=3)
         vsteps = 8 if n <= 64 else 2
         acts = rng.integers(0, 12, (vsteps, n))
@@ -213,7 +213,7 @@ def main(argv=None) -> int:
               f"{results['same_step'][n]['fwgym_steps_per_s']:,.0f} |")
     print("\n(steady state: every outcome recorded; full infos, equal to SyncVectorEnv's; next-step autoreset, so every "
           "other vector step of a macro env is a reset step, as in CartPoleVectorEnv after an episode ends)\n")
-    print("| num_envs | first visits: native env-steps/s (whole train pool, no precompute) | SyncVectorEnv of wrapped envs "
+    print("| num_envs | first visits: native env-steps/s (nothing recorded yet) | SyncVectorEnv of wrapped envs "
           "env-steps/s |\n|---:|---:|---:|")
     for n, r in results["first_visit"].items():
         sync_txt = f"{r['sync_steps_per_s']:,.0f}" if "sync_steps_per_s" in r else "(not run with --quick)"

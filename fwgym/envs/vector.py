@@ -54,7 +54,6 @@ import pickle
 from typing import Any, Sequence
 
 import numpy as np
-from gymnasium import spaces
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -144,7 +143,7 @@ def _same_value(value, const, kind, const_key) -> bool:
         return value.tobytes() == const_key[1]
     if value is const:
         return True
-    if not value == const:
+    if value != const:
         return False
     if kind is float:
         return math.copysign(1.0, value) == math.copysign(1.0, const)
@@ -236,7 +235,10 @@ class InfoTable:
     def _widened(t: np.ndarray, rows: int, cols: int | None) -> np.ndarray:
         shape = (rows, *t.shape[1:]) if cols is None else (rows, cols)
         out = _zeros(shape, t.dtype)
-        out[: t.shape[0], : t.shape[1]] = t
+        if cols is None:
+            out[: t.shape[0]] = t
+        else:
+            out[: t.shape[0], : t.shape[1]] = t
         return out
 
     def _node(self, parent: _Node, key, is_dict: bool) -> _Node:

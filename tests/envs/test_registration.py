@@ -15,7 +15,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import fwgym
 from fwgym.envs import ENV_IDS, RL_DEFAULTS, RL_ENV_IDS
 from fwgym.envs.fwbench import MAX_TEXT, FWBenchEnv
 from fwgym.envs.spaces import PrintableText
