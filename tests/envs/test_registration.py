@@ -146,7 +146,7 @@ def _run(args, cwd, timeout=300):
     return proc.stdout
 
 
-@pytest.mark.slow  # three interpreters importing torch: ~25 s on an idle 2-core machine, over a minute on a busy one
+# three interpreters importing torch: 18 s on an idle 2-core machine (over a minute on a busy one)
 def test_rl_zoo3_trains_enjoys_and_fwgym_evaluates(tmp_path):
     pytest.importorskip("rl_zoo3")
     common = ["--algo", "ppo", "--env", "FWBench-RL-Macro-v0", "--gym-packages", "fwgym", "--device", "cpu",
