@@ -15,8 +15,9 @@ arguments, so the env's own tools, ledger and scorer) and recorded: for each cas
 step (observation, reward, terminated, truncated, info, mask). A macro episode is one step, so these
 two records are the whole episode. Recording is lazy: a (case, entry) pair is played the first time
 an env of the batch needs it (:meth:`MacroVectorEnv.precompute` records a pool up front), and kept
-for the life of the process. So the first visit of a pair costs what the wrapped env costs
-(one reset + one macro step), later visits cost a few NumPy gathers. This is for **training only**:
+for the life of the process. So a first visit costs about what the wrapped env costs (a reset when
+the case is drawn, and a reset and the macro step when the entry is chosen: one recording env serves
+all sub-envs), later visits cost a few NumPy gathers. This is for **training only**:
 ``fwgym evaluate`` and every reported number run the one episode loop, never this cache. It assumes
 what holds for every fwgym forecaster, that a (case, entry) outcome is a deterministic function of
 the case (a forecaster whose result varies between calls, or a timeout that fires sometimes, would be
