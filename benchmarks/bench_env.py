@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     print(f"  platform {platform.platform()} | python {platform.python_version()} | numpy {np.__version__} | gymnasium {gym.__version__}")
 
     t = time.perf_counter()
-    env = gym.make("FWBench-Electricity-v0").unwrapped
+    env = gym.make("FWBench-Electricity-v0", split="test").unwrapped
     t_make = time.perf_counter() - t
     ids = [c.case_id for c in env.cases]
     if args.quick:

@@ -25,7 +25,7 @@ def main() -> None:
     p.add_argument("--actions", type=int, default=10_000)
     args = p.parse_args()
     counts = {i: [0, 0] for i in fwgym.ENV_IDS}
-    envs = {i: gym.make(i, disable_env_checker=True) for i in fwgym.ENV_IDS}
+    envs = {i: gym.make(i, disable_env_checker=True, split="test") for i in fwgym.ENV_IDS}
     ids = sorted(envs)
     t0 = time.perf_counter()
     total = [0]

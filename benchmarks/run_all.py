@@ -1,12 +1,13 @@
 """Run every fwgym benchmark in sequence and print their output (from the repository root)::
 
-    python benchmarks/run_all.py            # ~3-4 min on 2 cores
-    python benchmarks/run_all.py --quick    # smoke test (~1-1.5 min)
+    python benchmarks/run_all.py            # ~8-10 min on 2 cores
+    python benchmarks/run_all.py --quick    # smoke test (~1.5-2 min)
 
 Steps: the optimizer self-check (NumPy references == fwgym, quick mode), the optimizer benchmark
 (targets: <= 20 us per 9-quantile plan, >= 50x the straightforward NumPy DP, growth in n, first call),
 the env benchmark (free-tool episode vs CartPole-v1), memory (one env < 300 MB, shared series),
-forecast adapters, RL wrappers and PPO (RL step vs CartPole-v1), batch evaluation (the main job in 1
+forecast adapters, RL wrappers and PPO (RL step vs CartPole-v1), the native macro vector env (vs
+CartPoleVectorEnv and SyncVectorEnv, PPO on each), batch evaluation (the main job in 1
 and 2 processes, identical results, < 60 s). Each runs in its own interpreter (so first-call and
 import figures are clean); the machine is printed by each; the exit status is non-zero if any step fails.
 """
@@ -34,6 +35,7 @@ def main(argv=None) -> int:
         ("memory", [HERE / "bench_memory.py", *(["--episodes", "2000"] if args.quick else [])]),
         ("forecast adapters", [HERE / "bench_forecasters.py"]),
         ("RL wrappers and PPO", [HERE / "bench_rl.py", *quick]),
+        ("native vector env", [HERE / "bench_vector.py", *quick]),
         ("batch evaluation", [HERE / "bench_evaluate.py", *quick]),
     ]
     failed, targets = [], []

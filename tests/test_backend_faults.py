@@ -38,7 +38,7 @@ class Unloadable(QuantileForecaster):
 
 @pytest.mark.parametrize("mode,needle", [("raise", "GPU on fire"), ("nan", "NaN"), ("shape", "shape"), ("slow", "within")])
 def test_backend_fault_is_an_error_result_and_charge_stands(mode, needle):
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty(mode)}, forecast_timeout=0.5)
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty(mode)}, forecast_timeout=0.5)
     env.reset(options={"case_id": CASE})
     obs, r, term, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
     res = json.loads(obs["last_result"])
@@ -50,14 +50,14 @@ def test_backend_fault_is_an_error_result_and_charge_stands(mode, needle):
 
 
 def test_working_fake_backend_for_contrast():
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")})
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("ok")})
     env.reset(options={"case_id": CASE})
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
     assert json.loads(obs["last_result"])["ok"]
 
 
 def test_unavailable_model_is_refused_free():
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Unloadable()})
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Unloadable()})
     env.reset(options={"case_id": CASE})
     obs, _, _, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
     err = json.loads(obs["last_result"])["error"]
@@ -65,7 +65,7 @@ def test_unavailable_model_is_refused_free():
 
 
 def test_replay_refuses_future_origin_free_and_scores_visible_steps_only():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     env.reset(options={"case_id": CASE})
     case = env.episode.case
     from fwgym.series import hour_to_iso
@@ -93,14 +93,14 @@ def test_replay_refuses_future_origin_free_and_scores_visible_steps_only():
 def test_forecast_after_a_timeout_or_an_interrupt_is_not_held_up_by_the_abandoned_one():
     import signal
 
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("slow")}, forecast_timeout=0.3)
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("slow")}, forecast_timeout=0.3)
     env.reset(options={"case_id": CASE})
     env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})  # times out: its thread is abandoned
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
-    slow = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("slow")}, forecast_timeout=10.0)
+    slow = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("slow")}, forecast_timeout=10.0)
     slow.reset(options={"case_id": CASE})
     old = signal.signal(signal.SIGALRM, interrupt)
     try:
@@ -117,7 +117,7 @@ def test_forecast_after_a_timeout_or_an_interrupt_is_not_held_up_by_the_abandone
     slow.reset(options={"case_id": CASE})
     *_, term, _, info = slow.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
     assert term and info["valid"] and info["credits"] == 0
-    ok = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=1.0)
+    ok = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=1.0)
     ok.reset(options={"case_id": CASE})
     t = time.perf_counter()
     obs, *_ = ok.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 24}})
@@ -127,7 +127,7 @@ def test_forecast_after_a_timeout_or_an_interrupt_is_not_held_up_by_the_abandone
 def test_forecast_in_a_process_forked_after_forecasts():
     import multiprocessing as mp
 
-    ok = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
+    ok = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
     ok.reset(options={"case_id": CASE})
     ok.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 25}})
     ctx = mp.get_context("fork")
@@ -138,7 +138,7 @@ def test_forecast_in_a_process_forked_after_forecasts():
 
 def _forecast_in_child():
     t = time.perf_counter()
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=5.0)
     env.reset(options={"case_id": CASE})
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 26}})
     res = json.loads(obs["last_result"])
@@ -161,7 +161,7 @@ def test_bounded_forecaster_runs_on_the_calling_thread():
         bounded = False
 
     for cls, on_main in ((Bounded, True), (Unbounded, False)):
-        env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": cls("ok")}, forecast_timeout=5.0)
+        env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": cls("ok")}, forecast_timeout=5.0)
         env.reset(options={"case_id": CASE})
         obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 27}})
         assert json.loads(obs["last_result"])["ok"] and seen[-1] is on_main
@@ -177,7 +177,7 @@ def test_forecaster_that_reports_itself_unavailable_is_refused_free():
         def availability(self):
             return Availability(False, "licence expired")
 
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": SaysNo("ok")})
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": SaysNo("ok")})
     env.reset(options={"case_id": CASE})
     obs, _, _, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
     err = json.loads(obs["last_result"])["error"]
@@ -188,12 +188,12 @@ def test_forecaster_that_reports_itself_unavailable_is_refused_free():
 @pytest.mark.parametrize("timeout", [float("inf"), 1e10, float("nan"), 0, -1, "5", True, np.bool_(True), np.float16(-1)])
 def test_forecast_timeout_must_be_seconds_a_thread_can_wait(timeout):
     with pytest.raises(ValueError, match="forecast_timeout must be None"):
-        FWBenchEnv("electricity", forecast_timeout=timeout)
+        FWBenchEnv("electricity", split="test", forecast_timeout=timeout)
 
 
 @pytest.mark.parametrize("timeout", [np.float32(5), np.float16(5), np.int64(5), 5])
 def test_forecast_timeout_of_any_real_type_works(timeout):
-    env = FWBenchEnv("electricity", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=timeout)
+    env = FWBenchEnv("electricity", split="test", forecasters={"chronos_bolt_tiny": Faulty("ok")}, forecast_timeout=timeout)
     assert type(env.forecast_timeout) is float and env.forecast_timeout == 5.0
     env.reset(options={"case_id": CASE})
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny", "horizon": 28}})

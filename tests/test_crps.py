@@ -418,7 +418,7 @@ def bounded_env():
     from fwgym.envs.fwbench import FWBenchEnv
     from fwgym.scenarios import make_scenario
 
-    env = FWBenchEnv("electricity", scenarios=True, task="forecast")
+    env = FWBenchEnv("electricity", split="test", scenarios=True, task="forecast")
     case = next(c for c in env.cases if make_scenario(c, 0).upper is not None)
     return env, case.case_id
 

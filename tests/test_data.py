@@ -187,7 +187,7 @@ def test_integrity_error_is_runtime_error():
 def test_loading_the_data_does_not_import_pandas():
     # pandas costs ~75 MB of RSS per process (issue 8: one env < 300 MB); the loader reads Arrow buffers
     code = ("import sys; from fwgym.data import load_series; load_series('electricity'); load_series('cycle_hire'); "
-            "from fwgym.envs.fwbench import FWBenchEnv; e = FWBenchEnv(('electricity', 'cycle_hire')); e.reset(seed=0); "
+            "from fwgym.envs.fwbench import FWBenchEnv; e = FWBenchEnv(('electricity', 'cycle_hire'), split='test'); e.reset(seed=0); "
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -46,10 +46,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case
+from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
 from fwgym.context import render_context
 from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP, is_number
 from fwgym.data import DOMAINS
+from fwgym.envs.spaces import PrintableText
 from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models
 from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
@@ -71,7 +72,9 @@ class FWBenchEnv(gym.Env):
 
     Args:
         domain: ``"electricity"``, ``"cycle_hire"`` or a sequence of both (``FWBench-v0``).
-        split: ``"train"``, ``"dev"`` or ``"test"``.
+        split: ``"train"`` (default: what a training script should see), ``"dev"`` (model selection) or
+            ``"test"`` (the benchmark; ``fwgym evaluate`` and :func:`fwgym.evaluation.evaluate` default
+            to it). A ``case_id`` of another split is refused at ``reset``.
         lead: ``None`` (both), ``"day_ahead"`` or ``"week_ahead"``.
         budget: credits per episode (default 113,726).
         max_calls: tool-call limit (default 12).
@@ -109,7 +112,7 @@ class FWBenchEnv(gym.Env):
     def __init__(
         self,
         domain: str | Sequence[str] = "electricity",
-        split: str = "test",
+        split: str = "train",
         lead: str | None = None,
         budget: int = BUDGET,
         max_calls: int = MAX_CALLS,
@@ -201,12 +204,12 @@ class FWBenchEnv(gym.Env):
 
         self.observation_space = spaces.Dict({
             "history": spaces.Box(low=0.0, high=np.finfo(np.float32).max, shape=(HISTORY_HOURS,), dtype=np.float32),
-            "context": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
-            "last_result": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
+            "context": PrintableText(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
+            "last_result": PrintableText(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
             "budget_left": spaces.Box(low=0.0, high=float(self.budget), shape=(1,), dtype=np.float32),
             "calls_left": spaces.Discrete(self.max_calls + 1),
         })
-        self.action_space = spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
+        self.action_space = PrintableText(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
         self.episode: Episode | None = None
         self._outcome: dict | None = None
         self._interrupted: str | None = None
@@ -236,7 +239,8 @@ class FWBenchEnv(gym.Env):
               ``max_calls``.
 
         Raises:
-            ValueError: unknown ``case_id`` or unknown option keys.
+            ValueError: unknown ``case_id``, a case of another domain or split than the env's, or
+                unknown option keys.
         """
         super().reset(seed=seed)
         options = dict(options) if options else {}
@@ -247,10 +251,15 @@ class FWBenchEnv(gym.Env):
             cid = options["case_id"]
             if cid in self._case_index:
                 case = self.cases[self._case_index[cid]]
-            else:
-                case = get_case(cid)  # raises a clear ValueError for unknown ids
-                if case.domain not in self.domains:
+            else:  # a case the pool leaves out (another lead, not in case_ids): same domain and split only
+                if parse_case_id(cid)[0] not in self.domains:  # raises a clear ValueError for malformed ids
                     raise ValueError(f"case {cid!r} is not of this env's domain(s) {list(self.domains)}")
+                try:
+                    case = get_case(cid, split=self.split)
+                except ValueError:
+                    other = get_case(cid)  # raises a clear ValueError for ids in no split
+                    raise ValueError(f"case {cid!r} is in the {other.split!r} split; this env plays the {self.split!r} "
+                                     f"split (make it with split={other.split!r} to play that case)") from None
         else:
             u = self.np_random.random()  # bisect_right == np.searchsorted(side="right")
             case = self.cases[min(bisect.bisect_right(self._cum_weights, u), len(self.cases) - 1)]

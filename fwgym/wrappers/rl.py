@@ -1,25 +1,33 @@
 """One-call construction of the RL environment (issue 5): :func:`make_rl_env`.
 
+The registered ids ``FWBench-RL-Macro-v0`` and ``FWBench-RL-Sequential-v0`` (:mod:`fwgym.envs`) are
+this function with the settings chosen on the dev split (train split, dense reward, all features, all
+training stations)::
+
+    import gymnasium as gym
+    env = gym.make("FWBench-RL-Macro-v0")                   # MacroActionWrapper, Box(403,) -> Discrete(12)
+    env = gym.make("FWBench-RL-Macro-v0", split="dev")      # model selection
+
 Single env::
 
     from fwgym.wrappers import make_rl_env
-    env = make_rl_env(domain="all", split="train")          # MacroActionWrapper, Box(403,) -> Discrete(12)
+    env = make_rl_env(domain="all", split="train")          # the same as gym.make("FWBench-RL-Macro-v0")
 
 Vector envs (each sub-env gets its own seed ``seed + i`` at the first ``reset(seed=seed)``; later
 resets continue each env's own generator, so case streams are distinct and reproducible)::
 
     import gymnasium as gym
     from functools import partial
+    venv = gym.make_vec("FWBench-RL-Macro-v0", num_envs=1024)   # native (fwgym.envs.vector.MacroVectorEnv)
     venv = gym.vector.SyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)])
-    venv = gym.vector.AsyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)],
-                                     shared_memory=False)   # shared_memory=False is required for the raw Text obs;
-                                                            # harmless for the numeric wrappers
+    venv = gym.vector.AsyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)])
     venv = gym.make_vec("FWBench-v0", num_envs=4, vectorization_mode="async", split="train", reward="dense",
                         vector_kwargs={"shared_memory": False}, wrappers=[MacroActionWrapper])
+                        # the raw env's Text observations refuse shared memory (gymnasium 1.4 corrupts them)
 
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv
-    venv = make_vec_env(make_rl_env, n_envs=4, seed=0, vec_env_cls=SubprocVecEnv, env_kwargs={"split": "train"})
+    venv = make_vec_env("FWBench-RL-Macro-v0", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv)
 
 Scripts that use subprocess vector envs need an ``if __name__ == "__main__":`` guard.
 """
@@ -52,6 +60,8 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
             numeric observations, JSON tool-call actions).
         reward: the inner env's reward mode, ``"dense"`` (default: purchases pay the credit part of S
             when made, the submission the rest; the episode sum is ``-S``) or ``"terminal"``.
+        features: the observation's feature set (:mod:`fwgym.wrappers.features`): ``"all"`` (default,
+            403 features), ``"compact"`` (56) or a sequence of feature names.
         cycle_hire_stations: ``"all"`` (default: every station of the split; the train split has
             100) or ``"busiest"``: only the 20 stations the dev and test splits use
             (:func:`fwgym.cases.busiest_stations`, chosen on train-period departures), so a policy
@@ -66,9 +76,15 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
 
     Raises:
         ValueError: unknown variant or feature set, or any :class:`~fwgym.envs.fwbench.FWBenchEnv` argument error.
+        TypeError: a ``render_mode`` other than ``None`` or ``"ansi"`` (so that stable-baselines3's
+            ``make_vec_env("FWBench-RL-Macro-v0")``, which first tries ``render_mode="rgb_array"``,
+            falls back to no rendering, as it does for envs without a render mode).
     """
     from fwgym.envs.fwbench import FWBenchEnv
 
+    mode = env_kwargs.get("render_mode")
+    if mode is not None and mode != "ansi":  # a TypeError: SB3's make_vec_env(env_id) tries "rgb_array", then none
+        raise TypeError(f"the RL envs render only render_mode=None or 'ansi' (text), got render_mode={mode!r}")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
     if cycle_hire_stations not in ("all", "busiest"):

@@ -14,20 +14,20 @@ class Looper:
 
 
 def test_run_episode_returns_record_with_policy_name():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     res = run_episode(env, FixedMethodAgent("hour_of_day_empirical"), options={"case_id": "elec-PJM-2024-08-11-week_ahead"})
     assert res.record["policy"] == "hour_of_day_empirical" and res.steps == 2 and res.record["valid"]
     assert res.total_reward == pytest.approx(-res.record["S"])
 
 
 def test_run_episode_with_looping_agent_ends_at_call_limit():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     res = run_episode(env, Looper(), seed=0)
     assert res.steps == 13 and res.record["status"] == "call_limit_exceeded" and res.record["policy"] == "Looper"
 
 
 def test_run_episode_max_steps_guard():
-    env = FWBenchEnv("electricity", call_limit="error")
+    env = FWBenchEnv("electricity", split="test", call_limit="error")
     with pytest.raises(RuntimeError, match="did not end"):
         run_episode(env, Looper(), seed=0, max_steps=30)
 
@@ -59,7 +59,7 @@ class _PlainReset(_InfoReset):
 
 
 def test_run_episode_passes_the_reset_info_to_a_reset_that_takes_it():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     cid = "elec-PJM-2024-08-11-week_ahead"
     agent = _InfoReset()
     res = run_episode(env, agent, options={"case_id": cid})

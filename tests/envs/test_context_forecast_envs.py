@@ -14,7 +14,7 @@ from fwgym.scoring import crps_quantiles, rcrps_alpha, rcrps_quantiles
 
 
 def test_context_env_scores_the_transformed_target():
-    env = gym.make("FWBench-CycleHire-Context-v0").unwrapped
+    env = gym.make("FWBench-CycleHire-Context-v0", split="test").unwrapped
     obs, _ = env.reset(options={"case_id": "cycle-14-2015-10-05-week_ahead"})
     hs = env.hindsight()
     sc = env.episode.scenario
@@ -30,7 +30,7 @@ def _quantiles(y):
 
 
 def test_forecast_env_rcrps_reward_by_hand():
-    env = FWBenchEnv("electricity", scenarios=True, task="forecast", credit_weight=1.0)
+    env = FWBenchEnv("electricity", split="test", scenarios=True, task="forecast", credit_weight=1.0)
     obs, _ = env.reset(options={"case_id": "elec-ISNE-2024-07-19-day_ahead"})
     sc = env.episode.scenario
     y = env.hindsight()["target"]
@@ -54,14 +54,14 @@ def test_forecast_env_rcrps_reward_by_hand():
     ({"samples": [["1"] * 24] * 3}, "not_a_number"),
 ])
 def test_invalid_forecast_gets_capped_worst_score(args, reason):
-    env = FWBenchEnv("cycle_hire", scenarios=True, task="forecast")
+    env = FWBenchEnv("cycle_hire", split="test", scenarios=True, task="forecast")
     env.reset(seed=0)
     _, r, term, _, info = env.step({"tool": "submit", "args": args})
     assert term and not info["valid"] and reason in info["reason"] and r == -5.0 and info["S"] == 5.0
 
 
 def test_invalid_forecast_error_mode_allows_retry():
-    env = FWBenchEnv("cycle_hire", scenarios=True, task="forecast", invalid_submission="error")
+    env = FWBenchEnv("cycle_hire", split="test", scenarios=True, task="forecast", invalid_submission="error")
     env.reset(seed=0)
     obs, r, term, _, info = env.step({"tool": "submit", "args": {"samples": [[1.0] * 24]}})
     assert not term and info["calls"] == 1
@@ -70,7 +70,7 @@ def test_invalid_forecast_error_mode_allows_retry():
 
 
 def test_decision_env_info_reports_forecast_crps():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     env.reset(options={"case_id": "elec-ISNE-2024-07-19-week_ahead"})
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
     q = np.array(json.loads(obs["last_result"])["result"]["quantiles"])[170:194]
@@ -82,7 +82,7 @@ def test_decision_env_info_reports_forecast_crps():
 @pytest.mark.parametrize("env_id", ["FWBench-Electricity-Context-v0", "FWBench-CycleHire-Context-v0",
                                     "FWBench-Electricity-Forecast-v0", "FWBench-CycleHire-Forecast-v0"])
 def test_context_reading_beats_the_same_method_without_text(env_id):
-    env = gym.make(env_id).unwrapped
+    env = gym.make(env_id, split="test").unwrapped
     cases = [c for c in env.cases][::6]
     s = {}
     for agent in (ContextAwareAgent(True), ContextAwareAgent(False)):

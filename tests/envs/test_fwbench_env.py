@@ -44,7 +44,7 @@ def test_text_spaces_accept_printable_text(env):
 
 
 def test_seeded_reset_is_deterministic_and_seeds_differ():
-    e1, e2 = FWBenchEnv("electricity"), FWBenchEnv("electricity")
+    e1, e2 = FWBenchEnv("electricity", split="test"), FWBenchEnv("electricity", split="test")
     ids1 = [e1.reset(seed=s)[1]["case_id"] for s in range(20)]
     ids2 = [e2.reset(seed=s)[1]["case_id"] for s in range(20)]
     assert ids1 == ids2
@@ -52,7 +52,7 @@ def test_seeded_reset_is_deterministic_and_seeds_differ():
 
 
 def _rollout(seed):
-    e = FWBenchEnv(("electricity", "cycle_hire"))
+    e = FWBenchEnv(("electricity", "cycle_hire"), split="test")
     obs, info = e.reset(seed=seed)
     trace = [info["case_id"], obs["history"].tobytes(), obs["context"]]
     for action in ({"tool": "catalog"}, {"tool": "history", "args": {"last": 24}},
@@ -133,7 +133,7 @@ def test_malformed_submits_are_calls_and_the_thirteenth_ends_the_episode(env, ba
 
 
 def test_malformed_submits_at_the_limit_in_error_mode_are_refused_and_not_counted():
-    e = FWBenchEnv("electricity", call_limit="error")
+    e = FWBenchEnv("electricity", split="test", call_limit="error")
     e.reset(options={"case_id": CASE})
     for _ in range(12):
         e.step({"tool": "catalog"})
@@ -171,7 +171,7 @@ def test_echoed_agent_names_are_capped_so_last_result_stays_valid_json(env):
 def test_the_env_counts_calls_by_the_registry_flag(monkeypatch):
     # the env counts nothing itself: flipping Tool.counts_as_call in the registry changes its count
     monkeypatch.setitem(REGISTRY, "history", replace(REGISTRY["history"], counts_as_call=False))
-    env = FWBenchEnv("electricity", text_observations=False)
+    env = FWBenchEnv("electricity", split="test", text_observations=False)
     env.reset(options={"case_id": CASE})
     for _ in range(3):
         *_, info = env.step({"tool": "history", "args": {"last": 2}})
@@ -205,7 +205,7 @@ def test_submit_after_twelve_calls_is_still_accepted(env):
 
 
 def test_soft_call_limit_refuses_but_allows_submit():
-    e = FWBenchEnv("electricity", call_limit="error", max_calls=2)
+    e = FWBenchEnv("electricity", split="test", call_limit="error", max_calls=2)
     e.reset(options={"case_id": CASE})
     e.step({"tool": "catalog"}), e.step({"tool": "catalog"})
     obs, r, term, trunc, info = e.step({"tool": "catalog"})
@@ -234,7 +234,7 @@ def test_duplicate_decision_id_is_invalid(env):
 
 
 def test_invalid_submission_error_mode_lets_agent_retry():
-    e = FWBenchEnv("electricity", invalid_submission="error")
+    e = FWBenchEnv("electricity", split="test", invalid_submission="error")
     e.reset(options={"case_id": CASE})
     obs, r, term, _, info = e.step({"tool": "submit", "args": {"levels": [1.0] * 7 + [1.02]}})
     assert not term and info["calls"] == 1 and json.loads(obs["last_result"])["error"]["code"] == "invalid_plan"
@@ -267,7 +267,7 @@ def test_malformed_actions_return_errors_and_count(env, action, code):
 
 
 def test_dense_reward_sums_to_minus_s():
-    e = FWBenchEnv("cycle_hire", reward="dense")
+    e = FWBenchEnv("cycle_hire", split="test", reward="dense")
     for seed in range(5):
         e.reset(seed=seed)
         total = 0.0
@@ -307,7 +307,7 @@ ADVERSARIAL = [
 @pytest.mark.parametrize("case_id", [CASE, "elec-ERCO-2024-02-27-week_ahead", "cycle-14-2015-10-05-day_ahead"])
 def test_no_value_at_or_after_cutoff_reaches_the_agent(case_id, suite):
     domain = "cycle_hire" if case_id.startswith("cycle") else "electricity"
-    e = FWBenchEnv(domain, **suite)
+    e = FWBenchEnv(domain, split="test", **suite)
     obs, info = e.reset(options={"case_id": case_id})
     case = e.episode.case
     future = case.series.window(case.as_of - 2, case.target_start + 24 - (case.as_of - 2))
@@ -363,8 +363,8 @@ def test_abstain_ends_the_episode_invalid_with_the_reason(env):
 
 
 def test_text_observations_off_plays_the_same_episode_without_rendering():
-    with_text = FWBenchEnv("electricity")
-    without = FWBenchEnv("electricity", text_observations=False)
+    with_text = FWBenchEnv("electricity", split="test")
+    without = FWBenchEnv("electricity", split="test", text_observations=False)
     o1, _ = with_text.reset(options={"case_id": CASE})
     o2, _ = without.reset(options={"case_id": CASE})
     assert o1["context"] and o2["context"] == "" and o2["last_result"] == ""
@@ -382,4 +382,4 @@ def test_text_observations_off_plays_the_same_episode_without_rendering():
     _, r2, t2, _, i2 = without.step({"tool": "submit", "args": {"decisions": plan}})
     assert t1 and t2 and r1 == r2 and i1["S"] == i2["S"] and i1["tool_result"] == i2["tool_result"]
     with pytest.raises(ValueError, match="text_observations"):
-        FWBenchEnv("electricity", text_observations="no")
+        FWBenchEnv("electricity", split="test", text_observations="no")

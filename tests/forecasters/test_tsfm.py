@@ -88,7 +88,7 @@ def test_missing_weights_are_reported_with_how_to(tmp_path, monkeypatch):
 
 def test_env_buys_real_tsfm_forecasts_and_plans(forecasters):
     FORECAST_CACHE.clear()
-    env = FWBenchEnv("electricity", forecasters=forecasters)
+    env = FWBenchEnv("electricity", split="test", forecasters=forecasters)
     env.reset(options={"case_id": "elec-ISNE-2024-07-19-day_ahead"})
     obs, r, term, _, info = env.step({"tool": "forecast", "args": {"model": "chronos_bolt_tiny"}})
     res = json.loads(obs["last_result"])["result"]
@@ -103,7 +103,7 @@ def test_env_buys_real_tsfm_forecasts_and_plans(forecasters):
 
 
 def test_week_ahead_chronos2_twice_second_refused_free(forecasters):
-    env = FWBenchEnv("electricity", forecasters=forecasters)
+    env = FWBenchEnv("electricity", split="test", forecasters=forecasters)
     env.reset(options={"case_id": "elec-ISNE-2024-07-19-week_ahead"})
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "chronos2"}})
     assert json.loads(obs["last_result"])["result"]["credits"] == 113726

@@ -43,7 +43,7 @@ class Fake(QuantileForecaster):
 def test_forecast_result_carries_the_quantiles_rounded_to_6_decimals():
     from fwgym.envs.fwbench import FWBenchEnv
 
-    env = FWBenchEnv("electricity", text_observations=False)
+    env = FWBenchEnv("electricity", split="test", text_observations=False)
     env.reset(options={"case_id": "elec-ISNE-2024-07-19-day_ahead"})
     *_, info = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
     res = info["tool_result"]["result"]

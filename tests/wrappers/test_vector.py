@@ -112,3 +112,79 @@ def test_sb3_vec_envs_seeded_streams_and_masks(vec):
     assert first == run(0)
     assert first != run(1)
     assert len({c for pair in first for c in pair}) > 4
+
+
+# -- SB3VecEnv: a gymnasium vector env (the native macro env) as a stable-baselines3 VecEnv ---------
+
+ID = "FWBench-RL-Macro-v0"
+
+
+def _sb3_pair(n=4):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from fwgym.wrappers.sb3_vec import SB3VecEnv
+
+    native = SB3VecEnv(gym.make_vec(ID, num_envs=n, autoreset_mode=SAME_STEP, split="dev"), info_keys=("S", "case_id"))
+    dummy = DummyVecEnv([partial(gym.make, ID, split="dev") for _ in range(n)])
+    return native, dummy
+
+
+def test_sb3_vec_env_equals_dummy_vec_env():
+    pytest.importorskip("stable_baselines3")
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    native, dummy = _sb3_pair()
+    assert native.observation_space == dummy.observation_space and native.action_space == dummy.action_space
+    assert is_masking_supported(native)
+    native.seed(7), dummy.seed(7)
+    o1, o2 = native.reset(), dummy.reset()
+    assert np.array_equal(o1, o2) and o1.dtype == o2.dtype
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        m1, m2 = get_action_masks(native), get_action_masks(dummy)
+        assert np.array_equal(m1, m2)
+        a = rng.integers(0, 12, 4)
+        (o1, r1, d1, i1), (o2, r2, d2, i2) = native.step(a), dummy.step(a)
+        assert np.array_equal(o1, o2) and np.array_equal(r1, r2) and r1.dtype == r2.dtype == np.float32
+        assert np.array_equal(d1, d2) and d1.all()  # every macro step ends its episode
+        for x, y in zip(i1, i2):
+            assert np.array_equal(x["terminal_observation"], y["terminal_observation"])
+            assert x["TimeLimit.truncated"] == y["TimeLimit.truncated"]
+            assert x["S"] == y["S"] and x["case_id"] == y["case_id"]
+    native.close(), dummy.close()
+
+
+def test_ppo_learns_the_same_through_the_adapter_as_on_dummy_vec_env():
+    """Same seeds, same data: PPO's parameters after training are identical bit for bit."""
+    pytest.importorskip("stable_baselines3")
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    native, dummy = _sb3_pair()
+    params = []
+    for venv in (VecMonitor(native), VecMonitor(dummy)):
+        torch.set_num_threads(1)
+        model = PPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=2, seed=0, device="cpu")
+        model.learn(256)
+        assert len(model.ep_info_buffer) > 0  # VecMonitor's episode statistics reach SB3's logger
+        params.append({k: v.clone() for k, v in model.policy.state_dict().items()})
+        venv.close()
+    assert params[0].keys() == params[1].keys()
+    assert all(torch.equal(params[0][k], params[1][k]) for k in params[0])
+
+
+def test_maskable_ppo_through_the_adapter_and_mode_check():
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from fwgym.wrappers.sb3_vec import SB3VecEnv
+
+    with pytest.raises(ValueError, match="same-step"):
+        SB3VecEnv(gym.make_vec(ID, num_envs=2, split="dev"))  # next-step autoreset (gymnasium's default)
+    with pytest.raises(TypeError):
+        SB3VecEnv(make_rl_env(split="dev"))
+    venv = SB3VecEnv(gym.make_vec(ID, num_envs=4, autoreset_mode=SAME_STEP, split="dev"))
+    model = MaskablePPO("MlpPolicy", venv, n_steps=16, batch_size=32, n_epochs=1, seed=0, device="cpu").learn(64)
+    assert model.num_timesteps >= 64
+    venv.close()
