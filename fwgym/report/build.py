@@ -106,27 +106,18 @@ def _environment():
 
 
 def _read_sources(paths: Sequence[str | Path]) -> tuple[list[dict], dict[tuple[str, str], str], list[dict]]:
-    """Records (merged and checked by :func:`fwgym.evaluation.read_results`), the suite of every
-    (policy, case) pair (from each source's ``meta.json``), and the sources' metadata."""
-    from fwgym.evaluation import read_results
+    """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
+    suite, split, sigma, budget and version only), the suite of every (policy, case) pair, and the sources'
+    metadata (path, suite, creation time, fwgym version, split)."""
+    from fwgym.evaluation import load_results
 
-    suites: dict[tuple[str, str], str] = {}
-    metas = []
-    for p in map(Path, paths):
-        f = p / "results.jsonl" if p.is_dir() else p
-        meta = {}
-        if (f.parent / "meta.json").is_file() and f.name == "results.jsonl":
-            try:
-                meta = json.loads((f.parent / "meta.json").read_text())
-            except ValueError:
-                meta = {}
-        suite = meta.get("suite", "decision") if isinstance(meta, dict) else "decision"
-        for r in read_results([p]):
-            suites[(r["policy"], r["case_id"])] = suite
-        metas.append({"path": str(p), "suite": suite, "created": meta.get("created"),
-                      "version": meta.get("fwgym_version"), "split": meta.get("split")})
-    records = read_results(paths, allow_partial=True)
-    return records, suites, metas
+    rs = load_results(paths, allow_partial=True)
+    suite = rs.settings["suite"]
+    suites = {(r["policy"], r["case_id"]): suite for r in rs.records}
+    metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
+              "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
+              "split": src.settings.get("split")} for src in rs.sources]
+    return rs.records, suites, metas
 
 
 class _Cases:
@@ -341,7 +332,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
 
     Args:
         results_paths: ``results.jsonl`` files or result directories (merged as by
-            :func:`fwgym.evaluation.read_results`; a directory's ``meta.json`` gives its suite).
+            :func:`fwgym.evaluation.load_results`, which re-scores every record and refuses edited records and
+            runs of different settings; a run directory's manifest gives its suite).
         out_dir: output folder (created; an earlier report there is replaced: its policy and episode
             pages are removed first).
         traces: LLM trace JSONL file(s) (schema in :mod:`fwgym.report.traces`); matched to results by

@@ -26,9 +26,10 @@ def test_policy_asked_for_without_its_weights_is_run_with_a_warning(tmp_path, ca
     assert rc == 0 and captured.err.count("warning: policy") == 1
     assert "warning: policy chronos2 runs without its model (chronos2: weights of amazon/chronos-2" in captured.err
     assert "fall back to hour_of_day_empirical" in captured.err
-    meta = json.loads((tmp_path / "meta.json").read_text())
-    assert list(meta["policies_without_model"]) == ["chronos2"]
-    assert "falling back to hour_of_day_empirical" in meta["policies_without_model"]["chronos2"]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert list(manifest["policies_without_model"]) == ["chronos2"]
+    assert "falling back to hour_of_day_empirical" in manifest["policies_without_model"]["chronos2"]
+    assert manifest["models"]["chronos2"]["available"] is False  # the model provenance of the run
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     by = {(r["policy"], r["case_id"]): r["S"] for r in rows}
     assert all(by["chronos2", c] == by["hour_of_day_empirical", c] for p, c in by if p == "chronos2")
