@@ -214,9 +214,9 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                   + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
             return EXIT_INCOMPLETE
         started = now()
-        session = {"started": started, "ended": None, "command": ["fwgym", *(getattr(args, "argv", None) or [])],
-                   "workers": args.workers, "concurrency": args.concurrency, "backend": args.backend,
-                   "episodes": None, "status": "running", "environment": env, "preflight": preflight}
+        session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
+                   "concurrency": args.concurrency, "backend": args.backend, "environment": env,
+                   "preflight": preflight}
         if resume:
             manifest = run.manifest
             manifest["preflight"] = {**(manifest.get("preflight") or {}), **preflight}
@@ -229,8 +229,8 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                                                    for p, r in without_model.items()}}
             run = RunDir.create(out, manifest, overwrite=args.overwrite)
             manifest = run.manifest
-        session["session"] = run.session
-        manifest.setdefault("sessions", []).append(session)
+        run.begin()
+        run.current_session.update(session)
         run.save()
         print(f"run directory: {out}" + (f" (resuming: session {run.session}; {len(run.done_keys())} of "
                                          f"{len(labels) * len(case_ids)} episodes already scored)" if resume else ""),
@@ -243,19 +243,19 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                                backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
                                run=run, preflight=False)
         except KeyboardInterrupt:
-            counts = _end_session(run, session, expected, "interrupted", model_revisions, settings)
+            counts = _end_session(run, expected, "interrupted", model_revisions, settings)
             print(f"\ninterrupted: {counts['recorded']} of {counts['expected']} episodes are recorded in {out}; finish "
                   f"the run with `fwgym evaluate --resume {out}`", file=sys.stderr)
             return EXIT_INTERRUPTED
         except BaseException:
-            _end_session(run, session, expected, "crashed", model_revisions, settings)
+            _end_session(run, expected, "crashed", model_revisions, settings)
             raise
         elapsed = time.perf_counter() - t0
-        counts = _end_session(run, session, expected, None, model_revisions, settings)
+        counts = _end_session(run, expected, None, model_revisions, settings)
+        played = run.current_session["episodes"]
     finally:
         if run is not None:
             run.close()
-    played = session["episodes"]
     if counts["agent_error"]:
         print(f"note: {counts['agent_error']} episode(s) ended because the agent raised an exception (a bug in the "
               "agent's code, not its infrastructure): scored invalid, reason 'agent_error: ...' in results.jsonl",
@@ -280,16 +280,9 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     return EXIT_OK
 
 
-def _end_session(run, session: dict, expected: list, status: str | None, model_revisions, settings: dict) -> dict:
+def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:
     """Finish the run directory's session: records compacted and hashed, counts, models, manifest written."""
-    from fwgym.evaluation.manifest import now
-    from fwgym.jsonl import iter_jsonl
-
     counts = run.finalize(expected, status=status)
-    prefix = f"{run.session}:"
-    played = sum(1 for _, r in iter_jsonl(run.records_path) if str(r.get("episode_id") or "").startswith(prefix)) \
-        if run.records_path.is_file() else 0
-    session.update(ended=now(), status=run.manifest["status"], episodes=played)
     run.manifest["models"] = model_revisions(settings["forecast_pool"])
     run.save()
     return counts

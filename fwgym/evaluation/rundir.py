@@ -163,6 +163,7 @@ class RunDir:
     previous: list[dict] = field(default_factory=list)
     torn: list[TornTail] = field(default_factory=list)
     _lock: object = None
+    _begun: bool = False
 
     # -- opening ----------------------------------------------------------------------------------------
 
@@ -178,15 +179,26 @@ class RunDir:
         p.mkdir(parents=True, exist_ok=True)
         run = cls(path=p, manifest=dict(manifest), session=1)
         run._acquire()
-        run.manifest["status"] = "running"
-        run.manifest.setdefault("sessions", [])
-        run.save()
+        run.manifest["sessions"] = []
+        run.begin()
         return run
+
+    def begin(self) -> None:
+        """Record this session in the manifest (status ``running``) and write it; :meth:`create` does it,
+        a resumed run does it once its settings are checked (idempotent)."""
+        if self._begun:
+            return
+        self._begun = True
+        self.manifest.setdefault("sessions", []).append(
+            {"session": self.session, "started": now(), "ended": None, "status": "running"})
+        self.manifest["status"] = "running"
+        self.save()
 
     @classmethod
     def resume(cls, path: str | os.PathLike) -> RunDir:
         """Reopen a run to finish it: cuts torn last lines off the records and traces files, reads the
-        records (every other line must be a whole record) and starts the next session.
+        records (every other line must be a whole record) and numbers the next session (recorded in
+        the manifest by :meth:`begin`, or at the first :meth:`finalize`).
 
         Raises:
             ValueError: ``path`` holds no run manifest, a record line in the middle is corrupt, or
@@ -196,7 +208,8 @@ class RunDir:
         manifest = read_manifest(p)
         if manifest is None:
             raise ValueError(f"--resume {p}: no {MANIFEST_FILE} there; it is not a run directory of fwgym evaluate")
-        run = cls(path=p, manifest=manifest, session=len(manifest.get("sessions", [])) + 1)
+        sessions = manifest.setdefault("sessions", [])
+        run = cls(path=p, manifest=manifest, session=max([int(x.get("session", 0)) for x in sessions] + [0]) + 1)
         run._acquire()
         run.torn = [t for t in (_cut_torn_tail(p / RESULTS_FILE), _cut_torn_tail(p / TRACES_FILE)) if t]
         if (p / RESULTS_FILE).is_file():
@@ -225,6 +238,12 @@ class RunDir:
                 (self.path / LOCK_FILE).unlink()
 
     # -- paths and state --------------------------------------------------------------------------------
+
+    @property
+    def current_session(self) -> dict:
+        """This session's entry of the manifest's ``sessions`` (the caller may add fields to it)."""
+        self.begin()
+        return self.manifest["sessions"][-1]
 
     @property
     def records_path(self) -> Path:
@@ -261,6 +280,7 @@ class RunDir:
         Returns:
             The manifest's ``counts``.
         """
+        self.begin()
         latest: dict[tuple[str, str], dict] = {}
         superseded: list[dict] = []
         if self.records_path.is_file():
@@ -283,6 +303,10 @@ class RunDir:
         complete = counts["missing"] == 0 and counts["harness_error"] == 0
         self.manifest["status"] = status or ("complete" if complete else "incomplete")
         self.manifest["counts"] = counts
+        prefix = f"{self.session}:"
+        self.current_session.update(ended=now(), status=self.manifest["status"],
+                                    episodes=sum(str(r.get("episode_id") or "").startswith(prefix) for r in keep)
+                                    + sum(str(r.get("episode_id") or "").startswith(prefix) for r in superseded))
         self.manifest["records"] = {
             "file": RESULTS_FILE, "count": len(keep), "sha256": file_sha256(self.records_path),
             "sha256_by_line": [record_sha256(r) for r in keep], "superseded": len(superseded)

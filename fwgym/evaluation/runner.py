@@ -260,6 +260,8 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
         raise ValueError("no case selected")
     if preflight:
         run_preflight(policies)
+    if run is not None:
+        run.begin()
     session = run.session if run is not None else 1
     done = run.done_keys() if run is not None else set()
     items = [(pi, d, c, episode_id(session, label, c)) for d, c in selected for pi, label in enumerate(labels)
