@@ -26,9 +26,8 @@ from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, m
 from fwgym.cases import build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.evaluation.records import check_record, stored_record
-from fwgym.evaluation.rundir import RunDir, episode_id
-from fwgym.jsonl import append_jsonl
+from fwgym.evaluation.records import check_record
+from fwgym.evaluation.rundir import RunDir, append_record, episode_id
 
 __all__ = ["SUITES", "select_cases", "policy_label", "policy_labels", "evaluate", "run_preflight"]
 
@@ -129,7 +128,7 @@ class _Job:
     sigma: dict | None
     env_kwargs: dict | None
     concurrency: int = 1
-    records: str | None = None  #: append each record here (fsync'd); None: the caller does
+    records: str | None = None  #: append each record here (rundir.append_record); None: the caller does
     traces: str | None = None  #: the run's traces file for agents with a ``trace_out``
 
 
@@ -143,7 +142,7 @@ def _play(item: tuple, agents: list, job: _Job) -> dict:
         _give_env(key, env)
     check_record(record, where=f"{record['policy']} on {case_id}")
     if job.records:
-        append_jsonl(job.records, stored_record(record), sort_keys=True, fsync=True)
+        append_record(job.records, record)
     return record
 
 
@@ -233,7 +232,7 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
         chunk_size: cases per task sent to a worker.
         concurrency: episodes in flight per process (threads, each with its own env and agents); for
             agents that wait on a server. Results are identical for any value.
-        run: a run directory: each finished episode is appended to its records file (fsync'd), agents
+        run: a run directory: each finished episode is appended to its records file at once, agents
             with a ``trace_out`` of ``None`` write their traces to its traces file, episode ids carry
             its session, and (pairs, policy) already scored there are not played again.
         preflight: call the agent factories' ``preflight()`` first (:func:`run_preflight`; the CLI
