@@ -43,7 +43,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import uuid
 from datetime import datetime, timezone
 from importlib import metadata

@@ -58,7 +58,7 @@ import types  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from fwgym.errors import HarnessError  # noqa: E402
-from fwgym.testing.chat_server import ScriptedChatServer, Step, completion, plan_then_answer, unused_url  # noqa: E402
+from fwgym.testing.chat_server import ScriptedChatServer, Step, plan_then_answer, unused_url  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--no-progress"]
@@ -378,13 +378,14 @@ def _wait_for_records(out, k, proc, timeout=120):
     raise AssertionError("the run did not record enough episodes in time")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_a_killed_run_resumes_to_the_records_of_a_straight_run(tmp_path, sig):
+@pytest.mark.parametrize("sig, concurrency, n", [(signal.SIGINT, 1, 6), (signal.SIGKILL, 1, 6), (signal.SIGINT, 3, 12)])
+def test_a_killed_run_resumes_to_the_records_of_a_straight_run(tmp_path, sig, concurrency, n):
+    # with --concurrency, Ctrl-C starts no new episode and lets the ones in flight finish (they are recorded)
     with ScriptedChatServer(respond=plan_then_answer("weekday_empirical"), delay=0.15) as srv:
         straight = tmp_path / "straight"
-        assert main(_openai(srv.url, straight, limit="6")) == 0
+        assert main(_openai(srv.url, straight, limit=str(n))) == 0
         out = tmp_path / "killed"
-        proc = _spawn(_openai(srv.url, out, limit="6"))
+        proc = _spawn(_openai(srv.url, out, "--concurrency", str(concurrency), limit=str(n)))
         _wait_for_records(out, 2, proc)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
@@ -395,11 +396,11 @@ def test_a_killed_run_resumes_to_the_records_of_a_straight_run(tmp_path, sig):
         else:
             assert proc.returncode == -signal.SIGKILL and m["status"] == "running"
         kept = [r for r in _records(out) if r["policy"] == "openai:test-model"]
-        assert 2 <= len(kept) < 6
+        assert 2 <= len(kept) < n
         assert main(["leaderboard", str(out)]) == 2  # unfinished: refused
         assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 0
     final = _records(out)
-    assert len(final) == 12 and _stable(final) == _stable(_records(straight))
+    assert len(final) == 2 * n and _stable(final) == _stable(_records(straight))
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "complete" and [s["session"] for s in m["sessions"]] == [1, 2]
     # every agent record has its trace line, joined by the episode id

@@ -76,7 +76,7 @@ def test_an_edited_score_is_refused_naming_file_and_line(run_dir, tmp_path, caps
                                          rf"'{recs[k]['case_id']}': stored {field} = .* but re-scored {field} ="):
         read_results([run])
     assert main(["leaderboard", str(run)]) == 2
-    assert f"results.jsonl:5: record of policy 'weekday_empirical'" in capsys.readouterr().err
+    assert "results.jsonl:5: record of policy 'weekday_empirical'" in capsys.readouterr().err
 
 
 def test_edited_levels_nan_and_a_consistent_forgery_are_refused(run_dir, tmp_path):
