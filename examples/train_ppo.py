@@ -27,7 +27,7 @@ What it does:
    policies and fixed seasonal_empirical, prints the leaderboard and, for each learned policy,
    the difference in S to the best fixed free policy with a paired cluster-bootstrap 95% interval
    (series resampled with replacement within each domain; negative = the learned policy is better).
-   Results go to ``OUT/test/`` (results.jsonl, leaderboard.md/csv, meta.json, bootstrap.json).
+   Results go to ``OUT/test/`` (results.jsonl, leaderboard.md/csv, manifest.json, bootstrap.json).
 
 The best fixed free policy is picked on the test split itself, which favours the baseline.
 Training choices (compact features, busiest stations, learning rate 1e-3, 20k steps) were picked by

@@ -16,8 +16,13 @@ Subclasses elsewhere: :class:`fwgym.contract.PlanError` (an invalid plan or fore
 """
 from __future__ import annotations
 
-__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError", "HarnessError"]
+__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError", "HarnessError", "HARNESS_ERROR", "AGENT_ERROR_PREFIX"]
 
+#: record ``status`` of an episode ended by a :class:`HarnessError` (never scored)
+HARNESS_ERROR = "harness_error"
+#: record ``reason`` prefix of an episode ended by an agent's exception that is not a :class:`HarnessError`
+#: (a bug in the agent: the episode is the agent's failure, scored invalid)
+AGENT_ERROR_PREFIX = "agent_error: "
 #: longest message of an agent-facing error (messages quote agent input, which is capped too)
 MAX_MESSAGE_CHARS = 2000
 

@@ -27,6 +27,10 @@ import numpy as np
 from fwgym.optimizer import QUANTILE_LEVELS
 
 BUDGET = 113_726  #: credits per case
+#: version of the scoring rules (every formula from a submission to loss, floor, R, S, CRPS and RCRPS:
+#: this module, :mod:`fwgym.scorer` and the optimizer's plan and floor). Bump it with any change that can
+#: move a stored score; results of different scorer versions are never merged into one leaderboard.
+SCORER_VERSION = "1"
 SIGMA_PATH = Path(__file__).resolve().parent / "config" / "sigma.json"
 #: values reported by the FWBench paper on its own data, for comparison only
 REFERENCE_SIGMA = {"electricity": 0.054206794827132906, "cycle_hire": 0.04340576638915502}
@@ -143,9 +147,38 @@ def case_weights(records: Sequence[Mapping]) -> np.ndarray:
     return w
 
 
-def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "loss", "floor", "credits", "calls")) -> dict[str, float]:
+def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "loss", "floor", "credits", "calls"),
+              allow_partial: bool = False) -> dict[str, float]:
     """Weighted means of ``fields`` over one policy's records (weights of :func:`case_weights`),
-    plus ``n`` (cases) and ``valid`` (count of valid plans)."""
+    plus ``n`` (cases) and ``valid`` (count of valid plans).
+
+    Args:
+        allow_partial: drop unscored records (``status == "harness_error"`` or ``scored`` False: the
+            agent's infrastructure failed, so the case has no score) and aggregate the rest; by default
+            such a set is refused.
+
+    Raises:
+        ValueError: unscored records (without ``allow_partial``); a field value that is not a finite
+            number (NaN, infinite, None) in a scored record, with the case named; no records.
+    """
+    fields = tuple(fields)
+    unscored = [r for r in records if r.get("status") == "harness_error" or r.get("scored", True) is False]
+    if unscored and not allow_partial:
+        raise ValueError(f"partial result set: {len(unscored)} of {len(records)} records have no score (status "
+                         f"harness_error, e.g. case {unscored[0].get('case_id')!r}); finish the run (fwgym evaluate "
+                         "--resume DIR) or aggregate the scored ones explicitly (allow_partial=True)")
+    if unscored:
+        records = [r for r in records if not (r.get("status") == "harness_error" or r.get("scored", True) is False)]
+    for r in records:
+        for f in fields:
+            v = r[f]
+            try:
+                finite = v is not None and not isinstance(v, bool) and math.isfinite(v)
+            except TypeError:
+                finite = False
+            if not finite:
+                raise ValueError(f"non-finite result: {f} = {v!r} in the record of case {r.get('case_id')!r} "
+                                 f"(policy {r.get('policy')!r}); a score must be a finite number")
     w = case_weights(records)
     out: dict[str, float] = {f: float(np.dot(w, [float(r[f]) for r in records])) for f in fields}
     out["n"] = len(records)

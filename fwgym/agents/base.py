@@ -16,15 +16,52 @@ optionally:
   passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly, after ``reset``.
 * ``end_episode(record)``: called once after the last step with a copy of the episode's record (e.g.
   so an LLM agent can write its trace with the score); it cannot change the record.
+* ``episode_stats() -> dict``: what the episode cost the agent's backend, read once after the episode
+  ends (also after a harness error) and stored in the record (:class:`fwgym.evaluation.records.AccountingFields`):
+  ``prompt_tokens`` and ``completion_tokens`` (ints, summed over the episode's requests, from the
+  server's ``usage``), ``model_turns`` (int, model replies), ``requests`` (int, requests sent, retries
+  included), ``request_latency_s`` (list of floats, seconds per request, in order), ``wall_s`` (float,
+  seconds from the first ``act`` to the end). Missing keys (and agents without the method) are ``None``
+  in the record; other keys are ignored.
+
+Episode ids. A runner may give :func:`run_episode` an ``episode_id``; it is stored in the record and
+passed to the agent in the reset info as ``info["episode_id"]``, so an agent that writes a trace line
+per episode (the chat agents: ``trace_out``) writes the same id, and records and traces join on it.
+
+Failures. The loop never lets an agent's failure crash an evaluation:
+
+* :class:`fwgym.errors.HarnessError` from ``reset`` or ``act`` (the agent's infrastructure failed: an
+  unreachable endpoint, timeouts, 5xx/429 after the retries, ...) abandons the env episode
+  (:meth:`fwgym.envs.fwbench.FWBenchEnv.abandon`): the record has status ``"harness_error"``, ``scored``
+  False, no loss/floor/R/S, the message as ``reason`` and ``harness_kind``; it is never aggregated and
+  ``fwgym evaluate --resume`` reruns it.
+* Any other ``Exception`` from ``reset`` or ``act`` (a bug in the agent) ends the episode as the agent's
+  failure through the env: an ``abstain`` with reason ``"agent_error: Type: message"``, scored invalid.
+* ``KeyboardInterrupt`` (and other ``BaseException``) propagates.
+
+Agent factories (zero-argument callables that the runner calls to build an agent per worker or
+thread) may define ``preflight() -> dict``: :func:`fwgym.evaluation.evaluate` calls it once before
+the first episode (an LLM factory sends one request to check the endpoint); it raises
+:class:`~fwgym.errors.HarnessError` when the backend cannot serve the run (nothing is run or
+scored), and its dict (e.g. the server's model name, whether the seed is honoured) goes into the run
+manifest.
 """
 from __future__ import annotations
 
 import copy
 import inspect
+import math
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 import gymnasium as gym
+
+from fwgym.errors import AGENT_ERROR_PREFIX, HarnessError
+
+#: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
+EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "model_turns", "requests",
+                                       "request_latency_s", "wall_s")
 
 
 @runtime_checkable
@@ -83,12 +120,14 @@ def _takes_argument(fn: Any) -> bool:
 
 
 def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: dict | None = None,
-                max_steps: int = 1000, keep_actions: bool = False) -> EpisodeResult:
+                max_steps: int = 1000, keep_actions: bool = False, episode_id: str | None = None) -> EpisodeResult:
     """Play one episode of ``env`` with ``agent``.
 
     The loop: ``obs, info = env.reset(...)``; :func:`reset_agent` (``agent.reset(info)`` or
-    ``agent.reset()``); hindsight for oracles; then ``agent.act(obs)`` / ``env.step`` until the
-    episode terminates or is truncated; ``agent.end_episode(record)``.
+    ``agent.reset()``; ``info["episode_id"]`` is the given id); hindsight for oracles; then
+    ``agent.act(obs)`` / ``env.step`` until the episode terminates or is truncated;
+    ``agent.episode_stats()`` into the record; ``agent.end_episode(record)``. Harness errors and agent
+    exceptions end the episode as the module docstring says.
 
     Args:
         env: an fwgym environment (wrapped or not).
@@ -96,31 +135,107 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         seed, options: passed to ``env.reset`` (``options={"case_id": ...}`` picks a case).
         max_steps: safety bound on steps.
         keep_actions: store the actions in the result.
+        episode_id: the episode's id in its run (stored in the record, given to the agent in the reset info).
 
     Returns:
         :class:`EpisodeResult`.
 
     Raises:
         RuntimeError: the episode did not end within ``max_steps`` steps.
+        KeyboardInterrupt: from the agent or the env (the episode is lost, nothing is recorded).
     """
     obs, info = env.reset(seed=seed, options=options)
-    reset_agent(agent, info)
+    if episode_id is not None:
+        info = {**info, "episode_id": episode_id}
+    total, actions, failure = 0.0, [], None
+    try:
+        reset_agent(agent, info)
+    except HarnessError as exc:
+        return _finish(env, agent, _harness_record(env, info, exc), episode_id, 0.0, 0, actions)
+    except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
+        failure = _agent_error_action(exc)
     if getattr(agent, "requires_hindsight", False):
         agent.set_hindsight(env.unwrapped.hindsight())
-    total, actions = 0.0, []
     for step in range(1, max_steps + 1):
-        action = agent.act(obs)
+        if failure is not None:
+            action = failure
+        else:
+            try:
+                action = agent.act(obs)
+            except HarnessError as exc:
+                return _finish(env, agent, _harness_record(env, info, exc), episode_id, total, step - 1, actions)
+            except Exception as exc:  # noqa: BLE001
+                action = failure = _agent_error_action(exc)
         if keep_actions:
             actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         if terminated or truncated:
-            record = {"policy": agent_name(agent), **{k: v for k, v in info.items() if k != "tool_result"}}
-            end = getattr(agent, "end_episode", None)
-            if callable(end):
-                end(copy.deepcopy(record))
-            return EpisodeResult(record=record, total_reward=total, steps=step, actions=actions)
+            record = {k: v for k, v in info.items() if k != "tool_result"}
+            record.update(scored=True, harness_kind=None)
+            return _finish(env, agent, record, episode_id, total, step, actions)
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")
 
 
-__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "agent_name"]
+def _agent_error_action(exc: BaseException) -> dict:
+    """The ``abstain`` that ends an episode whose agent raised ``exc`` (the env caps the reason's length)."""
+    return {"tool": "abstain", "args": {"reason": f"{AGENT_ERROR_PREFIX}{type(exc).__name__}: {exc}"}}
+
+
+def _harness_record(env: gym.Env, info: Mapping, exc: HarnessError) -> dict:
+    """The unscored outcome of an episode whose agent raised a :class:`HarnessError` (the env episode is abandoned)."""
+    reason = str(exc)[:2000] or type(exc).__name__
+    abandon = getattr(env.unwrapped, "abandon", None)
+    if not callable(abandon):
+        raise TypeError(f"{type(env.unwrapped).__name__} cannot abandon an episode (no abandon() method); "
+                        f"the agent raised HarnessError: {reason}") from exc
+    record = abandon(reason)
+    record.update(scored=False, harness_kind=str(getattr(exc, "kind", "infrastructure")))
+    return record
+
+
+def _episode_stats(agent: Any) -> dict:
+    """The record's accounting fields from ``agent.episode_stats()`` (``None`` where the agent gives nothing usable)."""
+    out = dict.fromkeys(EPISODE_STATS_KEYS)
+    stats_fn = getattr(agent, "episode_stats", None)
+    if not callable(stats_fn):
+        return out
+    try:
+        stats = stats_fn()
+    except Exception as exc:  # noqa: BLE001 - accounting must not lose a scored episode
+        warnings.warn(f"{agent_name(agent)}.episode_stats() raised {type(exc).__name__}: {exc}; stats not recorded",
+                      RuntimeWarning, stacklevel=3)
+        return out
+    if not isinstance(stats, Mapping):
+        return out
+    for k in ("prompt_tokens", "completion_tokens", "model_turns", "requests"):
+        v = stats.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            out[k] = int(v)
+    wall = stats.get("wall_s")
+    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall) and wall >= 0:
+        out["wall_s"] = float(wall)
+    lat = stats.get("request_latency_s")
+    if isinstance(lat, (list, tuple)) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                              and math.isfinite(x) for x in lat):
+        out["request_latency_s"] = [float(x) for x in lat]
+    return out
+
+
+def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, total: float, steps: int,
+            actions: list) -> EpisodeResult:
+    record = {"policy": agent_name(agent), **outcome, "episode_id": episode_id, **_episode_stats(agent)}
+    end = getattr(agent, "end_episode", None)
+    if callable(end):
+        try:
+            end(copy.deepcopy(record))
+        except HarnessError as exc:  # e.g. the trace could not be written: the score stands, the trace is lost
+            warnings.warn(f"{record['policy']} on {record['case_id']}: end_episode failed: {exc}", RuntimeWarning,
+                          stacklevel=3)
+        except Exception as exc:  # noqa: BLE001
+            warnings.warn(f"{record['policy']} on {record['case_id']}: end_episode raised {type(exc).__name__}: {exc}",
+                          RuntimeWarning, stacklevel=3)
+    return EpisodeResult(record=record, total_reward=total, steps=steps, actions=actions)
+
+
+__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS"]

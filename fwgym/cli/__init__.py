@@ -39,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         the exit code: the subcommand's, or 2 for a bad argument or a missing file (the message goes to stderr).
     """
-    args = build_parser().parse_args(None if argv is None else list(argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv  # the command line, for the run manifest and ``evaluate --resume``
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as exc:

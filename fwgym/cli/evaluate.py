@@ -1,7 +1,22 @@
-"""``fwgym evaluate``: run policies (and optionally an agent of a plug-in kind) on a split and print the leaderboard."""
+"""``fwgym evaluate``: run policies (and optionally an agent of a plug-in kind) on a split into a run
+directory, and print the leaderboard.
+
+Every run writes its own directory (:mod:`fwgym.evaluation.rundir`): ``--out DIR`` must not exist or be
+empty (``--overwrite`` replaces a run there); the default is a new ``results/<split>[-<suite>]``
+(then ``-2``, ``-3``, ...). Records and traces are appended as each episode ends, so Ctrl-C or a crash
+loses at most the episodes in flight, and ``fwgym evaluate --resume DIR`` finishes the run: it plays the
+missing episodes and those that ended with ``harness_error``, with the settings of the run's manifest
+(options given with ``--resume`` must agree with them, except the operational ones:
+:data:`OPERATIONAL`).
+
+Exit codes: 0 the run is complete; 1 episodes ended with ``harness_error`` (the run is incomplete:
+resume it) or an agent's preflight failed (nothing was run); 2 a bad argument or file; 130 interrupted
+(Ctrl-C: the finished episodes are kept, resume it).
+"""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -12,7 +27,15 @@ from fwgym.cli.args import add_domain_argument
 from fwgym.evaluation import SUITES
 
 NAME = "evaluate"
-HELP = "run policies on a split and print the leaderboard"
+HELP = "run policies on a split into a new run directory and print the leaderboard"
+#: options that may differ between a run's sessions (how it runs, not what it measures); ``--resume``
+#: refuses any other option that disagrees with the run's manifest
+OPERATIONAL: tuple[str, ...] = ("workers", "concurrency", "no_progress", "backend", "ray_address", "timeout",
+                                "max_retries", "out", "resume", "overwrite")
+#: agent-factory settings left out of the compared settings (operational, or where the run writes)
+_AGENT_OPERATIONAL = ("timeout", "max_retries", "trace_out")
+#: exit codes
+EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +49,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
     p.add_argument("--limit", type=int, default=None, help="at most N cases per domain (evenly spaced)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes")
-    p.add_argument("--out", default=None, help="output directory (default results/<split>)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="episodes in flight per process (threads with their own env and agent; for LLM agents "
+                        "waiting on a server; default 1)")
+    p.add_argument("--out", default=None,
+                   help="run directory; must not exist or be empty (default: a new results/<split>[-<suite>], then "
+                        "-2, -3, ...)")
+    p.add_argument("--overwrite", action="store_true", help="replace the run in --out")
+    p.add_argument("--resume", default=None, metavar="DIR",
+                   help="finish the run in DIR: play its missing and harness_error episodes with its settings")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
@@ -41,49 +72,220 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         m.add_arguments(p.add_argument_group(f"--agent {k}"))
 
 
+def _explicit(args) -> set[str]:
+    """The options given on the command line (their ``dest``), from ``args.argv`` (set by
+    :func:`fwgym.cli.main`); without it, the options whose value is not the default."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_arguments(p)
+    argv = getattr(args, "argv", None)
+    if argv is None:
+        defaults = vars(p.parse_args([]))
+        return {k for k, v in vars(args).items() if k in defaults and v != defaults[k]}
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    rest = list(argv)
+    if rest and rest[0] == NAME:
+        rest = rest[1:]
+    return set(vars(p.parse_args(rest)))
+
+
+def _stored_args(args) -> dict:
+    """The run-defining options as JSON (what ``--resume`` rebuilds the run from)."""
+    import json
+
+    out = {}
+    for k, v in sorted(vars(args).items()):
+        if k in ("func", "argv", "command", "resume", "overwrite", "out"):
+            continue
+        try:
+            json.dumps(v)
+        except TypeError:
+            continue
+        out[k] = v
+    return out
+
+
 def run(args) -> int:
-    """Run the evaluation, write ``results.jsonl``, ``meta.json`` and the leaderboard files, print the leaderboard."""
+    """Run (or resume) the evaluation into its run directory; print the leaderboard (see the module docstring)."""
+    from fwgym.evaluation.manifest import canonical_json, read_manifest
+    from fwgym.evaluation.rundir import check_new_run_dir, default_run_dir
+
+    explicit = _explicit(args)
+    if args.resume:
+        d = Path(args.resume)
+        manifest = read_manifest(d)
+        if manifest is None:
+            raise ValueError(f"--resume {d}: no manifest.json there; it is not a run directory of fwgym evaluate")
+        stored = manifest.get("args")
+        if not isinstance(stored, dict):
+            raise ValueError(f"--resume {d}: the run was not written by `fwgym evaluate` (its manifest has no "
+                             "command options to resume from)")
+        conflicts = [f"--{k.replace('_', '-')}: the run has {canonical_json(stored.get(k))}, this command gives "
+                     f"{canonical_json(getattr(args, k, None))}"
+                     for k in sorted(explicit) if k not in OPERATIONAL and
+                     canonical_json(stored.get(k)) != canonical_json(getattr(args, k, None))]
+        if conflicts:
+            raise ValueError(f"--resume {d}: these options differ from the run's manifest; a run is finished with "
+                             "its own settings (start a new run to change them): " + "; ".join(conflicts))
+        for k, v in stored.items():
+            if k not in explicit or k not in OPERATIONAL:
+                setattr(args, k, v)
+        args.out = str(d)
+        return _execute(args, d, manifest)
+    out = Path(args.out) if args.out else default_run_dir(args.split, args.suite)
+    check_new_run_dir(out, args.overwrite)
+    args.out = str(out)
+    return _execute(args, out, None)
+
+
+def _agent_settings(policy) -> object:
+    from fwgym.evaluation.manifest import describe_policy
+
+    d = describe_policy(policy)
+    if isinstance(d, dict):
+        d = {k: v for k, v in d.items() if k not in _AGENT_OPERATIONAL}
+    return d
+
+
+def _execute(args, out: Path, manifest: dict | None) -> int:
+    from fwgym import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.baselines.registry import suite_policies, unavailable_policies
-    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, run_meta, write_results
+    from fwgym.errors import HarnessError
+    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
+    from fwgym.evaluation.leaderboard import format_breakdowns
+    from fwgym.evaluation.manifest import (MANIFEST_VERSION, environment, model_revisions, new_run_id, now,
+                                           settings_differences)
+    from fwgym.evaluation.rundir import RunDir
+    from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
+    from fwgym.forecasters.registry import PRICED_MODELS
+    from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
+    from fwgym.tools import MAX_CALLS
 
-    if args.agent:
-        kind = agent_kinds()[args.agent]
-        policies = [kind.build(args)] + list(args.policies or [])
-    elif args.policies:
-        policies = args.policies
-    else:
-        policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
-        for policy, reason in skipped.items():
-            print(f"skipping policy {policy}: {reason}", file=sys.stderr)
-    without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so (and in meta.json)
-    for policy, reason in without_model.items():
-        print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
-              f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
-    suffix = "" if args.suite == "decision" else f"-{args.suite}"
-    out = Path(args.out or f"results/{args.split}{suffix}")
-    if (out / "results.jsonl").exists():
-        print(f"note: {out}/ already holds results; they will be replaced (use --out to keep both)", file=sys.stderr)
-    t0 = time.perf_counter()
-    records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
-                       workers=args.workers, progress=not args.no_progress, env_kwargs=SUITES[args.suite],
-                       backend=args.backend, ray_address=args.ray_address)
-    elapsed = time.perf_counter() - t0
-    labels = list(dict.fromkeys(r["policy"] for r in records))
-    meta = run_meta(args.split, labels, args.workers)
-    meta.update({"suite": args.suite, "backend": args.backend})
-    if without_model:
-        meta["policies_without_model"] = {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {reason}"
-                                          for p, reason in without_model.items()}
-    paths = write_results(records, out, meta)
-    n_cases = len({r["case_id"] for r in records})
+    if args.concurrency < 1 or args.workers < 1:
+        raise ValueError("--concurrency and --workers must be >= 1")
+    resume = manifest is not None
+    run = RunDir.resume(out) if resume else None  # the lock first: no two sessions in one directory
+    try:
+        for torn in (run.torn if run else ()):
+            print(f"note: {torn}", file=sys.stderr)
+        if args.agent:
+            kind = agent_kinds()[args.agent]
+            policies = [kind.build(args)] + list(args.policies or [])
+        elif args.policies:
+            policies = list(args.policies)
+        else:
+            policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
+            for policy, reason in skipped.items():
+                print(f"skipping policy {policy}: {reason}", file=sys.stderr)
+        without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so
+        for policy, reason in without_model.items():
+            print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
+                  f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
+        env_kwargs = dict(SUITES[args.suite])
+        labels = policy_labels(policies, env_kwargs)
+        selected = select_cases(args.split, args.domain, args.lead, args.limit)
+        if not selected:
+            raise ValueError("no case selected")
+        case_ids = [c for _, c in selected]
+        env = environment()
+        settings = {
+            "suite": args.suite, "split": args.split, "domains": list(args.domain), "lead": args.lead,
+            "limit": args.limit, "cases": case_ids,
+            "cases_sha256": hashlib.sha256("\n".join(case_ids).encode()).hexdigest(), "n_cases": len(case_ids),
+            "policies": labels, "agents": {lab: _agent_settings(p) for lab, p in zip(labels, policies)},
+            "env_kwargs": env_kwargs, "sigma": load_sigma(), "budget": env_kwargs.get("budget", BUDGET),
+            "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
+            "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
+            "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
+        if resume:
+            diff = settings_differences(manifest.get("settings") or {}, settings)
+            if diff:
+                raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
+                                 "episodes would not be comparable (start a new run): " + "; ".join(diff))
+            old_git = (manifest.get("environment") or {}).get("git")
+            if old_git != env["git"]:
+                print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
+                      "in the manifest's sessions", file=sys.stderr)
+        try:
+            preflight = run_preflight(policies)
+        except HarnessError as exc:
+            print(f"fwgym: error: preflight failed ({getattr(exc, 'kind', 'infrastructure')}): {exc}; nothing was run"
+                  + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
+            return EXIT_INCOMPLETE
+        started = now()
+        session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
+                   "concurrency": args.concurrency, "backend": args.backend, "environment": env,
+                   "preflight": preflight}
+        if resume:
+            manifest = run.manifest
+            manifest["preflight"] = {**(manifest.get("preflight") or {}), **preflight}
+        else:
+            manifest = {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": started,
+                        "command": session["command"], "args": _stored_args(args), "settings": settings,
+                        "environment": env, "models": model_revisions(settings["forecast_pool"]),
+                        "preflight": preflight,
+                        "policies_without_model": {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {r}"
+                                                   for p, r in without_model.items()}}
+            run = RunDir.create(out, manifest, overwrite=args.overwrite)
+            manifest = run.manifest
+        run.begin()
+        run.current_session.update(session)
+        run.save()
+        print(f"run directory: {out}" + (f" (resuming: session {run.session}; {len(run.done_keys())} of "
+                                         f"{len(labels) * len(case_ids)} episodes already scored)" if resume else ""),
+              file=sys.stderr)
+        expected = [(lab, c) for lab in labels for c in case_ids]
+        t0 = time.perf_counter()
+        try:
+            records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
+                               workers=args.workers, progress=not args.no_progress, env_kwargs=env_kwargs,
+                               backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
+                               run=run, preflight=False)
+        except KeyboardInterrupt:
+            counts = _end_session(run, expected, "interrupted", model_revisions, settings)
+            print(f"\ninterrupted: {counts['recorded']} of {counts['expected']} episodes are recorded in {out}; finish "
+                  f"the run with `fwgym evaluate --resume {out}`", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BaseException:
+            _end_session(run, expected, "crashed", model_revisions, settings)
+            raise
+        elapsed = time.perf_counter() - t0
+        counts = _end_session(run, expected, None, model_revisions, settings)
+        played = run.current_session["episodes"]
+    finally:
+        if run is not None:
+            run.close()
+    if counts["agent_error"]:
+        print(f"note: {counts['agent_error']} episode(s) ended because the agent raised an exception (a bug in the "
+              "agent's code, not its infrastructure): scored invalid, reason 'agent_error: ...' in results.jsonl",
+              file=sys.stderr)
+    if counts["harness_error"] or counts["missing"]:
+        print(f"error: {counts['harness_error']} episode(s) ended with harness_error: the agent's infrastructure "
+              "failed (server unreachable, timeouts, HTTP errors after the retries), so they are NOT scored; the run "
+              f"is incomplete ({counts['scored']} of {counts['expected']} scored): fix the backend and finish it "
+              f"with `fwgym evaluate --resume {out}`", file=sys.stderr)
+        return EXIT_INCOMPLETE
     ref = reference_policy(labels)
+    rows = leaderboard(records, reference=ref)
+    (out / "leaderboard.md").write_text(format_leaderboard(rows) + "\n\n" + format_breakdowns(rows) + "\n")
+    write_csv(rows, out / "leaderboard.csv")
+    n_cases = len({r["case_id"] for r in records})
     print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
-          f"{len(records)} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
+          f"{played} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
           "series-cluster bootstrap)" if ref else "") + "\n")
-    print(format_leaderboard(leaderboard(records, reference=ref)))
-    print(f"\nresults: {paths['results']}  leaderboard: {paths['markdown']}, {paths['csv']}")
-    return 0
+    print(format_leaderboard(rows))
+    print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
+          + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
+    return EXIT_OK
 
 
-__all__ = ["NAME", "HELP", "add_arguments", "run"]
+def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:
+    """Finish the run directory's session: records compacted and hashed, counts, models, manifest written."""
+    counts = run.finalize(expected, status=status)
+    run.manifest["models"] = model_revisions(settings["forecast_pool"])
+    run.save()
+    return counts
+
+
+__all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run"]

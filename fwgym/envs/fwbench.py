@@ -51,13 +51,14 @@ from fwgym.context import render_context
 from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP, is_number
 from fwgym.data import DOMAINS
 from fwgym.envs.spaces import PrintableText
+from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models
-from fwgym.optimizer import invalid_loss, perfect_demand_plan, realised_loss
-from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.optimizer import QUANTILE_LEVELS, perfect_demand_plan
 from fwgym.scenarios import make_scenario
 from fwgym.series import hour_to_iso
-from fwgym.scoring import BUDGET, case_score, case_weights, crps_quantiles, load_sigma, rcrps_alpha, score_forecast
+from fwgym.scorer import score_submission
+from fwgym.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, parse_action,
                          result_json)
 
@@ -65,6 +66,15 @@ from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY
 CHARSET = string.printable
 MAX_TEXT = 1 << 17
 _GRID_LEVELS: tuple[float, ...] = tuple(GRID.tolist())  # the normalised grid as JSON numbers (0.4, 0.45, ...)
+
+
+def _submission_json(submission) -> dict | None:
+    """The terminal info's ``submission``: an accepted forecast as ``{"kind", "values"}`` (JSON lists,
+    float64 values that read back bit for bit), ``None`` for a plan (its ``levels`` are the record's)
+    and for an episode without an accepted answer."""
+    if submission is None or not hasattr(submission, "kind"):
+        return None
+    return {"kind": submission.kind, "values": np.asarray(submission.values, dtype=np.float64).tolist()}
 
 
 class FWBenchEnv(gym.Env):
@@ -370,24 +380,46 @@ class FWBenchEnv(gym.Env):
             "scenario": ep.scenario.family if ep.scenario is not None else None,
             "forecast_crps": self._forecast_crps(),
         }
+        submission = ep.submission if valid else None
+        outcome.update(score_submission(case, ep.scenario, self.task, submission, ep.spent,
+                                        sigma=self.sigma[case.domain], budget=self.budget,
+                                        credit_weight=self.credit_weight, target=ep.target()))
+        outcome["submission"] = _submission_json(submission)
         if self.task == "forecast":
-            outcome.update(self._score_forecast(valid))
             reward = -outcome["R"] if self.reward_mode == "dense" else -outcome["S"]  # dense: credits paid when charged
         else:
-            if valid:  # one compiled call: plan_loss and the perfect-demand floor on the realised cost table
-                loss, floor = realised_loss(ep.target(), case.scale, case.shortage, ep.submission.indices)
-            else:
-                best = perfect_demand_plan(ep.target(), case.scale, case.shortage)
-                floor, loss = best.expected_loss, invalid_loss(best.cost)
-            r, s = case_score(loss, floor, ep.spent, self.sigma[case.domain], self.budget or BUDGET)
-            outcome.update({"loss": loss, "floor": floor, "R": r, "S": s,
-                            "levels": [float(x) for x in ep.submission.levels] if valid else None})
-            reward = -0.5 * r if self.reward_mode == "dense" else -s
+            reward = -0.5 * outcome["R"] if self.reward_mode == "dense" else -outcome["S"]
         self._outcome = outcome
         result = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
             "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
         info = {**self._info(result), **self._outcome}
         return self._observation(result), float(reward), True, False, info
+
+    def abandon(self, reason: str) -> dict:
+        """End the running episode WITHOUT a score: the agent's infrastructure failed
+        (:class:`fwgym.errors.HarnessError`, DESIGN §9 trust), so nothing the agent did is scored.
+
+        Returns:
+            The episode's unscored outcome, the record schema's env fields with status ``"harness_error"``,
+            ``valid`` False, ``loss``, ``floor``, ``R``, ``S`` ``None`` (credits, calls and tool counts as
+            charged so far). Later :meth:`step` calls raise until :meth:`reset`.
+
+        Raises:
+            RuntimeError: no episode is running (or it has ended).
+        """
+        ep = self.episode
+        if ep is None or self._outcome is not None:
+            raise RuntimeError("abandon() needs a running episode (call reset() first)")
+        case = ep.case
+        self._outcome = {
+            "case_id": case.case_id, "domain": case.domain, "cohort": case.cohort, "series_id": case.series_id,
+            "lead": case.lead, "split": case.split, "credits": ep.spent, "calls": ep.calls, "valid": False,
+            "status": HARNESS_ERROR, "reason": str(reason), "tool_counts": dict(ep.tool_counts),
+            "scenario": ep.scenario.family if ep.scenario is not None else None, "forecast_crps": {},
+            "loss": None, "floor": None, "R": None, "S": None, "levels": None, "submission": None,
+            "budget_left": ep.budget_left,
+        }
+        return dict(self._outcome)
 
     def _credit_reward(self, credits: int) -> float:
         """Dense reward for ``credits`` just charged: the credit part of S (0 in terminal mode)."""
@@ -395,18 +427,6 @@ class FWBenchEnv(gym.Env):
             return 0.0
         weight = self.credit_weight if self.task == "forecast" else 0.5
         return -weight * credits / (self.budget or BUDGET)
-
-    def _score_forecast(self, valid: bool) -> dict:
-        """RCRPS of the submitted forecast (:func:`fwgym.scoring.score_forecast`; invalid: the cap)."""
-        ep = self.episode
-        sc = ep.scenario
-        alpha = rcrps_alpha(ep.case.domain, ep.case.series_id, None if sc is None else sc.family)
-        roi, lower, upper = (sc.roi, sc.lower, sc.upper) if sc is not None else (None, None, None)
-        res = score_forecast(ep.submission if valid else None, ep.target(), alpha, roi, lower, upper)
-        cost = self.credit_weight * ep.spent / (self.budget or BUDGET)
-        # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite)
-        return {"rcrps": res["rcrps"], "crps": res["crps"], "alpha": alpha, "loss": res["rcrps"], "floor": 0.0,
-                "R": res["R"], "S": res["R"] + cost, "levels": None}
 
     def _forecast_crps(self) -> dict:
         """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""

@@ -15,7 +15,7 @@ from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, pair
 from fwgym.evaluation.records import by_policy, check_result_set
 from fwgym.scoring import aggregate
 
-__all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard",
+__all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
            "format_leaderboard", "format_breakdowns", "write_csv"]
 
 #: policies the intervals compare against by default, the first present wins: the protocol's sigma
@@ -57,12 +57,23 @@ def _group_aggregates(recs: Sequence[Mapping], key: str) -> dict[str, dict]:
     return {g: aggregate(parts[g], fields=("S", "R", "loss", "credits")) for g in sorted(parts)}
 
 
+def token_means(records: Sequence[Mapping]) -> dict[str, float | None]:
+    """Mean ``prompt_tokens`` and ``completion_tokens`` per case (plain means over the records that
+    have them, so cost compares across models; ``None`` for a policy without token counts, e.g. a baseline)."""
+    out: dict[str, float | None] = {}
+    for k in ("prompt_tokens", "completion_tokens"):
+        vals = [r[k] for r in records if isinstance(r.get(k), int) and not isinstance(r.get(k), bool)]
+        out[k] = float(sum(vals) / len(vals)) if vals else None
+    return out
+
+
 def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot: int = N_BOOT, seed: int = BOOT_SEED,
                 complete: bool = False) -> list[dict]:
     """One row per policy, sorted by S (then name).
 
     Columns: aggregate ``S, R, loss, floor, credits, calls, n, valid`` (weights of
-    :func:`fwgym.scoring.case_weights`); ``S[<cohort>]``, ``loss[<cohort>]``, ``credits[<cohort>]``
+    :func:`fwgym.scoring.case_weights`); ``prompt_tokens``, ``completion_tokens`` (mean per case,
+    :func:`token_means`); ``S[<cohort>]``, ``loss[<cohort>]``, ``credits[<cohort>]``
     per cohort and ``S[<lead>]``, ``loss[<lead>]``, ``credits[<lead>]`` per lead (each aggregated
     over its own cases with the same weighting rules); with ``reference``: ``reference`` and the
     paired bootstrap (:func:`~fwgym.evaluation.bootstrap.paired_bootstrap`) point estimates and 95%
@@ -87,7 +98,7 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
         boot = ClusterBootstrap(ref_recs, n_boot, seed)
     rows = []
     for policy, recs in groups.items():
-        row = {"policy": policy, **aggregate(recs)}
+        row = {"policy": policy, **aggregate(recs), **token_means(recs)}
         if reference is not None:
             bs = paired_bootstrap(records, reference, policy, n_boot, seed, bootstrap=boot)
             row["reference"] = reference
@@ -111,18 +122,24 @@ def _ci(row: dict, m: str, digits: int) -> str:
 
 
 def format_leaderboard(rows: Sequence[Mapping]) -> str:
-    """Markdown table of :func:`leaderboard` rows: policy, S, R, loss, credits, calls, valid/n and, when
-    the rows carry a reference, the paired-bootstrap 95% intervals of ``ΔS`` and ``Δloss``."""
+    """Markdown table of :func:`leaderboard` rows: policy, S, R, loss, credits, calls, valid/n, the mean
+    tokens per case when a row has token counts (LLM agents) and, when the rows carry a reference, the paired-bootstrap 95% intervals of ``ΔS`` and ``Δloss``."""
     if not rows:
         return "(no results)"
     ref = rows[0].get("reference")
     head = ["policy", "S", "R", "loss", "credits", "calls", "valid"]
+    tokens = any(r.get("prompt_tokens") is not None or r.get("completion_tokens") is not None for r in rows)
+    if tokens:
+        head.append("tokens/case (prompt + completion)")
     if ref:
         head += [f"ΔS vs {ref} [95% CI]", f"Δloss vs {ref} [95% CI]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         cells = [r["policy"], f"{r['S']:.4f}", f"{r['R']:.4f}", f"{r['loss']:.5f}", f"{r['credits']:,.1f}",
                  f"{r['calls']:.2f}", f"{r['valid']}/{r['n']}"]
+        if tokens:
+            p, c = r.get("prompt_tokens"), r.get("completion_tokens")
+            cells.append("" if p is None and c is None else f"{p or 0:,.0f} + {c or 0:,.0f}")
         if ref:
             cells += [_ci(r, "S", 4), _ci(r, "loss", 5)]
         lines.append("| " + " | ".join(cells) + " |")

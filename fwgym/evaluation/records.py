@@ -19,8 +19,15 @@ Field groups (TypedDicts, combined by inheritance into :class:`Record`):
 * :class:`DetailFields`: the rest of every env's terminal info (results files hold them since the
   forecast fields were kept; files without them are still read).
 * :class:`ForecastTaskFields`: only forecast-task envs (``task="forecast"``) emit these.
+* :class:`RunFields` (``episode_id``, ``scored``, ``harness_kind``) and :class:`AccountingFields`
+  (tokens, turns, requests, latencies, wall time: the agent's ``episode_stats()``): added by
+  :func:`fwgym.agents.run_episode`.
 
-This module imports nothing of fwgym above :mod:`fwgym.cases` (the split index of
+A record with ``status == "harness_error"`` (``scored`` False) is not an outcome of the env: its agent's
+infrastructure failed (:class:`fwgym.errors.HarnessError`), so it has no score (loss, floor, R, S are
+``None``), never enters an aggregate and is rerun by ``fwgym evaluate --resume``.
+
+This module imports nothing of fwgym above :mod:`fwgym.cases` and :mod:`fwgym.errors` (the split index of
 :func:`check_result_set`).
 """
 # no ``from __future__ import annotations``: the TypedDicts' annotations are read at run time
@@ -29,10 +36,12 @@ from collections import defaultdict
 from typing import Annotated, Any, Iterable, Mapping, Sequence, TypedDict
 
 from fwgym.cases import build_cases
+from fwgym.errors import AGENT_ERROR_PREFIX, HARNESS_ERROR
 
 __all__ = ["Record", "AgentFields", "CaseFields", "ScoreFields", "DetailFields", "ForecastTaskFields",
-           "EpisodeOutcome", "PurchasedForecastCRPS", "RECORD_FIELDS", "ENV_FIELDS", "CORE_FIELDS",
-           "FORECAST_TASK_FIELDS", "FIELD_MEANINGS", "check_record", "stored_record", "by_policy",
+           "EpisodeOutcome", "RunFields", "AccountingFields", "PurchasedForecastCRPS", "RECORD_FIELDS", "ENV_FIELDS",
+           "CORE_FIELDS", "FORECAST_TASK_FIELDS", "RUN_FIELDS", "ACCOUNTING_FIELDS", "SCORE_VALUE_FIELDS",
+           "HARNESS_ERROR", "AGENT_ERROR_PREFIX", "FIELD_MEANINGS", "is_scored", "check_record", "stored_record", "by_policy",
            "split_index", "check_result_set", "coverage"]
 
 
@@ -66,19 +75,25 @@ class CaseFields(TypedDict):
 class ScoreFields(TypedDict):
     """The episode's score and ledger (DESIGN §3, §5; forecast envs §8)."""
 
-    loss: Annotated[float, "decision envs: realised decision loss l(a, z) of the submitted plan, in units of the "
-                           "scale (an invalid plan: mean_h max_g cost + 1); forecast envs: the uncapped RCRPS"]
-    floor: Annotated[float, "decision envs: perfect-demand floor F (the same optimizer on the realised demand); "
-                            "forecast envs: 0.0"]
-    R: Annotated[float, "decision envs: (loss - floor) / sigma_d; forecast envs: min(RCRPS, 5)"]
-    S: Annotated[float, "the case score (lower is better): decision envs 0.5 * (R + credits / B); forecast envs "
-                        "R + credit_weight * credits / B (B: the episode budget, 113,726 by default)"]
+    loss: Annotated[float | None, "decision envs: realised decision loss l(a, z) of the submitted plan, in units of "
+                                  "the scale (an invalid plan: mean_h max_g cost + 1); forecast envs: the uncapped "
+                                  "RCRPS; None when not scored (status harness_error)"]
+    floor: Annotated[float | None, "decision envs: perfect-demand floor F (the same optimizer on the realised "
+                                   "demand); forecast envs: 0.0; None when not scored"]
+    R: Annotated[float | None, "decision envs: (loss - floor) / sigma_d; forecast envs: min(RCRPS, 5); None when "
+                               "not scored"]
+    S: Annotated[float | None, "the case score (lower is better): decision envs 0.5 * (R + credits / B); forecast "
+                               "envs R + credit_weight * credits / B (B: the episode budget, 113,726 by default); None "
+                               "when not scored"]
     credits: Annotated[int, "credits charged in the episode"]
     calls: Annotated[int, "tool calls counted toward the call limit (an accepted submit or abstain is not counted)"]
     valid: Annotated[bool, "the episode ended with an accepted submission"]
-    status: Annotated[str, "how it ended: submitted, invalid_submission, abstained or call_limit_exceeded"]
-    reason: Annotated[str, "why an invalid episode is invalid (the refusal message or the agent's abstain "
-                           "reason); empty when submitted"]
+    status: Annotated[str, "how it ended: submitted, invalid_submission, abstained or call_limit_exceeded (the env's "
+                           "endings, scored), or harness_error (the agent's infrastructure failed: not scored, rerun "
+                           "by fwgym evaluate --resume)"]
+    reason: Annotated[str, "why an invalid episode is invalid (the refusal message or the agent's abstain reason; "
+                           "'agent_error: Type: message' when the agent raised), or the harness error's message; "
+                           "empty when submitted"]
     tool_counts: Annotated[dict[str, int], "actions per tool name, submit and abstain included; 'invalid' counts "
                                            "actions that did not parse as a tool call"]
     levels: Annotated[list[float] | None, "the 8 normalised grid levels of the submitted plan (capacity = scale x "
@@ -88,6 +103,10 @@ class ScoreFields(TypedDict):
 class DetailFields(TypedDict):
     """The rest of every env's terminal info."""
 
+    submission: Annotated[dict | None, "forecast envs: the accepted forecast, {'kind': 'quantiles' (24 rows of 9, "
+                                       "levels 0.1..0.9) or 'samples' (n rows of 24), 'values': [[...]]} in raw units "
+                                       "(what the verifier re-scores); None in decision envs (the plan is levels) and "
+                                       "without an accepted answer"]
     budget_left: Annotated[int, "credits left at the end (budget - credits)"]
     scenario: Annotated[str | None, "scenario family of the case's context (context and forecast suites), else None"]
     forecast_crps: Annotated[dict[str, PurchasedForecastCRPS], "{forecast_id: score} of every purchased forecast "
@@ -108,7 +127,31 @@ class EpisodeOutcome(CaseFields, ScoreFields, DetailFields, ForecastTaskFields):
     """The env's terminal ``info`` without ``tool_result`` (what :class:`fwgym.envs.fwbench.FWBenchEnv` emits)."""
 
 
-class Record(AgentFields, EpisodeOutcome):
+class RunFields(TypedDict):
+    """Added by :func:`fwgym.agents.run_episode`: the episode's identity in its run and whether it was scored."""
+
+    episode_id: Annotated[str | None, "the episode's id in its run (the runner's; the same id is in the reset info "
+                                      "the agent gets and in the agent's trace line): '<session>:<policy>:<case_id>'; "
+                                      "None outside a run"]
+    scored: Annotated[bool, "the env scored the episode (False only for status harness_error: no loss, floor, R or "
+                            "S; never aggregated)"]
+    harness_kind: Annotated[str | None, "status harness_error: the failure's kind (HarnessError.kind: transport, "
+                                        "timeout, http_5xx, rate_limited, bad_response, auth, ...); else None"]
+
+
+class AccountingFields(TypedDict):
+    """What the episode cost the agent's backend (from the agent's ``episode_stats()``; None for agents
+    without it, e.g. baselines and oracles)."""
+
+    prompt_tokens: Annotated[int | None, "prompt tokens summed over the episode's model requests (the server's usage)"]
+    completion_tokens: Annotated[int | None, "completion tokens summed over the episode's model requests"]
+    model_turns: Annotated[int | None, "model replies the episode used"]
+    requests: Annotated[int | None, "HTTP (or local generate) requests sent, retries included"]
+    request_latency_s: Annotated[list[float] | None, "wall seconds of each request, in order"]
+    wall_s: Annotated[float | None, "wall seconds of the episode on the agent's side (first act to the end)"]
+
+
+class Record(AgentFields, EpisodeOutcome, RunFields, AccountingFields):
     """One episode's result: one line of ``results.jsonl``, one input row of the leaderboard.
 
     Fields (type: meaning):
@@ -124,6 +167,13 @@ CORE_FIELDS: tuple[str, ...] = (*AgentFields.__annotations__, *CaseFields.__anno
                                 *ScoreFields.__annotations__)
 #: the fields only forecast-task envs emit
 FORECAST_TASK_FIELDS: tuple[str, ...] = tuple(ForecastTaskFields.__annotations__)
+#: the fields :func:`fwgym.agents.run_episode` adds to the env's outcome (besides ``policy``)
+RUN_FIELDS: tuple[str, ...] = tuple(RunFields.__annotations__)
+#: the keys of an agent's ``episode_stats()`` (:mod:`fwgym.agents.base`), stored as record fields
+ACCOUNTING_FIELDS: tuple[str, ...] = tuple(AccountingFields.__annotations__)
+#: score fields re-computed by the verifier (:mod:`fwgym.evaluation.verify`)
+SCORE_VALUE_FIELDS: tuple[str, ...] = ("loss", "floor", "R", "S")
+
 
 
 def _type_text(tp: Any) -> str:
@@ -137,6 +187,12 @@ _HINTS = typing.get_type_hints(Record, include_extras=True)
 FIELD_MEANINGS: dict[str, str] = {name: typing.get_args(_HINTS[name])[1] for name in RECORD_FIELDS}
 Record.__doc__ += "\n".join(f"        {name} ({_type_text(_HINTS[name])}): {FIELD_MEANINGS[name]}"
                             for name in RECORD_FIELDS) + "\n"
+
+
+def is_scored(record: Mapping) -> bool:
+    """Whether a record holds a score (every record but ``status == "harness_error"``; files written
+    before the ``scored`` field are scored)."""
+    return record.get("status") != HARNESS_ERROR and record.get("scored", True) is not False
 
 
 def check_record(record: Mapping, required: Iterable[str] = Record.__required_keys__, where: str = "") -> None:
@@ -194,12 +250,20 @@ def check_result_set(records: Sequence[Mapping], complete: bool = False) -> None
             present (protocol §5.3: case weights must cover exactly the index).
 
     Raises:
-        ValueError: with a message saying what is wrong: no records; a (policy, case) pair more than
+        ValueError: with a message saying what is wrong: no records; harness_error records (no score:
+            incomplete, the message names the count per policy and ``fwgym evaluate --resume DIR``); a (policy, case) pair more than
             once (duplicated); policies on different case sets (partial); with ``complete``, cases
             of the split missing (partial) or cases not in the split.
     """
     if not records:
         raise ValueError("no result records")
+    unscored = [r for r in records if not is_scored(r)]
+    if unscored:
+        per = by_policy(unscored)
+        raise ValueError("incomplete result set: " + ", ".join(f"policy {p!r} has {len(rs)} harness_error episode(s)"
+                                                               for p, rs in per.items())
+                         + " with no score (the agent's infrastructure failed); finish the run with "
+                           "`fwgym evaluate --resume DIR` before ranking it")
     seen: dict[tuple[str, str], int] = defaultdict(int)
     for r in records:
         seen[(r["policy"], r["case_id"])] += 1

@@ -1,147 +1,317 @@
-"""Results files: ``results.jsonl`` (one :class:`~fwgym.evaluation.records.Record` per line) and the
-run's ``meta.json``, ``leaderboard.md`` and ``leaderboard.csv`` (DESIGN §9).
+"""Results files: reading, checking and re-scoring what runs wrote (DESIGN §9, trust), and writing a
+finished record set as a run directory.
 
-``meta.json`` pins the records it was written with (count and a sha256 of the (policy, case) pairs)
-and the run's split coverage, so :func:`read_results` rejects a truncated or edited file and knows
-whether the run declared a subset of the split.
+A result source is a run directory (``results.jsonl`` beside its ``manifest.json``, see
+:mod:`fwgym.evaluation.rundir` and :mod:`fwgym.evaluation.manifest`) or a bare ``results.jsonl``.
+:func:`load_results` reads sources for a leaderboard, a report or a plot and refuses, with a message
+naming the file and line or the difference:
+
+* a run that is not finished (interrupted, killed, or with ``harness_error`` episodes): the message
+  gives the count and ``fwgym evaluate --resume DIR``; a bare file with harness_error records too;
+* a record that does not fit the schema, malformed JSON;
+* a record whose score differs from its re-scoring from the packaged data
+  (:func:`fwgym.evaluation.verify.verify_record`), NaN scores;
+* a record whose content differs from the hash the manifest holds for its line (an edit the
+  re-scoring cannot see, e.g. of the credits together with S), a truncated file;
+* runs that differ in suite, split, sigma, budget, scenario seed, credit weight or fwgym version
+  (this one only unless ``allow_mixed_versions``; the difference is then a note for the table), and
+  runs scored by another scorer version than this fwgym's;
+* a (policy, case) pair twice; policies on different cases (unless ``common_cases``: the set is then
+  restricted to the cases every policy has, and a note says so).
+
+A bare file (no manifest) is read with the packaged settings (sigma, budget, scenario seed 0) and
+its suite is inferred from its records; its fwgym version is unknown. Run directories of fwgym 0.1.0
+(``meta.json``) are read as bare files whose suite is the one their ``meta.json`` names.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from fwgym.errors import HARNESS_ERROR
 from fwgym.evaluation.leaderboard import AUTO, format_breakdowns, format_leaderboard, leaderboard, write_csv
+from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_VERSION, environment, file_sha256, new_run_id, now,
+                                       read_manifest, record_sha256, write_manifest)
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
+from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
+from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.jsonl import iter_jsonl, write_jsonl
-from fwgym.scoring import load_sigma
+from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
 
-__all__ = ["RESULTS_FILE", "write_results", "read_results", "run_meta"]
+__all__ = ["RESULTS_FILE", "ResultSource", "ResultSet", "load_source", "load_results", "read_results",
+           "write_results", "run_meta", "infer_suite"]
 
-#: name of a run directory's records file
-RESULTS_FILE = "results.jsonl"
-
-
-def _digest(records: Iterable[Mapping]) -> str:
-    """sha256 of the sorted (policy, case) pairs (``meta.json``'s ``results.sha256``)."""
-    keys = sorted(f"{r['policy']}\t{r['case_id']}" for r in records)
-    return hashlib.sha256("\n".join(keys).encode()).hexdigest()
+UNKNOWN = "unknown"
 
 
-def write_results(records: Sequence[Mapping], out_dir: str | Path, meta: dict | None = None,
-                  reference: str | None = AUTO) -> dict[str, Path]:
-    """Write ``results.jsonl`` (one record per line with every schema field it holds, keys sorted),
-    ``leaderboard.md`` (with breakdowns and bootstrap intervals against ``reference``),
-    ``leaderboard.csv`` and ``meta.json`` into ``out_dir`` (created if needed).
+def infer_suite(records: Iterable[Mapping]) -> str:
+    """The suite a record set comes from: ``forecast`` (records with ``rcrps``), ``context`` (records with a
+    scenario) or ``decision``."""
+    recs = list(records)
+    if any("rcrps" in r for r in recs):
+        return "forecast"
+    return "context" if any(r.get("scenario") is not None for r in recs) else "decision"
 
-    ``meta.json`` gets a ``results`` entry (record count, policies, case count, sha256 of the
-    (policy, case) pairs, split coverage) so :func:`read_results` can reject a truncated or edited file.
 
-    Args:
-        records: result records (:class:`~fwgym.evaluation.records.Record`), e.g. from
-            :func:`fwgym.evaluation.evaluate`.
-        out_dir: the run directory.
-        meta: provenance to store in ``meta.json`` (e.g. :func:`run_meta` plus the suite).
-        reference: the intervals' reference as :func:`~fwgym.evaluation.leaderboard.reference_policy`
-            takes it (default ``"auto"``: hour_of_day_empirical, or its samples twin, when present).
+@dataclass
+class ResultSource:
+    """One result source: its records file, manifest (``None`` for a bare file), records with their
+    line numbers, the settings it was scored under and its fwgym version."""
 
-    Returns:
-        ``{"results", "markdown", "csv", "meta"}`` paths.
+    path: Path
+    manifest: dict | None
+    records: list[dict]
+    lines: list[int]
+    settings: RunSettings
+    fwgym_version: str
+    declared_subset: bool = False
+
+    @property
+    def run_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass
+class ResultSet:
+    """Records checked and merged by :func:`load_results`, their sources, and the notes a table must show."""
+
+    records: list[dict]
+    sources: list[ResultSource]
+    settings: RunSettings
+    notes: list[str] = field(default_factory=list)
+    common_cases: int | None = None
+
+
+def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
+    c = counts or {}
+    parts = []
+    if c.get("harness_error"):
+        parts.append(f"{c['harness_error']} harness_error episode(s), never scored")
+    if c.get("missing"):
+        parts.append(f"{c['missing']} of {c.get('expected')} episode(s) not played")
+    what = "; ".join(parts) or {"running": "still running, or killed before it finished",
+                                "interrupted": "interrupted"}.get(status, status)
+    return ValueError(f"incomplete run {where}: status {status} ({what}); finish it with "
+                      f"`fwgym evaluate --resume {where}` before ranking it")
+
+
+def _legacy_meta(run_dir: Path) -> dict:
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
+    """Read and check one result source (see the module docstring).
 
     Raises:
-        ValueError: a record that does not fit the schema
-            (:func:`~fwgym.evaluation.records.check_record`); as
+        FileNotFoundError: no such file or directory. ValueError: as the module docstring says.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    if not p.is_file():
+        raise FileNotFoundError(f"no results file {p}")
+    manifest = read_manifest(p.parent) if p.name == RESULTS_FILE else None
+    if manifest is not None and manifest.get("status") != "complete":
+        raise _unfinished(p.parent, manifest.get("status", "?"), manifest.get("counts"))
+    records, lines = [], []
+    for n, r in iter_jsonl(p):
+        check_record(r, required=CORE_FIELDS, where=f"{p}:{n}")
+        records.append(r)
+        lines.append(n)
+    harness = [r for r in records if r["status"] == HARNESS_ERROR or r.get("scored") is False]
+    if harness:
+        per = {pol: len(rs) for pol, rs in by_policy(harness).items()}
+        raise ValueError(f"incomplete result set {p}: {len(harness)} harness_error episode(s) with no score ("
+                         + ", ".join(f"policy {k!r}: {v}" for k, v in per.items())
+                         + f"); finish the run with `fwgym evaluate --resume {p.parent}`")
+    if manifest is not None:
+        st = manifest.get("settings") or {}
+        if st.get("scorer_version") != SCORER_VERSION:
+            raise ValueError(f"run {p.parent} was scored by scorer version {st.get('scorer_version')!r}; this fwgym "
+                             f"scores with version {SCORER_VERSION!r}: its scores are not comparable, evaluate again")
+        settings = RunSettings(suite=st.get("suite"), split=st.get("split"), sigma=st.get("sigma"),
+                               budget=st.get("budget", BUDGET), scenario_seed=st.get("scenario_seed", 0),
+                               credit_weight=st.get("credit_weight", 0.0), scorer_version=SCORER_VERSION,
+                               fwgym_version=st.get("fwgym_version", UNKNOWN))
+        declared_subset = not (manifest.get("coverage") or {}).get("complete", False)
+        version = str(st.get("fwgym_version", UNKNOWN))
+    else:
+        meta = _legacy_meta(p.parent) if p.name == RESULTS_FILE else {}
+        suite = meta.get("suite") if meta.get("suite") in ("decision", "context", "forecast") else infer_suite(records)
+        splits = sorted({r["split"] for r in records})
+        settings = RunSettings(suite=suite, split=splits[0] if len(splits) == 1 else splits, sigma=load_sigma(),
+                               budget=BUDGET, scenario_seed=0, credit_weight=0.0, scorer_version=SCORER_VERSION,
+                               fwgym_version=UNKNOWN)
+        declared_subset = not ((meta.get("results") or {}).get("coverage") or {}).get("complete", True)
+        version = UNKNOWN
+    bad_split = [(n, r) for n, r in zip(lines, records) if r["split"] != settings["split"]]
+    if bad_split and manifest is not None:
+        n, r = bad_split[0]
+        raise ValueError(f"{p}:{n}: a record of split {r['split']!r} in a run of split {settings['split']!r}")
+    if verify:
+        for n, r in zip(lines, records):
+            verify_record(r, settings, where=f"{p}:{n}")
+    if manifest is not None:
+        _check_hashes(p, manifest, records, lines)
+    return ResultSource(p, manifest, records, lines, settings, version, declared_subset)
+
+
+def _check_hashes(p: Path, manifest: Mapping, records: Sequence[Mapping], lines: Sequence[int]) -> None:
+    info = manifest.get("records") or {}
+    if not info:
+        raise ValueError(f"{p.parent / 'manifest.json'} holds no record hashes; the run did not finish writing")
+    if file_sha256(p) == info.get("sha256"):
+        return
+    by_line = info.get("sha256_by_line") or []
+    for i, (n, r) in enumerate(zip(lines, records)):
+        if i >= len(by_line) or record_sha256(r) != by_line[i]:
+            raise ValueError(f"{p}:{n}: record of policy {r.get('policy')!r} on case {r.get('case_id')!r} differs from "
+                             f"the one the run wrote (its sha256 is not the manifest's); the file was edited")
+    raise ValueError(f"{p}: it holds {len(records)} records but the run wrote {info.get('count')} (or the file was "
+                     "reformatted); it was truncated or edited")
+
+
+def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = True, verify: bool = True,
+                 common_cases: bool = False, allow_mixed_versions: bool = False) -> ResultSet:
+    """Read, check, re-score and merge result sources (module docstring).
+
+    Args:
+        paths: run directories or ``results.jsonl`` files.
+        allow_partial: accept a set that covers only part of its split; without it the set must
+            cover the whole frozen split index unless every source is a run that declared a subset
+            (a case limit, lead or domain filter).
+        verify: re-score every record (:mod:`fwgym.evaluation.verify`); only tests turn it off.
+        common_cases: restrict to the cases every policy has (e.g. a ``--limit`` agent run beside the
+            full baseline run) instead of refusing policies on different cases.
+        allow_mixed_versions: accept runs of different fwgym versions (a note says which).
+
+    Raises:
+        FileNotFoundError, ValueError: as the module docstring says.
+    """
+    sources = [load_source(p, verify=verify) for p in paths]
+    records: list[dict] = []
+    notes: list[str] = []
+    if not sources:
+        raise ValueError("no results given")
+    first = sources[0]
+    for src in sources[1:]:
+        for k in COMPARED_SETTINGS:
+            if k == "fwgym_version" and allow_mixed_versions:
+                continue
+            a, b = first.settings.get(k), src.settings.get(k)
+            if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+                hint = (" (--allow-mixed-versions accepts it, noted in the table)" if k == "fwgym_version" else "")
+                raise ValueError(f"runs differ in {k}: {first.run_dir} has {a!r}, {src.run_dir} has {b!r}; only runs "
+                                 f"of one {k} share a leaderboard{hint}")
+    versions = sorted({s.fwgym_version for s in sources})
+    if len(versions) > 1:
+        notes.append(f"MIXED fwgym versions {', '.join(versions)} (--allow-mixed-versions)")
+    if first.settings.get("sigma") != load_sigma():
+        notes.append(f"sigma {first.settings.get('sigma')} is not the packaged calibration")
+    seen: dict[tuple[str, str], Path] = {}
+    for src in sources:
+        for r in src.records:
+            key = (r["policy"], r["case_id"])
+            if key in seen:
+                raise ValueError(f"duplicated result set: policy {key[0]!r} on case {key[1]!r} appears in "
+                                 f"{seen[key]} and {src.path}; merge each run once")
+            seen[key] = src.path
+        records += src.records
+    common = None
+    if records and common_cases:
+        groups = by_policy(records)
+        shared = frozenset.intersection(*(frozenset(r["case_id"] for r in rs) for rs in groups.values()))
+        if not shared:
+            raise ValueError("--common-cases: the policies have no case in common")
+        dropped = sum(r["case_id"] not in shared for r in records)
+        records = [r for r in records if r["case_id"] in shared]
+        common = len(shared)
+        if dropped:
+            notes.append(f"restricted to the {common} cases common to every policy (--common-cases; "
+                         f"{dropped} records of other cases left out)")
+    if records:
+        check_result_set(records, complete=not allow_partial and not all(s.declared_subset for s in sources)
+                         and common is None)
+    return ResultSet(records, sources, RunSettings(first.settings), notes, common)
+
+
+def read_results(paths: Iterable[str | os.PathLike], allow_partial: bool = True, **kwargs) -> list[dict]:
+    """The records of :func:`load_results` (same arguments and errors)."""
+    return load_results(paths, allow_partial=allow_partial, **kwargs).records
+
+
+def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: dict | None = None,
+                  reference: str | None = AUTO) -> dict[str, Path]:
+    """Write a finished record set as a run directory: ``results.jsonl`` (one record per line, every
+    schema field it holds, keys sorted), ``leaderboard.md`` (with breakdowns and bootstrap intervals
+    against ``reference``), ``leaderboard.csv`` and ``manifest.json`` (status complete, settings,
+    environment, counts, record hashes), replacing those files in ``out_dir`` (created if needed).
+
+    For record sets made with :func:`fwgym.evaluation.evaluate` in Python (``fwgym evaluate`` writes
+    its run directory as it goes, :mod:`fwgym.evaluation.rundir`).
+
+    Args:
+        records: result records, e.g. from :func:`fwgym.evaluation.evaluate`.
+        out_dir: the run directory.
+        meta: provenance (e.g. :func:`run_meta`); its ``suite`` (default: inferred from the records),
+            ``sigma`` (default: the packaged calibration), ``budget``, ``scenario_seed`` and
+            ``credit_weight`` are the settings the records were scored under; all of it is kept as
+            the manifest's ``extra``.
+        reference: the intervals' reference as :func:`~fwgym.evaluation.leaderboard.reference_policy`
+            takes it (default ``"auto"``).
+
+    Returns:
+        ``{"results", "markdown", "csv", "manifest"}`` paths.
+
+    Raises:
+        ValueError: a record that does not fit the schema; as
             :func:`~fwgym.evaluation.records.check_result_set`; a named ``reference`` not among the policies.
     """
     out = Path(out_dir)
     paths = {k: out / n for k, n in (("results", RESULTS_FILE), ("markdown", "leaderboard.md"),
-                                     ("csv", "leaderboard.csv"), ("meta", "meta.json"))}
+                                     ("csv", "leaderboard.csv"), ("manifest", "manifest.json"))}
     stored = [stored_record(r) for r in records]
     rows = leaderboard(stored, reference=reference)
     groups = by_policy(stored)
+    meta = dict(meta or {})
+    env = environment()
+    splits = sorted({r["split"] for r in stored})
+    settings = {"suite": meta.get("suite") or infer_suite(stored), "split": splits[0] if len(splits) == 1 else splits,
+                "sigma": meta.get("sigma") or load_sigma(), "budget": meta.get("budget", BUDGET),
+                "scenario_seed": meta.get("scenario_seed", 0), "credit_weight": meta.get("credit_weight", 0.0),
+                "policies": list(groups), "fwgym_version": env["fwgym_version"], "scorer_version": SCORER_VERSION}
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths["results"], stored, sort_keys=True)
     paths["markdown"].write_text(format_leaderboard(rows) + "\n\n" + format_breakdowns(rows) + "\n")
     write_csv(rows, paths["csv"])
     first = next(iter(groups.values()))
-    meta = {**(meta or {}), "results": {"records": len(stored), "policies": list(groups), "cases": len(first),
-                                        "sha256": _digest(stored), "coverage": coverage(first)}}
-    # default=str: agent factories (e.g. functools.partial) in "policies" are written as their repr
-    paths["meta"].write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    stamp = now()
+    manifest = {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "status": "complete", "created": stamp,
+                "command": None, "args": None, "settings": settings, "environment": env, "extra": meta,
+                "sessions": [], "counts": {"expected": len(stored), "recorded": len(stored), "missing": 0,
+                                           **status_counts(stored)},
+                "records": {"file": RESULTS_FILE, "count": len(stored), "sha256": file_sha256(paths["results"]),
+                            "sha256_by_line": [record_sha256(r) for r in stored], "superseded": 0},
+                "coverage": coverage(first)}
+    write_manifest(out, manifest)
+    (out / "meta.json").unlink(missing_ok=True)  # a run directory has one manifest
     return paths
 
 
-def _results_info(path: Path) -> dict | None:
-    """The ``results`` entry of the ``meta.json`` beside a ``results.jsonl`` (``None``: none readable)."""
-    meta_path = path.parent / "meta.json"
-    if path.name != RESULTS_FILE or not meta_path.is_file():
-        return None
-    try:
-        info = json.loads(meta_path.read_text()).get("results")
-    except (json.JSONDecodeError, AttributeError):
-        return None
-    return info if isinstance(info, dict) else None
-
-
-def read_results(paths: Iterable[str | Path], allow_partial: bool = True) -> list[dict]:
-    """Read and merge result files (``results.jsonl`` files or directories holding one).
-
-    Every line must be a record of the schema holding at least
-    :data:`~fwgym.evaluation.records.CORE_FIELDS` (results files of fwgym 0.1.0 hold only those);
-    the records come back as written. A directory's ``meta.json`` (written by :func:`write_results`)
-    states how many records the run wrote and their (policy, case) digest: a file that does not match
-    is rejected as partial. The merged set must pass
-    :func:`~fwgym.evaluation.records.check_result_set` (no duplicated (policy, case) pair, every
-    policy on the same cases). With ``allow_partial=False``, it must also cover the whole frozen
-    split index, unless every source is a run that declared a subset in its meta (evaluated with a
-    case limit, lead or domain filter: its coverage says so).
-
-    Raises:
-        FileNotFoundError: a path does not exist. ValueError: duplicated or partial results, a
-            truncated file, malformed JSON, a record that lacks a core field or holds a field the
-            schema does not name (the message names ``file:line``).
-    """
-    records: list[dict] = []
-    declared_subset: list[bool] = []
-    seen: dict[tuple[str, str], Path] = {}
-    for p in map(Path, paths):
-        if p.is_dir():
-            p = p / RESULTS_FILE
-        if not p.is_file():
-            raise FileNotFoundError(f"no results file {p}")
-        recs = []
-        for n, r in iter_jsonl(p):
-            check_record(r, required=CORE_FIELDS, where=f"{p}:{n}")
-            recs.append(r)
-        info = _results_info(p)
-        if info is not None:
-            if len(recs) != info.get("records") or _digest(recs) != info.get("sha256"):
-                raise ValueError(f"partial results file {p}: it holds {len(recs)} records but "
-                                 f"{p.parent / 'meta.json'} says {info.get('records')} (or other (policy, case) "
-                                 "pairs); it was truncated or edited")
-            declared_subset.append(not info.get("coverage", {}).get("complete", False))
-        else:
-            declared_subset.append(False)
-        for r in recs:
-            key = (r["policy"], r["case_id"])
-            if key in seen:
-                raise ValueError(f"duplicated result set: policy {key[0]!r} on case {key[1]!r} appears in {seen[key]} "
-                                 f"and {p}; merge each run once")
-            seen[key] = p
-        records += recs
-    if records:
-        check_result_set(records, complete=not allow_partial and not all(declared_subset))
-    return records
-
-
-def run_meta(split: str, policies: Sequence[str], workers: int, sigma: dict | None = None) -> dict:
-    """Provenance written next to results: fwgym version, split, policies, workers, sigma, creation
+def run_meta(split: str, policies: Sequence, workers: int, sigma: dict | None = None) -> dict:
+    """Provenance for :func:`write_results`: fwgym version, split, policies, workers, sigma, creation
     time (UTC, ISO 8601) and the machine's CPU count."""
     from fwgym import __version__
 
-    return {"fwgym_version": __version__, "split": split, "policies": list(policies), "workers": workers,
+    return {"fwgym_version": __version__, "split": split, "policies": [str(p) for p in policies], "workers": workers,
             "sigma": sigma or load_sigma(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "cpu_count": os.cpu_count()}
+

@@ -112,32 +112,21 @@ def _environment():
 
 
 def _read_sources(paths: Sequence[str | Path]) -> tuple[list[dict], list[dict]]:
-    """Records (merged and checked by :func:`fwgym.evaluation.read_results`) and the sources' metadata
-    (``path``, ``suite`` from each source's ``meta.json``, ``created``, ``version``, ``split``).
+    """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
+    suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
+    ``created``, ``version``, ``split``).
 
     Raises:
-        ValueError: sources of different suites, or as :func:`fwgym.evaluation.read_results`.
+        ValueError: sources of different suites or settings, edited records, as :func:`fwgym.evaluation.load_results`.
     """
-    from fwgym.evaluation import read_results
+    from fwgym.evaluation import load_results
 
-    metas = []
-    for p in map(Path, paths):
-        f = p / "results.jsonl" if p.is_dir() else p
-        meta = {}
-        if (f.parent / "meta.json").is_file() and f.name == "results.jsonl":
-            try:
-                meta = json.loads((f.parent / "meta.json").read_text())
-            except ValueError:
-                meta = {}
-        meta = meta if isinstance(meta, dict) else {}
-        metas.append({"path": str(p), "suite": meta.get("suite", "decision"), "created": meta.get("created"),
-                      "version": meta.get("fwgym_version"), "split": meta.get("split")})
-    records = read_results(paths, allow_partial=True)
-    found = sorted({m["suite"] for m in metas})
-    if len(found) > 1:
-        raise ValueError("results of different suites cannot share a report (their scores differ in kind): "
-                         + ", ".join(f"{m['path']} is {m['suite']}" for m in metas))
-    return records, metas
+    rs = load_results(paths, allow_partial=True)
+    suite = rs.settings["suite"]
+    metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
+              "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
+              "split": src.settings.get("split")} for src in rs.sources]
+    return rs.records, metas
 
 
 class _Cases:
@@ -367,7 +356,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
 
     Args:
         results_paths: ``results.jsonl`` files or result directories (merged as by
-            :func:`fwgym.evaluation.read_results`; a directory's ``meta.json`` gives its suite).
+            :func:`fwgym.evaluation.load_results`, which re-scores every record and refuses edited records and
+            runs of different settings; a run directory's manifest gives its suite).
         out_dir: output folder (created; an earlier report there is replaced: its policy and episode
             pages are removed first).
         traces: LLM trace JSONL file(s) (schema in :mod:`fwgym.report.traces`); matched to results by

@@ -208,6 +208,7 @@ class Episode:
         """HINDSIGHT (scorer only; no tool calls it): the realised target, transformed by the scenario
         if any, float64 (24,)."""
         if self._target is None:
-            t = self.case.target()
-            self._target = self.scenario.apply(t) if self.scenario is not None else np.array(t)
+            from fwgym.scorer import realised_target
+
+            self._target = realised_target(self.case, self.scenario)
         return self._target

@@ -92,3 +92,96 @@ def test_reset_agent_dispatch():
         reset_agent(a, {"x": 1})
     reset_agent(object(), {"x": 1})  # no reset: nothing happens
     assert seen == [("kw", {"x": 1}), ("star", ({"x": 1},)), ("kwonly", None)]
+
+
+# --- failures of the agent: harness errors are never scores, agent bugs are the agent's failure ------------------
+
+CID = "elec-PJM-2024-08-11-week_ahead"
+
+
+class _Failing(_InfoReset):
+    """Plans, then fails on its second act (or in reset) with ``exc``; counts its stats calls."""
+
+    name = "failing"
+
+    def __init__(self, exc, where="act", stats=None):
+        super().__init__()
+        self.exc, self.where, self.stats, self.ended = exc, where, stats, []
+
+    def reset(self, info):
+        super().reset(info)
+        if self.where == "reset":
+            raise self.exc
+
+    def act(self, obs):
+        if self.calls == 1:
+            raise self.exc
+        return super().act(obs)
+
+    def episode_stats(self):
+        return self.stats
+
+    def end_episode(self, record):
+        self.ended.append(record)
+
+
+def test_harness_error_abandons_the_episode_unscored():
+    from fwgym.errors import HarnessError
+
+    env = FWBenchEnv("electricity")
+    for where in ("act", "reset"):
+        agent = _Failing(HarnessError("connection refused by 127.0.0.1:9", kind="transport"), where)
+        res = run_episode(env, agent, options={"case_id": CID}, episode_id="1:failing:" + CID)
+        rec = res.record
+        assert rec["status"] == "harness_error" and rec["scored"] is False and rec["harness_kind"] == "transport"
+        assert rec["reason"] == "connection refused by 127.0.0.1:9" and not rec["valid"]
+        assert rec["loss"] is rec["floor"] is rec["R"] is rec["S"] is None and rec["levels"] is None
+        assert rec["case_id"] == CID and rec["cohort"] == "electricity-august" and rec["episode_id"] == "1:failing:" + CID
+        assert rec["calls"] == (1 if where == "act" else 0) and rec["credits"] == 0
+        assert agent.ended == [rec] and agent.infos[-1]["episode_id"] == "1:failing:" + CID
+        with pytest.raises(RuntimeError, match="episode has ended"):  # the env episode is abandoned
+            env.step({"tool": "catalog"})
+    from fwgym.evaluation.records import check_record
+
+    check_record(rec)
+
+
+def test_an_agent_exception_is_the_agents_failure_and_keyboard_interrupt_propagates():
+    env = FWBenchEnv("electricity")
+    for where in ("act", "reset"):
+        agent = _Failing(ZeroDivisionError("division by zero"), where)
+        rec = run_episode(env, agent, options={"case_id": CID}).record
+        assert rec["status"] == "abstained" and rec["scored"] is True and not rec["valid"]
+        assert rec["reason"] == "agent_error: ZeroDivisionError: division by zero"
+        assert rec["S"] > 0 and rec["calls"] == (1 if where == "act" else 0)  # scored invalid, via the env
+    with pytest.raises(KeyboardInterrupt):
+        run_episode(env, _Failing(KeyboardInterrupt(), "act"), options={"case_id": CID})
+    # the env is usable again after a reset
+    assert run_episode(env, _InfoReset(), options={"case_id": CID}).record["valid"]
+
+
+def test_episode_stats_are_merged_and_validated():
+    env = FWBenchEnv("electricity")
+
+    class WithStats(_InfoReset):
+        def __init__(self, stats):
+            super().__init__()
+            self.stats = stats
+
+        def episode_stats(self):
+            if isinstance(self.stats, Exception):
+                raise self.stats
+            return self.stats
+
+    good = {"prompt_tokens": 1200, "completion_tokens": 35, "model_turns": 2, "requests": 3,
+            "request_latency_s": [0.25, 0.5, 0.125], "wall_s": 1.5, "other": "ignored"}
+    rec = run_episode(env, WithStats(good), options={"case_id": CID}).record
+    assert {k: rec[k] for k in good if k != "other"} == {k: v for k, v in good.items() if k != "other"}
+    assert "other" not in rec and rec["valid"]
+    bad = {"prompt_tokens": -1, "completion_tokens": True, "model_turns": 2.5, "requests": "3",
+           "request_latency_s": [0.1, float("nan")], "wall_s": float("inf")}
+    rec = run_episode(env, WithStats(bad), options={"case_id": CID}).record
+    assert all(rec[k] is None for k in bad)
+    with pytest.warns(RuntimeWarning, match="episode_stats"):
+        rec = run_episode(env, WithStats(ValueError("oops")), options={"case_id": CID}).record
+    assert rec["valid"] and rec["prompt_tokens"] is None

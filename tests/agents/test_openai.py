@@ -120,7 +120,8 @@ def test_slow_replies_beyond_the_retries_end_the_episode_as_backend_error(serve,
     srv = serve([Step(completion("late"), sleep=1.0)] * 2)
     agent = agent_for(srv, timeout=0.3, max_retries=1, trace_out=tmp_path / "t.jsonl")
     rec = run_episode(env, agent, options={"case_id": case_id}).record
-    assert not rec["valid"] and rec["status"] == "abstained" and rec["reason"].startswith("backend_error")
+    assert not rec["valid"] and rec["status"] == "harness_error" and not rec["scored"] and rec["S"] is None
+    assert rec["harness_kind"] == "transport" and "Timeout" in rec["reason"]
     assert rec["calls"] == 0 and len(srv.requests) == 2
     (t,) = read_traces(tmp_path / "t.jsonl")
     assert t["agent_status"] == "backend_error" and "Timeout" in t["agent_status_detail"]
@@ -148,9 +149,14 @@ def test_context_length_error_ends_the_episode_with_a_status(serve, env, case_id
 @pytest.mark.parametrize("status", [400, 401, 404])
 def test_configuration_errors_raise(serve, env, case_id, status):
     srv = serve([Step({"error": {"message": "model 'test-model' not found or bad key"}}, status=status)])
+    rec = run_episode(env, agent_for(srv), options={"case_id": case_id}).record  # a harness error, never scored
+    assert rec["status"] == "harness_error" and rec["harness_kind"] == "request_refused" and rec["S"] is None
+    assert f"HTTP {status}" in rec["reason"] and len(srv.requests) == 1
     with pytest.raises(LLMRequestError, match=f"HTTP {status}"):
-        run_episode(env, agent_for(srv), options={"case_id": case_id})
-    assert len(srv.requests) == 1
+        srv2 = serve([Step({"error": {"message": "bad key"}}, status=status)])
+        agent = agent_for(srv2)
+        agent.reset({})
+        agent.act(env.reset(options={"case_id": case_id})[0])
 
 
 def test_api_key_only_from_the_environment_and_never_traced(serve, env, case_id, plan_and_score, tmp_path, monkeypatch):
@@ -217,8 +223,8 @@ def test_cli_evaluate_openai_joins_the_baseline_leaderboard(serve, tmp_path, cap
     assert set(by) == {"openai:test-model", METHOD}
     assert by["openai:test-model"]["valid"] and by["openai:test-model"]["S"] == by[METHOD]["S"]
     assert "openai:test-model" in (out / "leaderboard.md").read_text()
-    meta = json.loads((out / "meta.json").read_text())
-    assert "openai" in json.dumps(meta["policies"][0])  # the label, or the (JSON-able) agent factory
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["settings"]["agents"]["openai:test-model"]["kind"] == "openai"  # the (JSON-able) agent factory
     assert srv.requests[0]["body"]["seed"] == 7 and srv.requests[0]["body"]["temperature"] == 0
     trace_file = out / "traces.jsonl"
     (t,) = read_traces(trace_file)

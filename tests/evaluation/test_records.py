@@ -11,8 +11,10 @@ import fwgym
 from fwgym.agents import run_episode
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import SUITES, evaluate
-from fwgym.evaluation.records import (CORE_FIELDS, ENV_FIELDS, FIELD_MEANINGS, FORECAST_TASK_FIELDS, RECORD_FIELDS,
-                                      Record, check_record, check_result_set, coverage, stored_record)
+from fwgym.agents.base import EPISODE_STATS_KEYS
+from fwgym.evaluation.records import (ACCOUNTING_FIELDS, CORE_FIELDS, ENV_FIELDS, FIELD_MEANINGS, FORECAST_TASK_FIELDS,
+                                      RECORD_FIELDS, RUN_FIELDS, Record, check_record, check_result_set, coverage,
+                                      is_scored, stored_record)
 
 PACKAGE = Path(fwgym.__file__).parent
 
@@ -52,20 +54,28 @@ def test_env_terminal_info_is_the_schema(suite):
             assert info["status"] == status
             assert set(info) - {"tool_result"} == expected, status
             record = run_episode(env, make(), options={"case_id": case.case_id}).record
-            assert set(record) == expected | {"policy"}
+            assert set(record) == expected | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
+            assert record["scored"] is True and record["harness_kind"] is None and record["episode_id"] is None
+            assert all(record[k] is None for k in ACCOUNTING_FIELDS)  # a scripted agent has no episode_stats
+            assert (record["submission"] is not None) == (forecast and status == "submitted")
             check_record(record)
 
 
 def test_schema_fields_types_and_meanings():
-    assert RECORD_FIELDS[0] == "policy" and set(RECORD_FIELDS) == set(ENV_FIELDS) | {"policy"}
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 24
+    assert RECORD_FIELDS[0] == "policy"
+    assert set(RECORD_FIELDS) == set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 34
+    assert RUN_FIELDS == ("episode_id", "scored", "harness_kind")
+    assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",
+                                                       "request_latency_s", "wall_s")
     # the fields of the results files of fwgym 0.1.0, the "core" projection of the behaviour hashes
     assert CORE_FIELDS == ("policy", "case_id", "domain", "cohort", "series_id", "lead", "split", "loss", "floor",
                            "R", "S", "credits", "calls", "valid", "status", "reason", "tool_counts", "levels")
     assert FORECAST_TASK_FIELDS == ("rcrps", "crps", "alpha")
     assert Record.__required_keys__ == frozenset(RECORD_FIELDS) - set(FORECAST_TASK_FIELDS)
     hints = typing.get_type_hints(Record)
-    assert hints["S"] is float and hints["credits"] is int and hints["valid"] is bool
+    assert hints["S"] == float | None and hints["credits"] is int and hints["valid"] is bool  # None: not scored
+    assert hints["scored"] is bool and hints["request_latency_s"] == list[float] | None
     assert hints["levels"] == list[float] | None
     assert all(len(FIELD_MEANINGS[f]) > 10 for f in RECORD_FIELDS)
     assert all(f"        {f} (" in Record.__doc__ for f in RECORD_FIELDS)
@@ -141,6 +151,12 @@ def test_partial_or_duplicated_result_sets_are_rejected():
         check_result_set(recs[:2] + recs[:1])
     with pytest.raises(ValueError, match="no result records"):
         check_result_set([])
+    harness = {**recs[0], "status": "harness_error", "scored": False, "S": None, "R": None, "loss": None,
+               "floor": None, "valid": False}
+    assert not is_scored(harness) and is_scored(recs[0])
+    with pytest.raises(ValueError, match=r"incomplete result set: policy 'p' has 1 harness_error episode\(s\) with "
+                                         r"no score .* `fwgym evaluate --resume DIR`"):
+        check_result_set([harness, recs[1]])
     real = evaluate(["weekday_empirical"], split="test", limit=3, progress=False)
     with pytest.raises(ValueError, match="partial result set: it covers 6 of the 1259 cases"):
         check_result_set(real, complete=True)

@@ -1,4 +1,4 @@
-"""Results files (fwgym.evaluation.results): every schema field round-trips, meta.json pins the records,
+"""Results files (fwgym.evaluation.results): every schema field round-trips, the manifest pins the records,
 files of fwgym 0.1.0 (core fields only) still read, malformed files are refused with file:line."""
 import json
 
@@ -7,7 +7,7 @@ from scripted_agents import BuyThenSubmitQuantiles, GiveUp
 
 from fwgym.evaluation import (CORE_FIELDS, FORECAST_TASK_FIELDS, RECORD_FIELDS, SUITES, evaluate, leaderboard,
                               read_results, write_results)
-from fwgym.evaluation.records import ENV_FIELDS
+from fwgym.evaluation.records import ACCOUNTING_FIELDS, ENV_FIELDS, RUN_FIELDS
 from fwgym.jsonl import write_jsonl
 
 
@@ -21,8 +21,10 @@ def test_results_roundtrip_and_leaderboard(tmp_path):
     assert rows[0]["S"] == 0.0 and rows[1]["S"] > 0
     assert paths["csv"].read_text().startswith("policy,")
     assert paths["markdown"].read_text().startswith("| policy | S |")
-    meta = json.loads(paths["meta"].read_text())
-    assert meta["k"] == 1 and meta["results"]["records"] == 40 and meta["results"]["cases"] == 20
+    manifest = json.loads(paths["manifest"].read_text())
+    assert manifest["extra"]["k"] == 1 and manifest["records"]["count"] == 40 and manifest["status"] == "complete"
+    assert manifest["coverage"]["cases"] == 20 and manifest["settings"]["suite"] == "decision"
+    assert not (tmp_path / "run" / "meta.json").exists()  # one manifest per run directory
     with pytest.raises(ValueError, match="duplicate"):
         read_results([tmp_path / "run", tmp_path / "run"])
 
@@ -53,7 +55,7 @@ def test_decision_suite_results_file_holds_the_env_fields(tmp_path):
     recs = evaluate(["seasonal_empirical"], split="test", limit=2, progress=False)
     write_results(recs, tmp_path / "d")
     line = json.loads((tmp_path / "d" / "results.jsonl").read_text().splitlines()[0])
-    assert set(line) == {"policy", *ENV_FIELDS} - set(FORECAST_TASK_FIELDS)
+    assert set(line) == {"policy", *ENV_FIELDS, *RUN_FIELDS, *ACCOUNTING_FIELDS} - set(FORECAST_TASK_FIELDS)
     assert line["scenario"] is None and line["budget_left"] == 113_726 - line["credits"]
     assert line["forecast_crps"]["f1"]["model"] == "seasonal_empirical" and line["forecast_crps"]["f1"]["crps"] > 0
     assert read_results([tmp_path / "d"]) == recs
@@ -63,9 +65,9 @@ def test_results_of_fwgym_0_1_0_still_read(tmp_path):
     # fwgym 0.1.0 wrote only the core fields (and None for absent ones): such files read, the leaderboard is the same
     recs = evaluate(["weekday_empirical", "hour_of_day_empirical"], split="test", limit=2, progress=False)
     write_results(recs, tmp_path / "new")
-    old = tmp_path / "old"
-    write_results(recs, old)
+    old = tmp_path / "old"  # a run directory of fwgym 0.1.0: results.jsonl and meta.json, no manifest
     write_jsonl(old / "results.jsonl", [{k: r.get(k) for k in CORE_FIELDS} for r in recs], sort_keys=True)
+    (old / "meta.json").write_text(json.dumps({"suite": "decision", "split": "test"}))
     back = read_results([old])
     assert [set(r) for r in back] == [set(CORE_FIELDS)] * len(recs)
     assert leaderboard(back, reference="auto") == leaderboard(read_results([tmp_path / "new"]), reference="auto")
@@ -78,7 +80,7 @@ def test_meta_pins_the_records_and_declared_subsets(tmp_path):
     assert len(read_results([run], allow_partial=False)) == 6  # the run declared its subset (limit 3)
     lines = (run / "results.jsonl").read_text().splitlines()
     (run / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(ValueError, match="partial results file"):
+    with pytest.raises(ValueError, match="holds 5 records but the run wrote 6"):
         read_results([run])
     # a bare results file claims the whole split
     bare = tmp_path / "bare.jsonl"

@@ -65,3 +65,22 @@ def test_policy_names_and_progress():
     seen = []
     recs = evaluate([Named], split="test", limit=2, progress=seen.append)
     assert sum(seen) == 4 and {(r["policy"], r["status"], r["valid"]) for r in recs} == {("mine", "abstained", False)}
+
+
+def test_concurrency_gives_the_records_of_one_episode_at_a_time():
+    # threads, each with its own env and agent, against one deterministic scripted endpoint: the same records
+    from fwgym.agents.factory import LLMAgentFactory
+    from fwgym.testing.chat_server import ScriptedChatServer, plan_then_answer
+
+    with ScriptedChatServer(respond=plan_then_answer("weekday_empirical"), delay=0.02) as srv:
+        factory = LLMAgentFactory(kind="openai", model="test-model", base_url=srv.url, timeout=10.0, max_retries=0)
+        kw = dict(policies=[factory, "weekday_empirical"], split="test", limit=6, progress=False)
+        one = evaluate(concurrency=1, **kw)
+        many = evaluate(concurrency=5, **kw)
+        assert len(srv.requests) == 2 * 2 * 12
+    assert json.dumps(one, sort_keys=True) == json.dumps(many, sort_keys=True)
+    agent = [r for r in one if r["policy"] == "openai:test-model"]
+    base = {r["case_id"]: r["S"] for r in one if r["policy"] == "weekday_empirical"}
+    assert len(agent) == 12 and all(r["valid"] and r["S"] == base[r["case_id"]] for r in agent)
+    with pytest.raises(ValueError, match="concurrency"):
+        evaluate(["weekday_empirical"], limit=1, progress=False, concurrency=0)

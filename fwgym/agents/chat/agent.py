@@ -9,12 +9,15 @@ budget, visible-history window) configures the session, so nothing is read back 
 
 Ending an episode early. When the backend cannot go on, :meth:`complete` raises
 :class:`ContextExhausted` (the prompt no longer fits: HTTP 400 mentioning the context, or a prompt
-longer than the local model's window) or :class:`BackendUnavailable` (transport failures after the
-retries); the agent then records the status (``"context_exhausted"`` / ``"backend_error"``; also
+longer than the local model's window): the agent records the status (``"context_exhausted"``; also
 ``"max_turns"`` when the safety bound on model turns is hit) and abandons with the env's ``abstain``
 tool: the episode ends invalid with status ``abstained`` and ``reason`` starting with the agent
-status (e.g. ``"context_exhausted: ..."``), at no call and no credit. Configuration errors (bad API key, unknown model, a request the server
-refuses for another reason) raise :class:`LLMRequestError` instead: they are not the model's fault.
+status (e.g. ``"context_exhausted: ..."``), at no call and no credit. Failures that are not the
+model's raise a :class:`~fwgym.errors.HarnessError` out of :meth:`ChatAgent.act`:
+:class:`BackendUnavailable` (transport failures after the retries) and :class:`LLMRequestError`
+(bad API key, unknown model, a request the server refuses for another reason); the trace records
+``agent_status`` ``"backend_error"`` and :func:`fwgym.agents.run_episode` ends the episode as
+``harness_error``, never scored.
 
 Traces (:mod:`fwgym.agents.chat.traces`). With ``trace_out`` set, one JSON line per episode is
 appended to that file (locked while writing, so evaluation worker processes can share it). The score
@@ -31,6 +34,7 @@ from typing import Any, Mapping, Sequence
 
 from fwgym.agents.chat.session import REPLY_ERROR_TOOL, ChatSession, ModelReply
 from fwgym.agents.chat.traces import add_record, append_jsonl, finish_trace, new_trace, reply_json
+from fwgym.errors import HarnessError
 
 ABANDON_STATUSES = ("context_exhausted", "backend_error", "max_turns")
 
@@ -39,13 +43,21 @@ class ContextExhausted(RuntimeError):
     """The conversation no longer fits the model's context window (ends the episode)."""
 
 
-class BackendUnavailable(RuntimeError):
-    """The backend could not answer after the allowed retries (ends the episode)."""
+class BackendUnavailable(HarnessError):
+    """The backend could not answer after the allowed retries: a :class:`~fwgym.errors.HarnessError`
+    (the episode ends as ``harness_error``, not scored)."""
+
+    def __init__(self, message: str, kind: str = "transport"):
+        super().__init__(message, kind)
 
 
-class LLMRequestError(RuntimeError):
+class LLMRequestError(HarnessError):
     """The backend refused the request for a reason that is not the model's fault (bad key, unknown
-    model, unsupported parameter). Raised to the caller; fix the configuration and rerun."""
+    model, unsupported parameter): a :class:`~fwgym.errors.HarnessError` (the episode ends as
+    ``harness_error``, not scored); fix the configuration and resume the run."""
+
+    def __init__(self, message: str, kind: str = "request_refused"):
+        super().__init__(message, kind)
 
 
 class ChatAgent:
@@ -95,6 +107,7 @@ class ChatAgent:
         self.trace: dict | None = None
         self.status = "idle"
         self._episode: Mapping | None = None
+        self._episode_id: str | None = None
         self._flushed = True
         self._t0 = 0.0
 
@@ -128,6 +141,7 @@ class ChatAgent:
         self.session = None
         self.status = "idle"
         self._episode = (info or {}).get("episode")
+        self._episode_id = (info or {}).get("episode_id")  # the runner's id: the trace line and the record share it
 
     def act(self, observation: Mapping) -> dict:
         """The next env action (a dict ``{"tool": NAME, "args": {...}}``). Never raises for model output;
@@ -149,8 +163,11 @@ class ChatAgent:
             reply = self.complete(list(s.messages), s.tool_schemas())
         except ContextExhausted as exc:
             return self._abandon("context_exhausted", str(exc))
-        except BackendUnavailable as exc:
-            return self._abandon("backend_error", str(exc))
+        except HarnessError as exc:  # the backend failed, not the model: run_episode ends the episode unscored
+            self.status = "backend_error"
+            if self.trace is not None:
+                self.trace["agent_status"], self.trace["agent_status_detail"] = "backend_error", str(exc)[:2000]
+            raise
         if reply.content and len(reply.content) > self.max_reply_chars:
             n = len(reply.content)
             reply = dataclasses.replace(
@@ -190,6 +207,7 @@ class ChatAgent:
         self.status = "running"
         self._t0 = time.perf_counter()
         self.trace = new_trace(self.name, self.backend, self.describe(), self.native_tools, self.session.tools)
+        self.trace["episode_id"] = getattr(self, "_episode_id", None)
         self._flushed = False
 
     def _abandon(self, status: str, detail: str) -> dict:

@@ -19,7 +19,7 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--max-tokens",), {"type": int, "default": None, "dest": "max_tokens",
                          "help": "max tokens per LLM reply (transformers default 512)"}),
     (("--trace-out",), {"default": None, "dest": "trace_out",
-                        "help": "JSONL file for one trace per episode (default <out>/traces.jsonl; overwritten)"}),
+                        "help": "JSONL file for one trace per episode (default <run directory>/traces.jsonl; appended)"}),
     (("--agent-name",), {"default": None, "dest": "agent_name", "help": "policy name of the LLM agent in results"}),
     (("--max-tool-chars",), {"type": int, "default": None, "dest": "max_tool_chars",
                              "help": "truncate tool results longer than this in the chat (default: never)"}),
@@ -38,7 +38,8 @@ def add_common_arguments(group) -> None:
 
 
 def trace_path(args) -> str:
-    """``--trace-out``, else ``<--out or results/<split>>/traces.jsonl``."""
+    """``--trace-out``, else ``<--out>/traces.jsonl`` (``fwgym evaluate`` sets ``--out`` to the run directory
+    before it builds the agent)."""
     if getattr(args, "trace_out", None):
         return str(args.trace_out)
     out = getattr(args, "out", None) or f"results/{getattr(args, 'split', 'test')}"
@@ -46,10 +47,9 @@ def trace_path(args) -> str:
 
 
 def start_trace_file(path: str) -> None:
-    """Truncate (create) the trace file at the start of a run."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("")
+    """Make sure the trace file's folder exists (traces are appended; a run directory starts empty and a
+    resumed run keeps its traces, so the file is never truncated)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def common_kwargs(args) -> dict:

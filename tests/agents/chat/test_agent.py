@@ -223,7 +223,11 @@ def test_context_exhausted_and_backend_error_end_the_episode_with_a_status(env, 
                         (BackendUnavailable("no reply after 4 attempts"), "backend_error")):
         agent = ScriptedChatAgent(['{"tool": "catalog"}', exc], trace_out=trace)
         rec = run_episode(env, agent, options={"case_id": case_id}).record
-        assert not rec["valid"] and rec["status"] == "abstained" and rec["reason"].startswith(status)
+        if status == "backend_error":  # the backend's failure, not the model's: a harness error, never scored
+            assert rec["status"] == "harness_error" and not rec["scored"] and rec["S"] is None
+            assert rec["harness_kind"] == "transport" and rec["reason"] == "no reply after 4 attempts"
+        else:
+            assert not rec["valid"] and rec["status"] == "abstained" and rec["reason"].startswith(status)
         assert rec["calls"] == 1 and agent.trace["agent_status"] == status
     lines = [json.loads(x) for x in trace.read_text().splitlines()]
     assert [t["agent_status"] for t in lines] == ["context_exhausted", "backend_error"]

@@ -1,0 +1,273 @@
+"""The run manifest (``manifest.json``): what a run directory was produced with, and hashes of what it holds.
+
+Every run of ``fwgym evaluate`` writes one into its directory when it starts and rewrites it
+(atomically) when a session ends, so a reader knows the command, every setting, the code and
+package versions, the model revisions and the agents' preflight answers, and can check that the
+records are the ones the run wrote. Format (``manifest_version`` 1; JSON, keys sorted)::
+
+    {
+      "manifest_version": 1,
+      "run_id": "<32 hex>",                      # random, fixed for the run
+      "status": "running" | "interrupted" | "incomplete" | "complete",
+      "created": ISO time, "updated": ISO time,
+      "command": ["fwgym", "evaluate", ...],     # the first session's command line
+      "args": {...},                             # its options (what --resume rebuilds the run from)
+      "settings": {                              # what makes records comparable; --resume refuses a change
+        "suite", "split", "domains", "lead", "limit", "cases": [ids], "cases_sha256", "n_cases",
+        "policies": [row names], "agents": {name: factory settings (no credentials)},
+        "env_kwargs", "sigma", "budget", "scenario_seed", "credit_weight", "forecast_pool",
+        "fwgym_version", "scorer_version"
+      },
+      "environment": {"fwgym_version", "scorer_version", "python", "platform", "packages": {name: version},
+                      "git": {"commit", "dirty"} | null},
+      "models": {model: {"class", "model_id", "revision", "snapshot", "available", "source", "reason", "loaded"}},
+      "preflight": {policy: dict},               # the agent factories' preflight() answers
+      "policies_without_model": {policy: why},
+      "sessions": [{"session", "started", "ended", "command", "workers", "concurrency", "backend",
+                    "episodes", "status", "environment"}],
+      "counts": {"expected", "recorded", "missing", "by_status": {...}, "harness_error", "agent_error", "scored"},
+      "records": {"file": "results.jsonl", "count", "sha256", "sha256_by_line": [...], "superseded"},
+      "coverage": {...}                          # fwgym.evaluation.records.coverage of the first policy
+    }
+
+``records.sha256`` is the sha256 of the whole records file; ``sha256_by_line[i]`` that of the canonical
+JSON (:func:`canonical_json`) of the record on line ``i + 1``. Credentials are never written: agent
+settings are the factories' own (which hold the name of the key's environment variable, never the key),
+and :func:`write_manifest` refuses to write a manifest containing the value of a variable they name.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import uuid
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from fwgym.jsonl import to_jsonable
+
+__all__ = ["MANIFEST_FILE", "MANIFEST_VERSION", "PACKAGES", "COMPARED_SETTINGS", "canonical_json", "record_sha256",
+           "file_sha256", "now", "new_run_id", "environment", "git_info", "model_revisions", "describe_policy",
+           "write_manifest", "read_manifest", "settings_differences"]
+
+#: name of a run directory's manifest
+MANIFEST_FILE = "manifest.json"
+#: version of the manifest format above
+MANIFEST_VERSION = 1
+#: distributions whose versions the manifest records (when installed)
+PACKAGES: tuple[str, ...] = ("numpy", "numba", "gymnasium", "torch", "chronos-forecasting", "timesfm", "openai",
+                             "statsmodels", "transformers", "stable-baselines3", "scoringrules")
+#: the settings that must be equal for runs to share a leaderboard (fwgym.evaluation.results)
+COMPARED_SETTINGS: tuple[str, ...] = ("suite", "split", "sigma", "budget", "scenario_seed", "credit_weight",
+                                      "scorer_version", "fwgym_version")
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of ``value`` (keys sorted, no whitespace, ASCII): what record hashes cover."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=to_jsonable)
+
+
+def record_sha256(record: Mapping) -> str:
+    """sha256 (hex) of a record's canonical JSON."""
+    return hashlib.sha256(canonical_json(record).encode()).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    """A random run id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+@functools.lru_cache(maxsize=None)
+def git_info(path: str | None = None) -> dict | None:
+    """``{"commit", "dirty"}`` of the git checkout holding ``path`` (default: the fwgym package), or
+    ``None`` outside a checkout (an installed wheel) or without git."""
+    where = Path(path) if path else Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(dirty)} if commit else None
+
+
+def environment() -> dict:
+    """Versions of what produced the records: fwgym, the scorer, Python, the platform, :data:`PACKAGES`
+    (installed ones) and the git commit of the fwgym checkout (``None`` outside one)."""
+    from fwgym import __version__
+    from fwgym.scoring import SCORER_VERSION
+
+    packages = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"fwgym_version": __version__, "scorer_version": SCORER_VERSION, "python": platform.python_version(),
+            "platform": platform.platform(), "packages": packages, "git": git_info()}
+
+
+def _snapshot(model_id: str, revision: str | None) -> str | None:
+    """The Hugging Face cache snapshot (commit) a hub model resolves to, if cached."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        path = try_to_load_from_cache(model_id, "config.json", revision=revision)
+    except Exception:  # noqa: BLE001 - provenance only
+        return None
+    if not isinstance(path, str):
+        return None
+    parts = Path(path).parts
+    return parts[parts.index("snapshots") + 1] if "snapshots" in parts and parts[-1] == "config.json" else None
+
+
+def model_revisions(models: Iterable[str]) -> dict[str, dict]:
+    """Provenance of each priced forecast model of the pool in this process: its forecaster class,
+    hub id, pinned revision, the cache snapshot it resolves to, whether weights are available (and
+    why not), and whether it was loaded here (``loaded``; forecasts made in worker processes load
+    there)."""
+    from fwgym.forecasters.registry import get_forecaster
+
+    out = {}
+    for m in models:
+        try:
+            f = get_forecaster(m)
+            av = f.availability()
+        except Exception as exc:  # noqa: BLE001 - provenance only
+            out[m] = {"available": False, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            continue
+        model_id = getattr(f, "model_id", None) or None
+        local_dir = getattr(f, "local_dir", None)
+        out[m] = {"class": f"{type(f).__module__}.{type(f).__qualname__}", "model_id": model_id,
+                  "revision": getattr(f, "revision", None), "local_dir": str(local_dir) if local_dir else None,
+                  "snapshot": _snapshot(model_id, f.revision) if model_id and av.source == "hf-cache" else None,
+                  "available": bool(av.available), "source": av.source, "reason": av.reason[:500],
+                  "loaded": getattr(f, "_model", None) is not None}
+    return out
+
+
+_SECRET_KEYS = frozenset({"api_key", "apikey", "key", "password", "secret", "token", "authorization", "auth"})
+
+
+def describe_policy(policy: Any) -> Any:
+    """A JSON description of a policy for the manifest: a name as is; a dict factory (e.g.
+    :class:`fwgym.agents.factory.LLMAgentFactory`) as its items (keys that name a credential dropped);
+    a ``functools.partial`` as its function, arguments and keywords; a class or function as its
+    qualified name; anything else as its type's qualified name. Stable across processes (no addresses)."""
+    if isinstance(policy, str):
+        return policy
+    if isinstance(policy, Mapping):
+        return {str(k): describe_policy(v) if callable(v) else v for k, v in policy.items()
+                if str(k).lower() not in _SECRET_KEYS}
+    if isinstance(policy, functools.partial):
+        return {"partial": describe_policy(policy.func), "args": [describe_policy(a) if callable(a) else a
+                                                                  for a in policy.args],
+                "keywords": {k: describe_policy(v) if callable(v) else v for k, v in policy.keywords.items()
+                             if k.lower() not in _SECRET_KEYS}}
+    if isinstance(policy, type) or callable(policy) and hasattr(policy, "__qualname__"):
+        return f"{getattr(policy, '__module__', '?')}.{policy.__qualname__}"
+    return f"{type(policy).__module__}.{type(policy).__qualname__}"
+
+
+def _secret_values(manifest: Mapping) -> list[str]:
+    """Values of the environment variables the manifest's agents name as key variables (``*_env`` settings)."""
+    names = set()
+
+    def walk(o):
+        if isinstance(o, Mapping):
+            for k, v in o.items():
+                if isinstance(k, str) and k.endswith("key_env") and isinstance(v, str):
+                    names.add(v)
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(manifest)
+    return [os.environ[n] for n in names if len(os.environ.get(n) or "") >= 8]
+
+
+def write_manifest(run_dir: str | os.PathLike, manifest: Mapping) -> Path:
+    """Write ``manifest.json`` into ``run_dir`` atomically (a temporary file, fsync, ``os.replace``).
+
+    Raises:
+        ValueError: the manifest holds the value of an API-key variable an agent setting names.
+        OSError: it cannot be written.
+    """
+    path = Path(run_dir) / MANIFEST_FILE
+    text = json.dumps(manifest, indent=1, sort_keys=True, default=to_jsonable) + "\n"
+    leaked = [v for v in _secret_values(manifest) if v in text]
+    if leaked:
+        raise ValueError("refusing to write a run manifest that contains an API key (an agent setting holds the "
+                         "value of its key variable); pass keys through the environment only")
+    tmp = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_manifest(run_dir: str | os.PathLike) -> dict | None:
+    """The manifest of ``run_dir`` (``None`` when it has none).
+
+    Raises:
+        ValueError: ``manifest.json`` is not a JSON object of a known manifest version.
+    """
+    path = Path(run_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a JSON run manifest ({exc})") from None
+    if not isinstance(data, dict) or data.get("manifest_version") != MANIFEST_VERSION:
+        raise ValueError(f"{path}: not a run manifest of version {MANIFEST_VERSION} "
+                         f"(manifest_version {data.get('manifest_version') if isinstance(data, dict) else None!r})")
+    return data
+
+
+def settings_differences(old: Mapping, new: Mapping, keys: Iterable[str] | None = None) -> list[str]:
+    """``["name: old -> new", ...]`` for every setting (of ``keys``, default all of both) that differs."""
+    names = list(keys) if keys is not None else sorted(set(old) | set(new))
+    out = []
+    for k in names:
+        a, b = old.get(k), new.get(k)
+        if canonical_json(a) != canonical_json(b):
+            if k == "cases":
+                a_ids, b_ids = set(a or ()), set(b or ())
+                out.append(f"cases: {len(a_ids)} -> {len(b_ids)} case ids ({len(a_ids - b_ids)} dropped, "
+                           f"{len(b_ids - a_ids)} new)")
+            else:
+                out.append(f"{k}: {_short(a)} -> {_short(b)}")
+    return out
+
+
+def _short(v: Any, limit: int = 160) -> str:
+    text = canonical_json(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
