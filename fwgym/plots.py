@@ -153,7 +153,7 @@ def infer_suite(records: Sequence[dict], suite: str | None = None) -> str:
     """The suite of records: ``suite`` when given (checked), else ``"forecast"`` when they carry
     ``rcrps``, ``"context"`` when they name a ``scenario``, else ``"decision"``.
 
-    Result files do not name their suite: pass the one of their ``meta.json`` (:func:`results_suite`).
+    Result files do not name their suite: pass the one of their run manifest (:func:`results_suite`).
 
     Raises:
         ValueError: an unknown suite name.
@@ -170,23 +170,30 @@ def infer_suite(records: Sequence[dict], suite: str | None = None) -> str:
 
 
 def results_suite(paths: Iterable[str | Path] | str | Path) -> str | None:
-    """The suite named by the ``meta.json`` of result directories (or of ``results.jsonl`` files'
-    folders); ``None`` when no source names one (results written without a suite are the decision suite's).
+    """The suite named by the run manifest (``manifest.json``; ``meta.json`` of fwgym 0.1.0 results) of
+    result directories (or of ``results.jsonl`` files' folders); ``None`` when no source names one
+    (results written without a suite are the decision suite's).
 
     Raises:
-        ValueError: sources of different suites (their numbers are not comparable).
+        ValueError: sources of different suites (their numbers are not comparable), or a malformed manifest.
     """
+    from fwgym.evaluation.manifest import read_manifest
+
     if isinstance(paths, (str, Path)):
         paths = [paths]
     found: dict[str, str] = {}
     for p in map(Path, paths):
-        meta = (p if p.is_dir() else p.parent) / "meta.json"
         if p.is_file() and p.name != "results.jsonl":
             continue
-        try:
-            s = json.loads(meta.read_text()).get("suite")
-        except (OSError, ValueError, AttributeError):
-            s = None
+        folder = p if p.is_dir() else p.parent
+        manifest = read_manifest(folder)
+        if manifest is not None:
+            s = (manifest.get("settings") or {}).get("suite")
+        else:
+            try:
+                s = json.loads((folder / "meta.json").read_text()).get("suite")
+            except (OSError, ValueError, AttributeError):
+                s = None
         if s is not None:
             found[str(p)] = str(s)
     suites = sorted(set(found.values()))
@@ -732,7 +739,7 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         panels: ``"all"`` (one panel of every case), ``"domains"`` (one per domain), ``"both"``, or
             ``"auto"`` (``"all"`` in one column, else the all-cases panel plus one per domain when
             several are present).
-        suite: the records' suite (default: :func:`infer_suite`; result files name it in ``meta.json``,
+        suite: the records' suite (default: :func:`infer_suite`; their run manifest names it,
             see :func:`results_suite`).
         style: ``"paper"`` or ``"screen"`` (:data:`STYLES`). columns: 1 (3.3 in wide in the paper
             style) or 2 (7.0 in); default 1 for one panel, else 2.
@@ -1218,7 +1225,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
             edges, a middle column the median). Default: the policy's own distribution when it is a
             fixed classical or available priced policy, else none.
         history_hours: hours of visible history shown before the cut-off (1..336).
-        suite: the record's suite (default: :func:`infer_suite`; result files name it in ``meta.json``).
+        suite: the record's suite (default: :func:`infer_suite`; their run manifest names it).
         traces: agent trace JSONL file(s) (:mod:`fwgym.report.traces`): the forecasts the policy bought
             on this case are drawn, and in the forecast suite its submitted forecast.
         zoom: add a target-day panel (default: week-ahead cases only).

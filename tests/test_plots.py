@@ -272,9 +272,11 @@ def test_case_figure_forecast_submission_and_traces(forecast_dir, tmp_path):
     out, recs = forecast_dir
     assert plots.results_suite(out) == "forecast" and plots.results_suite(out / "results.jsonl") == "forecast"
     rec = next(r for r in recs if r["policy"] == "hour_of_day_empirical_samples" and r["lead"] == "week_ahead")
-    fig = plots.case_figure(recs, rec["case_id"], rec["policy"], suite="forecast")
-    assert any("not in the record" in a.get_title(loc="left") for a in fig.get_axes())  # said, not hidden
-    # a record that carries its submission (the record schema of a later version)
+    assert plots.submitted_forecast(rec)[0] == rec["submission"]["kind"]  # records carry what was submitted
+    bare = {**rec, "submission": None}  # a record without it (fwgym 0.1.0 results): said, not hidden
+    fig = plots.case_figure([bare], rec["case_id"], rec["policy"], suite="forecast")
+    assert any("not in the record" in a.get_title(loc="left") for a in fig.get_axes())
+    # a record that carries its submission in the submit tool's form
     q = np.sort(np.random.default_rng(3).normal(1500, 80, size=(24, 9)), axis=1)
     rec2 = {**rec, "submission": {"quantiles": q.tolist()}}
     assert plots.submitted_forecast(rec2)[0] == "quantiles"
@@ -286,7 +288,8 @@ def test_case_figure_forecast_submission_and_traces(forecast_dir, tmp_path):
     # traces: the bought forecast and the submission from the trace's steps
     trace = tmp_path / "t.jsonl"
     _forecast_trace(trace, rec, q + 10)
-    fig = plots.case_figure(recs, rec["case_id"], rec["policy"], suite="forecast", traces=[trace])
+    bare_recs = [{**r, "submission": None} for r in recs]  # the trace's submit is the one shown
+    fig = plots.case_figure(bare_recs, rec["case_id"], rec["policy"], suite="forecast", traces=[trace])
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "f1 seasonal_empirical 10-90%" in labels and "submitted forecast 10-90%" in labels
     assert any(np.allclose(np.asarray(ln.get_ydata(), float), q[:, 4] + 10) for ln in fig.get_axes()[1].get_lines())
@@ -317,7 +320,7 @@ def test_suite_helpers(tmp_path, run_dir):
     assert plots.infer_suite([{"scenario": "heavy_rain"}]) == "context"
     with pytest.raises(ValueError, match="unknown suite"):
         plots.infer_suite(recs, "nope")
-    assert plots.results_suite(out) is None  # written without a suite: the decision suite's
+    assert plots.results_suite(out) == "decision"  # the manifest of results written without a suite names the decision suite
     for name, suite in (("a", "forecast"), ("b", "context")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "meta.json").write_text(json.dumps({"suite": suite}))

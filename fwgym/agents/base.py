@@ -35,8 +35,13 @@ Failures. The loop never lets an agent's failure crash an evaluation:
   (:meth:`fwgym.envs.fwbench.FWBenchEnv.abandon`): the record has status ``"harness_error"``, ``scored``
   False, no loss/floor/R/S, the message as ``reason`` and ``harness_kind``; it is never aggregated and
   ``fwgym evaluate --resume`` reruns it.
-* Any other ``Exception`` from ``reset`` or ``act`` (a bug in the agent) ends the episode as the agent's
-  failure through the env: an ``abstain`` with reason ``"agent_error: Type: message"``, scored invalid.
+* Any other ``Exception`` from ``reset`` or ``act`` (a bug in the agent): with ``agent_errors="score"``
+  (what :func:`fwgym.evaluation.evaluate` uses for agents that are not fwgym's named policies: LLM,
+  learned, isolated and ``module:factory`` agents) it ends the episode as the agent's failure through
+  the env: an ``abstain`` with reason ``"agent_error: Type: message"``, scored invalid. With
+  ``agent_errors="raise"`` (the default of :func:`run_episode`, and what the evaluation uses for fwgym's
+  own named baselines and oracles, whose exceptions are bugs or misconfigurations that must not become
+  an invalid row) it propagates.
 * ``KeyboardInterrupt`` (and other ``BaseException``) propagates.
 
 Agent factories (zero-argument callables that the runner calls to build an agent per worker or
@@ -120,7 +125,8 @@ def _takes_argument(fn: Any) -> bool:
 
 
 def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: dict | None = None,
-                max_steps: int = 1000, keep_actions: bool = False, episode_id: str | None = None) -> EpisodeResult:
+                max_steps: int = 1000, keep_actions: bool = False, episode_id: str | None = None,
+                agent_errors: str = "raise") -> EpisodeResult:
     """Play one episode of ``env`` with ``agent``.
 
     The loop: ``obs, info = env.reset(...)``; :func:`reset_agent` (``agent.reset(info)`` or
@@ -136,14 +142,20 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         max_steps: safety bound on steps.
         keep_actions: store the actions in the result.
         episode_id: the episode's id in its run (stored in the record, given to the agent in the reset info).
+        agent_errors: ``"raise"`` (default): an exception from the agent's ``reset``/``act`` propagates;
+            ``"score"``: it ends the episode as the agent's failure (abstain, scored invalid).
 
     Returns:
         :class:`EpisodeResult`.
 
     Raises:
         RuntimeError: the episode did not end within ``max_steps`` steps.
+        ValueError: ``agent_errors`` is neither ``"raise"`` nor ``"score"``.
         KeyboardInterrupt: from the agent or the env (the episode is lost, nothing is recorded).
+        Exception: the agent's own, with ``agent_errors="raise"``.
     """
+    if agent_errors not in ("raise", "score"):
+        raise ValueError(f"agent_errors must be 'raise' or 'score', got {agent_errors!r}")
     obs, info = env.reset(seed=seed, options=options)
     if episode_id is not None:
         info = {**info, "episode_id": episode_id}
@@ -153,6 +165,8 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     except HarnessError as exc:
         return _finish(env, agent, _harness_record(env, info, exc), episode_id, 0.0, 0, actions)
     except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
+        if agent_errors == "raise":
+            raise
         failure = _agent_error_action(exc)
     if getattr(agent, "requires_hindsight", False):
         agent.set_hindsight(env.unwrapped.hindsight())
@@ -165,6 +179,8 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
             except HarnessError as exc:
                 return _finish(env, agent, _harness_record(env, info, exc), episode_id, total, step - 1, actions)
             except Exception as exc:  # noqa: BLE001
+                if agent_errors == "raise":
+                    raise
                 action = failure = _agent_error_action(exc)
         if keep_actions:
             actions.append(action)

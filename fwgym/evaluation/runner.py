@@ -22,10 +22,11 @@ from functools import partial
 from typing import Callable, Iterable, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
-from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy
+from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models
 from fwgym.cases import build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
+from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
 from fwgym.evaluation.rundir import RunDir, append_record, episode_id
 
@@ -137,7 +138,9 @@ def _play(item: tuple, agents: list, job: _Job) -> dict:
     key = _env_key(domain, job.split, job.sigma, job.env_kwargs)
     env = _take_env(key)
     try:
-        record = run_episode(env, agents[pi], options={"case_id": case_id}, episode_id=eid).record
+        named = isinstance(job.policies[pi], str)  # fwgym's own policies: an exception is a bug, never a row
+        record = run_episode(env, agents[pi], options={"case_id": case_id}, episode_id=eid,
+                             agent_errors="raise" if named else "score").record
     finally:
         _give_env(key, env)
     check_record(record, where=f"{record['policy']} on {case_id}")
@@ -309,6 +312,12 @@ def policy_labels(policies: Sequence, env_kwargs: dict | None = None) -> list[st
     labels = [policy_label(p) for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"policy names repeat: {labels}")
+    pool = set(check_models((env_kwargs or {}).get("models")))
+    outside = {p: [m for m in policy_models(p) if m not in pool] for p in policies if isinstance(p, str)}
+    outside = {p: ms for p, ms in outside.items() if ms}
+    if outside:
+        raise ValueError(f"policies buy models outside the env's forecast pool {sorted(pool)}: {outside}; pass "
+                         "env_kwargs={'models': ...} with those models (e.g. fwgym.forecasters.EXTENDED_MODELS)")
     if (env_kwargs or {}).get("task") == "forecast":
         deciding = [p for p in policies if isinstance(p, str) and p not in FORECAST_TASK_POLICIES]
         if deciding:

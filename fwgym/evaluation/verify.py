@@ -137,7 +137,7 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
             if not isinstance(sub, Mapping) or sub.get("kind") not in ("quantiles", "samples"):
                 raise ValueError("a valid forecast record holds no submission {'kind', 'values'} to re-score")
             try:
-                submission = validate_forecast({sub["kind"]: sub.get("values")})
+                submission = validate_forecast({sub["kind"]: sub.get("values")}, case.scale)
             except PlanError as exc:
                 raise ValueError(f"its submission is not a valid forecast ({exc.code}: {exc.message})") from None
         elif sub is not None:

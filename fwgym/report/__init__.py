@@ -12,7 +12,7 @@
                                            tool calls, transcript
     report/assets/report.css, report.js    the only files pages load
 
-A report holds the results of one suite (``meta.json`` says which; mixing suites is refused) and
+A report holds the results of one suite (the run manifest says which; mixing suites is refused) and
 names that suite's metric everywhere: decision and context ``S = (R + c/B)/2``, ``R = (loss - F)/sigma``
 (the context suite's loss on the scenario-transformed target); forecast ``S = R + w*c/B``,
 ``R = min(RCRPS, 5)`` (:func:`fwgym.plots.suite_metric`).

@@ -128,7 +128,7 @@ class _Failing(_InfoReset):
 def test_harness_error_abandons_the_episode_unscored():
     from fwgym.errors import HarnessError
 
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     for where in ("act", "reset"):
         agent = _Failing(HarnessError("connection refused by 127.0.0.1:9", kind="transport"), where)
         res = run_episode(env, agent, options={"case_id": CID}, episode_id="1:failing:" + CID)
@@ -147,21 +147,25 @@ def test_harness_error_abandons_the_episode_unscored():
 
 
 def test_an_agent_exception_is_the_agents_failure_and_keyboard_interrupt_propagates():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
     for where in ("act", "reset"):
+        with pytest.raises(ZeroDivisionError):  # the default: an agent's exception propagates (fwgym's own policies)
+            run_episode(env, _Failing(ZeroDivisionError("division by zero"), where), options={"case_id": CID})
         agent = _Failing(ZeroDivisionError("division by zero"), where)
-        rec = run_episode(env, agent, options={"case_id": CID}).record
+        rec = run_episode(env, agent, options={"case_id": CID}, agent_errors="score").record
         assert rec["status"] == "abstained" and rec["scored"] is True and not rec["valid"]
         assert rec["reason"] == "agent_error: ZeroDivisionError: division by zero"
         assert rec["S"] > 0 and rec["calls"] == (1 if where == "act" else 0)  # scored invalid, via the env
     with pytest.raises(KeyboardInterrupt):
-        run_episode(env, _Failing(KeyboardInterrupt(), "act"), options={"case_id": CID})
+        run_episode(env, _Failing(KeyboardInterrupt(), "act"), options={"case_id": CID}, agent_errors="score")
+    with pytest.raises(ValueError, match="agent_errors"):
+        run_episode(env, _InfoReset(), options={"case_id": CID}, agent_errors="ignore")
     # the env is usable again after a reset
     assert run_episode(env, _InfoReset(), options={"case_id": CID}).record["valid"]
 
 
 def test_episode_stats_are_merged_and_validated():
-    env = FWBenchEnv("electricity")
+    env = FWBenchEnv("electricity", split="test")
 
     class WithStats(_InfoReset):
         def __init__(self, stats):

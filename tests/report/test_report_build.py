@@ -361,7 +361,7 @@ def test_forecast_report(forecast_site):
 
 
 def test_mixed_suites_are_refused(report_site, forecast_site, tmp_path):
-    with pytest.raises(ValueError, match="different suites"):
+    with pytest.raises(ValueError, match="runs differ in suite"):
         build_report([report_site["results"], forecast_site["results"]], tmp_path / "mixed")
 
 
