@@ -12,10 +12,23 @@ optionally:
   agent never has to parse them out of the context text. A ``reset`` without parameters is called
   as ``reset()``.
 * ``name``: the policy name of its records (default: the class name).
-* ``requires_hindsight = True`` and ``set_hindsight(hindsight: dict)``: for oracles; the loop then
-  passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly, after ``reset``.
+* ``requires_hindsight = True`` and ``set_hindsight(hindsight: dict)``: for oracles only. The loop
+  passes :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` to such an agent, after ``reset``, only when the
+  caller hands it a :class:`HindsightGrant` for that very agent (``run_episode(env, oracle,
+  hindsight=HindsightGrant(oracle))``); without one the episode is refused before it starts. The
+  evaluation grants hindsight only to fwgym's registered oracles
+  (:func:`fwgym.baselines.oracles.oracle_grant`), and never to an isolated agent (``isolated = True``:
+  code given as a file or on the command line, run in a worker process by :mod:`fwgym.agents.isolation`,
+  which refuses agents that declare ``requires_hindsight``).
 * ``end_episode(record)``: called once after the last step with a copy of the episode's record (e.g.
   so an LLM agent can write its trace with the score); it cannot change the record.
+
+**Trust.** An in-process agent is code running in the evaluator: nothing stops it from walking its
+caller's frames to the env (and ``env.unwrapped.hindsight()``), so the grant above makes the oracle path
+explicit and auditable, not impossible for such code. Agents that are not fwgym's own code and not the
+user's trusted Python (SB3 zips, ``fwgym evaluate --agent module:factory``) therefore run isolated: in
+another process that receives only observations, the public reset ``info`` and, after the episode, the
+record (SECURITY.md, threat model).
 """
 from __future__ import annotations
 
@@ -53,6 +66,55 @@ class EpisodeResult:
     actions: list = field(default_factory=list)
 
 
+class HindsightGrant:
+    """Permission for :func:`run_episode` to pass the env's hindsight (the realised target, the floor, the
+    perfect plan: :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight`) to one oracle agent.
+
+    The one path by which an agent receives hindsight: ``run_episode(env, agent,
+    hindsight=HindsightGrant(agent))``. :func:`fwgym.baselines.oracles.oracle_grant` makes one for
+    fwgym's registered oracles, and the evaluation uses nothing else.
+
+    Args:
+        agent: the agent the grant is for (the episode is refused for any other agent).
+        reason: why it may see hindsight (for error messages and audits).
+
+    Raises:
+        ValueError: ``agent`` is isolated (``isolated = True``): code run in a worker never gets hindsight.
+    """
+
+    __slots__ = ("agent", "reason")
+
+    def __init__(self, agent: Any, reason: str = "oracle"):
+        if getattr(agent, "isolated", False):
+            raise ValueError(f"{agent_name(agent)} runs isolated (code given as a file or on the command line): "
+                             "it can never receive hindsight")
+        self.agent, self.reason = agent, str(reason)
+
+    def read(self, env: gym.Env) -> dict:
+        """The hindsight of ``env``'s current episode (``env.unwrapped.hindsight()``)."""
+        return env.unwrapped.hindsight()
+
+    def __repr__(self) -> str:
+        return f"HindsightGrant({agent_name(self.agent)!r}, reason={self.reason!r})"
+
+
+def _check_hindsight(agent: Any, hindsight: HindsightGrant | None) -> bool:
+    """Whether the agent gets hindsight this episode; refuses a missing, misdirected or isolated grant."""
+    wants = bool(getattr(agent, "requires_hindsight", False))
+    if hindsight is not None:
+        if not isinstance(hindsight, HindsightGrant):
+            raise TypeError(f"hindsight must be a HindsightGrant or None, got {type(hindsight).__name__}")
+        if hindsight.agent is not agent:
+            raise ValueError(f"the hindsight grant is for {agent_name(hindsight.agent)}, not for {agent_name(agent)}")
+        if getattr(agent, "isolated", False):
+            raise ValueError(f"{agent_name(agent)} runs isolated: it can never receive hindsight")
+    if wants and hindsight is None:
+        raise ValueError(f"{agent_name(agent)} requires hindsight, which run_episode passes only with an explicit "
+                         "hindsight=HindsightGrant(agent); fwgym's evaluation grants it to its registered oracles "
+                         "only (fwgym.baselines.oracles.oracle_grant; see SECURITY.md)")
+    return wants
+
+
 def agent_name(agent: Any) -> str:
     """``agent.name`` if present, else the class name."""
     return str(getattr(agent, "name", type(agent).__name__))
@@ -83,11 +145,12 @@ def _takes_argument(fn: Any) -> bool:
 
 
 def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: dict | None = None,
-                max_steps: int = 1000, keep_actions: bool = False) -> EpisodeResult:
+                max_steps: int = 1000, keep_actions: bool = False,
+                hindsight: HindsightGrant | None = None) -> EpisodeResult:
     """Play one episode of ``env`` with ``agent``.
 
     The loop: ``obs, info = env.reset(...)``; :func:`reset_agent` (``agent.reset(info)`` or
-    ``agent.reset()``); hindsight for oracles; then ``agent.act(obs)`` / ``env.step`` until the
+    ``agent.reset()``); hindsight for a granted oracle; then ``agent.act(obs)`` / ``env.step`` until the
     episode terminates or is truncated; ``agent.end_episode(record)``.
 
     Args:
@@ -96,17 +159,22 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         seed, options: passed to ``env.reset`` (``options={"case_id": ...}`` picks a case).
         max_steps: safety bound on steps.
         keep_actions: store the actions in the result.
+        hindsight: a :class:`HindsightGrant` for ``agent``, for an oracle (``requires_hindsight = True``);
+            ``None`` (default) for every other agent.
 
     Returns:
         :class:`EpisodeResult`.
 
     Raises:
         RuntimeError: the episode did not end within ``max_steps`` steps.
+        ValueError: (before the episode starts) an agent that requires hindsight without a grant, a grant
+            for another agent, or a grant for an isolated agent. TypeError: ``hindsight`` is not a grant.
     """
+    grant = _check_hindsight(agent, hindsight)
     obs, info = env.reset(seed=seed, options=options)
     reset_agent(agent, info)
-    if getattr(agent, "requires_hindsight", False):
-        agent.set_hindsight(env.unwrapped.hindsight())
+    if grant:
+        agent.set_hindsight(hindsight.read(env))
     total, actions = 0.0, []
     for step in range(1, max_steps + 1):
         action = agent.act(obs)
@@ -123,4 +191,4 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")
 
 
-__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "agent_name"]
+__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name"]

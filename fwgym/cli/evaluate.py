@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from fwgym.cases import LEADS, SPLITS
-from fwgym.cli.agent_kinds import agent_kinds
+from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.args import add_domain_argument
 from fwgym.evaluation import SUITES
 
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="local processes (default) or a Ray cluster")
     p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
     kinds = agent_kinds()
-    p.add_argument("--agent", choices=sorted(kinds) or None, default=None,
+    p.add_argument("--agent", default=None, metavar="KIND",
                    help="evaluate an agent of this kind (plus any --policies): " +
                         "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
     for k, m in sorted(kinds.items()):
@@ -48,7 +48,7 @@ def run(args) -> int:
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, run_meta, write_results
 
     if args.agent:
-        kind = agent_kinds()[args.agent]
+        kind = resolve_kind(args.agent)
         policies = [kind.build(args)] + list(args.policies or [])
     elif args.policies:
         policies = args.policies

@@ -14,6 +14,7 @@ from functools import partial
 from typing import Callable, Iterable, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
+from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy
 from fwgym.cases import build_cases
 from fwgym.data import DOMAINS
@@ -85,7 +86,7 @@ def _run_chunk(task: tuple) -> list[dict]:
     for domain, case_id in chunk:
         env = _env_for(domain, split, sigma, env_kwargs)
         for agent in agents:
-            record = run_episode(env, agent, options={"case_id": case_id}).record
+            record = run_episode(env, agent, options={"case_id": case_id}, hindsight=oracle_grant(agent)).record
             check_record(record, where=f"{record['policy']} on {case_id}")
             records.append(record)
     return records
