@@ -529,8 +529,6 @@ class IsolatedAgent:
                                     max_reply_bytes=max_reply_bytes, guard=guard)
         self._check(self._remote.hello)
         self.name = str(name) if name else self._remote.hello["name"]
-        if self._remote.hello["has"].get("episode_stats"):
-            self.episode_stats = self._episode_stats  # exposed only when the hosted agent has it
 
     def _check(self, hello: dict) -> None:
         if not hello["has"].get("act"):
@@ -562,6 +560,14 @@ class IsolatedAgent:
         its worker died during the episode)."""
         if self._remote.alive and self._remote.hello["has"].get("end_episode"):
             self._remote.call("end_episode", dict(record))
+
+    @property
+    def episode_stats(self):
+        """The hosted agent's ``episode_stats`` (``None`` when its worker died during the episode); an
+        ``AttributeError`` (so ``getattr(agent, "episode_stats", None)`` is ``None``) when it has none."""
+        if not self._remote.hello["has"].get("episode_stats"):
+            raise AttributeError(f"{self.name} has no episode_stats")
+        return self._episode_stats
 
     def _episode_stats(self) -> Any:
         if not self._remote.alive:

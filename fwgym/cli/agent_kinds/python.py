@@ -60,13 +60,17 @@ def _target(value: str) -> str:
 
 def make_in_process(target: str, kwargs: dict, name: str | None = None):
     """The agent of ``target`` built in this process (``--in-process``): ``FACTORY(**kwargs)``, named ``name``
-    when given. Module-level, so ``functools.partial(make_in_process, ...)`` pickles for worker processes.
+    when given; the working directory is put on ``sys.path`` as in the worker. Module-level, so ``functools.partial(make_in_process, ...)`` pickles for worker processes.
 
     Raises:
         ValueError / ImportError / FileNotFoundError: as :func:`fwgym.agents.isolation_worker.load_target`.
     """
+    import sys
+
     from fwgym.agents.isolation_worker import load_target
 
+    if os.getcwd() not in sys.path:  # MODULE imports from the working directory, as in the worker
+        sys.path.insert(0, os.getcwd())
     agent = load_target(target)(**kwargs)
     if name:
         agent.name = name
