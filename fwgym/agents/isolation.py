@@ -47,7 +47,6 @@ import atexit
 import json
 import os
 import pickle
-import queue
 import select
 import shlex
 import signal
@@ -59,7 +58,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from fwgym.agents.isolation_worker import DENIED_MODULES, FrameError, decode_reply, read_frame, write_frame
+from fwgym.agents.isolation_worker import DENIED_MODULES, HEADER, FrameError, decode_reply, write_frame
 
 __all__ = ["AgentFailure", "IsolatedAgent", "IsolatedAgentFactory", "RemoteObject", "WorkerProcess", "plain_data",
            "worker_argv", "close_idle_workers", "WORKER_SCRIPT", "DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT",
@@ -143,7 +142,12 @@ def plain_data(obj: Any, _depth: int = 0) -> Any:
                     "receives only observations, the reset info and records")
 
 
-_EOF = object()
+def _ready(fd: int, event: int, timeout: float) -> bool:
+    """Whether ``fd`` is ready for ``event`` (``select.POLLIN`` / ``POLLOUT``; hang-up and errors count as
+    ready, so the next read sees the end) within ``timeout`` seconds."""
+    poller = select.poll()
+    poller.register(fd, event)
+    return bool(poller.poll(max(0, int(timeout * 1000) + 1)))
 
 
 class WorkerProcess:
@@ -170,12 +174,9 @@ class WorkerProcess:
         self.max_reply_bytes = int(max_reply_bytes)
         self._owner = os.getpid()
         self._lock = threading.Lock()
-        self._replies: queue.Queue = queue.Queue()
         self._dead_reason: str | None = None
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
                                      close_fds=True, start_new_session=os.name == "posix")
-        self._reader = threading.Thread(target=self._read_loop, name=f"fwgym-worker-{self.proc.pid}", daemon=True)
-        self._reader.start()
         self.hello = self.request(("init", spec), start_timeout, what="start")
 
     @property
@@ -188,21 +189,35 @@ class WorkerProcess:
         """Whether the worker can take requests."""
         return self._dead_reason is None and self.proc.poll() is None
 
-    def _read_loop(self) -> None:
+    def _read(self, n: int, deadline: float) -> bytes:
+        """``n`` bytes of the worker's output before ``deadline`` (TimeoutError), or EOFError."""
         stream = self.proc.stdout
-        try:
-            while True:
-                frame = read_frame(stream, self.max_reply_bytes)
-                if frame is None:
-                    self._replies.put(_EOF)
-                    return
-                self._replies.put(frame)
-        except (FrameError, OSError, ValueError) as exc:
-            self._replies.put(exc)
+        if os.name != "posix":  # pragma: no cover - no select() on pipes: a plain blocking read
+            data = stream.read(n)
+            if len(data) < n:
+                raise EOFError
+            return data
+        fd, buf = stream.fileno(), bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not _ready(fd, select.POLLIN, left):
+                raise TimeoutError
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return bytes(buf)
+
+    def _read_reply(self, deadline: float) -> bytes:
+        """One reply frame (at most ``max_reply_bytes``; FrameError beyond, before reading it)."""
+        (n,) = HEADER.unpack(self._read(HEADER.size, deadline))
+        if n > self.max_reply_bytes:
+            raise FrameError(f"a reply of {n} bytes exceeds the limit of {self.max_reply_bytes} bytes")
+        return self._read(n, deadline) if n else b""
 
     def _write(self, payload: bytes, deadline: float) -> None:
         """Send one frame before ``deadline`` (a worker that stops reading cannot block the evaluator)."""
-        data = memoryview(len(payload).to_bytes(4, "big") + payload)
+        data = memoryview(HEADER.pack(len(payload)) + payload)
         fd = self.proc.stdin.fileno()
         if os.name != "posix":  # pragma: no cover - no select() on pipes: a plain blocking write
             write_frame(self.proc.stdin, payload)
@@ -212,8 +227,7 @@ class WorkerProcess:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
-            _, ready, _ = select.select([], [fd], [], left)
-            if ready:
+            if _ready(fd, select.POLLOUT, left):
                 try:
                     n = os.write(fd, data)
                 except BlockingIOError:
@@ -243,18 +257,19 @@ class WorkerProcess:
                 self.kill(f"it did not read the {what} request within {timeout:g} s")
                 raise AgentFailure(f"the agent did not answer {what} within {timeout:g} s", "timeout") from None
             except OSError:
-                raise AgentFailure(f"the agent's worker is gone ({self._death()})", "exited") from None
+                raise AgentFailure(f"the agent's worker is gone ({self._ended()})", "exited") from None
             try:
-                item = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
+                item = self._read_reply(deadline)
+            except TimeoutError:
                 self.kill(f"it did not answer {what} within {timeout:g} s")
                 raise AgentFailure(f"the agent did not answer {what} within {timeout:g} s (worker killed)",
                                    "timeout") from None
-            if item is _EOF:
-                raise AgentFailure(f"the agent's worker exited during {what} ({self._death()})", "exited")
-            if isinstance(item, BaseException):
-                self.kill(f"bad reply: {item}")
-                raise AgentFailure(f"the agent's reply to {what} was refused: {item} (worker killed)", "bad_reply")
+            except (EOFError, OSError):
+                raise AgentFailure(f"the agent's worker exited during {what} ({self._ended()})", "exited") from None
+            except FrameError as exc:
+                self.kill(f"bad reply: {exc}")
+                raise AgentFailure(f"the agent's reply to {what} was refused: {exc} (worker killed)",
+                                   "bad_reply") from None
             try:
                 reply = decode_reply(item)
             except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -266,6 +281,12 @@ class WorkerProcess:
             raise AgentFailure(f"the agent raised {err['type']} in {what}: {err['message']}", "raised",
                                remote_type=err["type"], remote_traceback=err["traceback"])
         return reply["ok"]
+
+    def _ended(self) -> str:
+        """How the worker ended (it closed its output); its pipes are closed."""
+        how = self._death()
+        self._close_pipes()
+        return how
 
     def _death(self) -> str:
         if self._dead_reason is not None:

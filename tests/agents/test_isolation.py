@@ -419,3 +419,17 @@ def test_workers_end_with_the_evaluator(tmp_path):
     else:
         os.kill(pid, 9)
         raise AssertionError("the worker outlived its evaluator")
+
+
+def test_the_worker_script_imports_no_fwgym_module(tmp_path):
+    """The worker file is standalone (standard library only until an agent is loaded), so it runs where fwgym
+    (and its data) is not installed, e.g. in a container; as the evaluator starts it, by path."""
+    import subprocess
+    import sys
+
+    code = ("import importlib.util, json, sys\n"
+            f"spec = importlib.util.spec_from_file_location('w', {worker.__file__!r})\n"
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('fwgym', 'numpy', 'gymnasium'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert json.loads(out.stdout) == []
