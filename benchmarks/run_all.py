@@ -7,8 +7,8 @@ Steps: the optimizer self-check (NumPy references == fwgym, quick mode), the opt
 (targets: <= 20 us per 9-quantile plan, >= 50x the straightforward NumPy DP, growth in n, first call),
 the env benchmark (free-tool episode vs CartPole-v1), memory (one env < 300 MB, shared series),
 forecast adapters, RL wrappers and PPO (RL step vs CartPole-v1), batch evaluation (the main job in 1
-and 2 processes, identical results, < 60 s), isolated agents vs in-process (identical records). Each runs in its own interpreter (so first-call and
-import figures are clean); the machine is printed by each; the exit status is non-zero if any step fails.
+and 2 processes, identical results, < 60 s), isolated agents vs in-process (identical records). Each
+runs in its own interpreter (so first-call and import figures are clean); the machine is printed by each; the exit status is non-zero if any step fails.
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 they run in another process that sees only observations, the reset info and records; a hostile agent that
 walks the stack, the garbage collector and fwgym's modules finds neither hindsight nor the target; agents that
 raise, hang, exit or reply junk fail as agents; the records equal the in-process agent's."""
+import functools
 import json
 import os
 import pickle
@@ -298,8 +299,10 @@ def test_factory_pickles_and_works_with_worker_processes_and_threads(env):
     factory = IsolatedAgentFactory(target("PlanAgent"), {"method": "weekday_empirical"}, call_timeout=30)
     assert factory.isolated and json.loads(json.dumps(factory))["target"] == target("PlanAgent")
     assert pickle.loads(pickle.dumps(factory)) == factory
-    cases = evaluate(["weekday_empirical"], split="test", limit=3, progress=False)
-    ref = {r["case_id"]: _core({**r, "policy": "plan_agent"}) for r in cases}
+    from isolation_agents import PlanAgent
+
+    local = evaluate([functools.partial(PlanAgent, "weekday_empirical")], split="test", limit=3, progress=False)
+    ref = {r["case_id"]: _core(r) for r in local}
     for workers in (1, 2):
         recs = evaluate([factory], split="test", limit=3, workers=workers, progress=False)
         assert {r["case_id"]: _core(r) for r in recs} == ref, workers
@@ -351,8 +354,8 @@ def test_cli_module_factory_kind(tmp_path, capsys, monkeypatch):
     rows = _rows(tmp_path / "a")
     by = {(r["policy"], r["case_id"]): r for r in rows}
     assert {p for p, _ in by} == {"mine", "weekday_empirical"} and len(rows) == 4
-    assert all(_core({**by["mine", c], "policy": "x"}) == _core({**by["weekday_empirical", c], "policy": "x"})
-               for _, c in by)
+    assert all((by["mine", c]["S"], by["mine", c]["levels"]) == (by["weekday_empirical", c]["S"],
+                                                               by["weekday_empirical", c]["levels"]) for _, c in by)
     assert main(["evaluate", "--agent", "mypkg.agents:PlanAgent", "--in-process", "--agent-kwargs",
                  '{"method": "weekday_empirical"}', "--agent-name", "mine", "--out", str(tmp_path / "b"), *common]) == 0
     assert [_core(r) for r in _rows(tmp_path / "b")] == [_core(r) for r in rows]

@@ -272,16 +272,15 @@ def test_isolated_cli_agent_records_equal_the_in_process_python_api(which, reque
 
 
 _PAYLOAD = '''
-import os
+import os, sys
 with open({mark!r}, "a") as f:
     f.write("unpickled in %d\\n" % os.getpid())
 try:
-    import fwgym.envs.fwbench as fwbench, fwgym.scoring as scoring
+    import fwgym.envs.fwbench, fwgym.scoring
     zero = lambda *a, **k: (0.0, 0.0)
-    scoring.case_score = zero
-    fwbench.case_score = zero
-    fwbench.FWBenchEnv._score_forecast = lambda self, valid: dict(rcrps=0.0, crps=0.0, alpha=1.0, loss=0.0,
-                                                                 floor=0.0, R=0.0, S=0.0, levels=None)
+    for name, module in list(sys.modules.items()):  # the scorer and every module that holds a reference to it
+        if name.startswith("fwgym") and hasattr(module, "case_score"):
+            module.case_score = zero
     with open({mark!r}, "a") as f:
         f.write("patched the scorer\\n")
 except Exception as exc:
@@ -319,13 +318,13 @@ def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro
                             lambda d: d.update({"fwgym_payload": {":type:": "<class 'object'>", ":serialized:": payload}}))
     assert saved_algo(crafted) == "PPO" and not mark.exists()  # reading the metadata runs nothing
 
-    def run(zip_path, out, *extra):
+    def run(zip_path, out, *extra, check=True):
         cmd = [sys.executable, "-c", "import sys; from fwgym.cli import main; sys.exit(main())", "evaluate", "--agent",
                "sb3", "--model-path", str(zip_path), "--policies", "weekday_empirical", "--split", "test",
                "--limit", "2", "--no-progress", "--out", str(out), *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                               env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == 0 or not check, proc.stderr[-3000:]
         return [_core(r) for r in _cli_rows(out)]
 
     reference = run(clean, tmp_path / "out_clean")
@@ -335,6 +334,6 @@ def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro
     assert log and all(line.startswith(("unpickled in", "refused: ModuleNotFoundError")) for line in log), log
     assert "patched the scorer" not in log
     mark.unlink()
-    attacked = run(crafted, tmp_path / "out_in_process", "--in-process")
+    attacked = run(crafted, tmp_path / "out_in_process", "--in-process", check=False)  # (a verifier may object)
     assert "patched the scorer" in mark.read_text()
     assert all(r["S"] == 0.0 for r in attacked)  # the whole run, weekday_empirical included
