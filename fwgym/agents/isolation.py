@@ -24,6 +24,10 @@ its worker goes back to an idle pool, and the next agent of the same spec reuses
 a *fresh* object (``("new",)``): a new agent per task, as in-process, without a new interpreter and
 import per task. After a fork (``--workers`` processes) the child drops the pool it inherited.
 
+**Environment.** A worker inherits this process's environment without the variables that look like
+secrets (:func:`worker_environ`: names with KEY, TOKEN, SECRET, PASSW, CREDENTIAL or AUTH), so an
+LLM endpoint's API key stays here.
+
 **Replies are plain data.** The evaluator sends pickles of plain data (:func:`plain_data` checks them);
 the worker replies in JSON, parsed with :func:`json.loads` only. An action therefore arrives as JSON
 values (numpy arrays as lists, tuples as lists); the env parses them as it parses any action.
@@ -47,6 +51,7 @@ import atexit
 import json
 import os
 import pickle
+import re
 import select
 import shlex
 import signal
@@ -61,7 +66,7 @@ from typing import Any, Mapping, Sequence
 from fwgym.agents.isolation_worker import DENIED_MODULES, HEADER, FrameError, decode_reply, write_frame
 
 __all__ = ["AgentFailure", "IsolatedAgent", "IsolatedAgentFactory", "RemoteObject", "WorkerProcess", "plain_data",
-           "worker_argv", "close_idle_workers", "WORKER_SCRIPT", "DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT",
+           "worker_argv", "worker_environ", "SECRET_ENV", "close_idle_workers", "WORKER_SCRIPT", "DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT",
            "DEFAULT_MAX_REPLY_BYTES", "DENIED_MODULES"]
 
 #: the worker script (started by path: a clean interpreter that never runs ``fwgym/__init__``)
@@ -114,6 +119,18 @@ def worker_argv(command: str | Sequence[str] | None = None) -> list[str]:
     if not argv:
         raise ValueError("the worker command is empty")
     return argv
+
+
+#: environment variables whose names match this (case-insensitive) are not passed to workers: API keys,
+#: tokens, passwords and credentials stay in the evaluating process
+SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def worker_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a worker starts with: this process's (or ``environ``) without the variables whose
+    names match :data:`SECRET_ENV` (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ...). An agent
+    that needs such a variable gets it from its worker command (e.g. ``env NAME=VALUE python worker.py``)."""
+    return {k: v for k, v in (os.environ if environ is None else environ).items() if not SECRET_ENV.search(k)}
 
 
 def plain_data(obj: Any, _depth: int = 0) -> Any:
@@ -176,7 +193,7 @@ class WorkerProcess:
         self._lock = threading.Lock()
         self._dead_reason: str | None = None
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                     close_fds=True, start_new_session=os.name == "posix")
+                                     close_fds=True, start_new_session=os.name == "posix", env=worker_environ())
         self.hello = self.request(("init", spec), start_timeout, what="start")
 
     @property
@@ -502,8 +519,13 @@ class RemoteObject:
         """``obj.reset(info)`` / ``obj.reset()`` / nothing, as :func:`fwgym.agents.base.reset_agent` decides."""
         self._worker().request(("reset", plain_data(info)), self.call_timeout)
 
+    def release(self) -> None:
+        """Give the worker back to this process's pool now (what garbage collection does otherwise); the
+        object is unusable afterwards."""
+        self._finalizer()
+
     def close(self) -> None:
-        """Shut the worker down (it is not returned to the pool)."""
+        """Shut the worker down (it is not returned to the pool); the object is unusable afterwards."""
         self._finalizer.detach()
         worker, self._box[0] = self._box[0], None
         if worker is not None:
@@ -596,7 +618,13 @@ class IsolatedAgent:
         return self._remote.call("episode_stats")
 
     def close(self) -> None:
-        """Shut the worker down now (otherwise it returns to this process's pool when the agent is collected)."""
+        """Done with this agent: its worker goes back to this process's pool (as when the agent is collected),
+        where the next agent of the same spec reuses it with a fresh agent object; idle workers end with the
+        process (or :func:`close_idle_workers`)."""
+        self._remote.release()
+
+    def terminate(self) -> None:
+        """Shut this agent's worker down now."""
         self._remote.close()
 
     def __enter__(self):

@@ -155,6 +155,7 @@ class ImportProbe:
         out["fwgym_version"] = getattr(fwgym, "__version__", None)
         out["loaded"] = sorted(m for m in sys.modules if m.startswith("fwgym"))
         out["stdin"] = sys.stdin.read()
+        out["secrets"] = sorted(k for k in os.environ if k.startswith("FWGYM_TEST_"))
         with open(self.report, "w") as f:
             json.dump(out, f)
         return {"tool": "abstain", "args": {"reason": "probed"}}

@@ -126,10 +126,16 @@ def test_isolated_agent_records_equal_the_in_process_agent(env):
         assert run_episode(env, plain, options={"case_id": CASES[0]}).record == \
             run_episode(env, PlainReset(), options={"case_id": CASES[0]}).record
     assert plain.episode_stats()["seen"] == ["called", "called"]  # reset() without the info
-    agent.close()
+    pid = agent.pid
+    agent.close()  # back to the pool: the next agent of this spec gets the same worker and a fresh agent
     assert agent.pid is None
     with pytest.raises(AgentFailure, match="gone"):
         agent.act({})
+    again = IsolatedAgent(target("PlanAgent"), {"method": "weekday_empirical"})
+    assert again.pid == pid and again.episode_stats()["seen"] == []
+    again.terminate()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_episode_stats_only_when_the_hosted_agent_has_it(tmp_path):
@@ -159,7 +165,10 @@ def test_refused_agents_and_targets(tmp_path):
         IsolatedAgent(target("PlanAgent"), {"method": object()})
 
 
-def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path):
+def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("FWGYM_TEST_API_KEY", "sk-secret")
+    monkeypatch.setenv("FWGYM_TEST_HF_TOKEN", "hf-secret")
+    monkeypatch.setenv("FWGYM_TEST_SETTING", "plain")
     report = tmp_path / "probe.json"
     probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)})
     assert run_episode(env, probe, options={"case_id": CASES[0]}).record["status"] == "abstained"
@@ -175,6 +184,7 @@ def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path):
     guard = worker.ImportGuard()
     assert not [m for m in found["loaded"] if guard.refuses(m)], found["loaded"]
     assert found["stdin"] == ""  # the agent's stdin is /dev/null, not the protocol
+    assert found["secrets"] == ["FWGYM_TEST_SETTING"]  # keys and tokens stay in the evaluator
     # without the guard the same probe imports them: the guard is what stops it
     open_probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)}, guard=False)
     run_episode(env, open_probe, options={"case_id": CASES[0]})
