@@ -19,10 +19,11 @@ script :mod:`fwgym.agents.isolation_worker`.
 **Workers.** A worker is a fresh interpreter started with :func:`worker_argv` (``sys.executable`` on
 the worker script; not a fork, which would share this process's memory and its loaded case data), in a
 new session (Ctrl-C in the terminal reaches only the evaluator). It lives until it is closed, this
-process exits, or its input closes. Workers are pooled per process: when an agent is garbage-collected
-its worker goes back to an idle pool, and the next agent of the same spec reuses it after asking it for
-a *fresh* object (``("new",)``): a new agent per task, as in-process, without a new interpreter and
-import per task. After a fork (``--workers`` processes) the child drops the pool it inherited.
+process exits, its input closes or its parent is gone. Workers are pooled per process: when an agent is
+closed or garbage-collected its worker goes back to an idle pool, and the next agent of the same spec
+reuses it after asking it for a *fresh* object (``("new",)``): a new agent per task, as in-process,
+without a new interpreter and import per task. After a fork (``--workers`` processes) the child drops
+the pool it inherited. Deadlines use ``poll()`` on the pipes (POSIX).
 
 **Environment.** A worker inherits this process's environment without the variables that look like
 secrets (:func:`worker_environ`: names with KEY, TOKEN, SECRET, PASSW, CREDENTIAL or AUTH), so an
@@ -40,7 +41,8 @@ exception of an in-process agent. A dead worker is replaced at the next ``reset`
 starts with a fresh agent.
 
 **Limits.** This is process separation: the worker's import guard refuses fwgym's data, case, env,
-scorer, evaluation and baseline modules, but code in the worker can read any file its user may read,
+scorer, evaluation and baseline modules (:data:`DENIED_MODULES`), but code in the worker can read any
+file its user may read,
 fwgym's packaged data files included. For submissions you do not trust, start the worker as another
 user or in a container without the data: ``worker_command`` (``--agent-worker-command``) replaces the
 command (see SECURITY.md).
@@ -66,8 +68,8 @@ from typing import Any, Mapping, Sequence
 from fwgym.agents.isolation_worker import DENIED_MODULES, HEADER, FrameError, decode_reply, write_frame
 
 __all__ = ["AgentFailure", "IsolatedAgent", "IsolatedAgentFactory", "RemoteObject", "WorkerProcess", "plain_data",
-           "worker_argv", "worker_environ", "SECRET_ENV", "close_idle_workers", "WORKER_SCRIPT", "DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT",
-           "DEFAULT_MAX_REPLY_BYTES", "DENIED_MODULES"]
+           "worker_argv", "worker_environ", "close_idle_workers", "SECRET_ENV", "WORKER_SCRIPT", "DEFAULT_CALL_TIMEOUT",
+           "DEFAULT_START_TIMEOUT", "DEFAULT_MAX_REPLY_BYTES", "DENIED_MODULES"]
 
 #: the worker script (started by path: a clean interpreter that never runs ``fwgym/__init__``)
 WORKER_SCRIPT = str(Path(__file__).with_name("isolation_worker.py"))
@@ -369,7 +371,7 @@ class _Pool:
 
     def __init__(self):
         self._idle: dict[str, list[WorkerProcess]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a finalizer may run (GC) while it is held
 
     def take(self, key: str) -> WorkerProcess | None:
         with self._lock:
@@ -397,7 +399,7 @@ class _Pool:
             worker.close()
 
     def after_fork(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a finalizer may run (GC) while it is held
         for stack in self._idle.values():
             for worker in stack:
                 worker.abandon()
