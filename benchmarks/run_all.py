@@ -9,7 +9,7 @@ the env benchmark (free-tool episode vs CartPole-v1), memory (one env < 300 MB, 
 forecast adapters, RL wrappers and PPO (RL step vs CartPole-v1), the native macro vector env (vs
 CartPoleVectorEnv and SyncVectorEnv, PPO on each), batch evaluation (the main job in 1
 and 2 processes, identical results, < 60 s), LLM concurrency (--concurrency 32 >= 10x --concurrency 1 against
-a 200 ms server). Each runs in its own interpreter (so first-call and
+a 200 ms server), isolated agents vs in-process (identical records). Each runs in its own interpreter (so first-call and
 import figures are clean); the machine is printed by each; the exit status is non-zero if any step fails.
 """
 from __future__ import annotations
@@ -39,6 +39,7 @@ def main(argv=None) -> int:
         ("native vector env", [HERE / "bench_vector.py", *quick]),
         ("batch evaluation", [HERE / "bench_evaluate.py", *quick]),
         ("LLM concurrency", [HERE / "bench_llm_concurrency.py", *quick]),
+        ("isolated agents", [HERE / "bench_isolation.py", *quick]),
     ]
     failed, targets = [], []
     t0 = time.perf_counter()

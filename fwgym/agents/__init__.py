@@ -6,18 +6,21 @@
 * :mod:`~fwgym.agents.openai` / :mod:`~fwgym.agents.transformers`: chat backends
   (:class:`OpenAIChatAgent`, :class:`TransformersChatAgent`), built by kind with :class:`LLMAgentFactory`;
 * :mod:`~fwgym.agents.sb3`: a trained stable-baselines3 macro policy as an agent (:class:`SB3Agent`,
-  :func:`save_policy`).
+  :func:`save_policy`);
+* :mod:`~fwgym.agents.isolation`: agents that are code run in a worker process (:class:`IsolatedAgent`,
+  :class:`IsolatedAgentFactory`; the worker is :mod:`~fwgym.agents.isolation_worker`).
 
 Everything but the loop loads lazily (the backends need their extras).
 """
-from fwgym.agents.base import Agent, EpisodeResult, reset_agent, run_episode
+from fwgym.agents.base import Agent, EpisodeResult, HindsightGrant, reset_agent, run_episode
 
-__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "ChatAgent", "LLMAgentFactory", "OpenAIChatAgent",
-           "TransformersChatAgent", "SB3Agent", "save_policy"]
+__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "ChatAgent", "LLMAgentFactory",
+           "OpenAIChatAgent", "TransformersChatAgent", "SB3Agent", "save_policy", "IsolatedAgent", "IsolatedAgentFactory"]
 
 _LAZY = {"ChatAgent": "fwgym.agents.chat", "LLMAgentFactory": "fwgym.agents.factory",
          "OpenAIChatAgent": "fwgym.agents.openai", "TransformersChatAgent": "fwgym.agents.transformers",
-         "SB3Agent": "fwgym.agents.sb3", "save_policy": "fwgym.agents.sb3"}
+         "SB3Agent": "fwgym.agents.sb3", "save_policy": "fwgym.agents.sb3",
+         "IsolatedAgent": "fwgym.agents.isolation", "IsolatedAgentFactory": "fwgym.agents.isolation"}
 
 
 def __getattr__(name):

@@ -12,8 +12,14 @@ optionally:
   agent never has to parse them out of the context text. A ``reset`` without parameters is called
   as ``reset()``.
 * ``name``: the policy name of its records (default: the class name).
-* ``requires_hindsight = True`` and ``set_hindsight(hindsight: dict)``: for oracles; the loop then
-  passes them :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` explicitly, after ``reset``.
+* ``requires_hindsight = True`` and ``set_hindsight(hindsight: dict)``: for oracles only. The loop
+  passes :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight` to such an agent, after ``reset``, only when the
+  caller hands it a :class:`HindsightGrant` for that very agent (``run_episode(env, oracle,
+  hindsight=HindsightGrant(oracle))``); without one the episode is refused before it starts. The
+  evaluation grants hindsight only to fwgym's registered oracles
+  (:func:`fwgym.baselines.oracles.oracle_grant`), and never to an isolated agent (``isolated = True``:
+  code given as a file or on the command line, run in a worker process by :mod:`fwgym.agents.isolation`,
+  which refuses agents that declare ``requires_hindsight``).
 * ``end_episode(record)``: called once after the last step with a copy of the episode's record (e.g.
   so an LLM agent can write its trace with the score); it cannot change the record.
 * ``episode_stats() -> dict``: what the episode cost the agent's backend, read once after the episode
@@ -50,6 +56,13 @@ the first episode (an LLM factory sends one request to check the endpoint); it r
 :class:`~fwgym.errors.HarnessError` when the backend cannot serve the run (nothing is run or
 scored), and its dict (e.g. the server's model name, whether the seed is honoured) goes into the run
 manifest.
+
+**Trust.** An in-process agent is code running in the evaluator: nothing stops it from walking its
+caller's frames to the env (and ``env.unwrapped.hindsight()``), so the grant above makes the oracle path
+explicit and auditable, not impossible for such code. Agents that are not fwgym's own code and not the
+user's trusted Python (SB3 zips, ``fwgym evaluate --agent module:factory``) therefore run isolated: in
+another process that receives only observations, the public reset ``info`` and, after the episode, the
+record (SECURITY.md, threat model).
 """
 from __future__ import annotations
 
@@ -95,6 +108,55 @@ class EpisodeResult:
     actions: list = field(default_factory=list)
 
 
+class HindsightGrant:
+    """Permission for :func:`run_episode` to pass the env's hindsight (the realised target, the floor, the
+    perfect plan: :meth:`fwgym.envs.fwbench.FWBenchEnv.hindsight`) to one oracle agent.
+
+    The one path by which an agent receives hindsight: ``run_episode(env, agent,
+    hindsight=HindsightGrant(agent))``. :func:`fwgym.baselines.oracles.oracle_grant` makes one for
+    fwgym's registered oracles, and the evaluation uses nothing else.
+
+    Args:
+        agent: the agent the grant is for (the episode is refused for any other agent).
+        reason: why it may see hindsight (for error messages and audits).
+
+    Raises:
+        ValueError: ``agent`` is isolated (``isolated = True``): code run in a worker never gets hindsight.
+    """
+
+    __slots__ = ("agent", "reason")
+
+    def __init__(self, agent: Any, reason: str = "oracle"):
+        if getattr(agent, "isolated", False):
+            raise ValueError(f"{agent_name(agent)} runs isolated (code given as a file or on the command line): "
+                             "it can never receive hindsight")
+        self.agent, self.reason = agent, str(reason)
+
+    def read(self, env: gym.Env) -> dict:
+        """The hindsight of ``env``'s current episode (``env.unwrapped.hindsight()``)."""
+        return env.unwrapped.hindsight()
+
+    def __repr__(self) -> str:
+        return f"HindsightGrant({agent_name(self.agent)!r}, reason={self.reason!r})"
+
+
+def _check_hindsight(agent: Any, hindsight: HindsightGrant | None) -> bool:
+    """Whether the agent gets hindsight this episode; refuses a missing, misdirected or isolated grant."""
+    wants = bool(getattr(agent, "requires_hindsight", False))
+    if hindsight is not None:
+        if not isinstance(hindsight, HindsightGrant):
+            raise TypeError(f"hindsight must be a HindsightGrant or None, got {type(hindsight).__name__}")
+        if hindsight.agent is not agent:
+            raise ValueError(f"the hindsight grant is for {agent_name(hindsight.agent)}, not for {agent_name(agent)}")
+        if getattr(agent, "isolated", False):
+            raise ValueError(f"{agent_name(agent)} runs isolated: it can never receive hindsight")
+    if wants and hindsight is None:
+        raise ValueError(f"{agent_name(agent)} requires hindsight, which run_episode passes only with an explicit "
+                         "hindsight=HindsightGrant(agent); fwgym's evaluation grants it to its registered oracles "
+                         "only (fwgym.baselines.oracles.oracle_grant; see SECURITY.md)")
+    return wants
+
+
 def agent_name(agent: Any) -> str:
     """``agent.name`` if present, else the class name."""
     return str(getattr(agent, "name", type(agent).__name__))
@@ -126,11 +188,11 @@ def _takes_argument(fn: Any) -> bool:
 
 def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: dict | None = None,
                 max_steps: int = 1000, keep_actions: bool = False, episode_id: str | None = None,
-                agent_errors: str = "raise") -> EpisodeResult:
+                agent_errors: str = "raise", hindsight: HindsightGrant | None = None) -> EpisodeResult:
     """Play one episode of ``env`` with ``agent``.
 
     The loop: ``obs, info = env.reset(...)``; :func:`reset_agent` (``agent.reset(info)`` or
-    ``agent.reset()``; ``info["episode_id"]`` is the given id); hindsight for oracles; then
+    ``agent.reset()``; ``info["episode_id"]`` is the given id); hindsight for a granted oracle; then
     ``agent.act(obs)`` / ``env.step`` until the episode terminates or is truncated;
     ``agent.episode_stats()`` into the record; ``agent.end_episode(record)``. Harness errors and agent
     exceptions end the episode as the module docstring says.
@@ -144,18 +206,23 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         episode_id: the episode's id in its run (stored in the record, given to the agent in the reset info).
         agent_errors: ``"raise"`` (default): an exception from the agent's ``reset``/``act`` propagates;
             ``"score"``: it ends the episode as the agent's failure (abstain, scored invalid).
+        hindsight: a :class:`HindsightGrant` for ``agent``, for an oracle (``requires_hindsight = True``);
+            ``None`` (default) for every other agent.
 
     Returns:
         :class:`EpisodeResult`.
 
     Raises:
         RuntimeError: the episode did not end within ``max_steps`` steps.
-        ValueError: ``agent_errors`` is neither ``"raise"`` nor ``"score"``.
+        ValueError: ``agent_errors`` is neither ``"raise"`` nor ``"score"``; (before the episode starts) an
+            agent that requires hindsight without a grant, a grant for another agent, or a grant for an
+            isolated agent. TypeError: ``hindsight`` is not a grant.
         KeyboardInterrupt: from the agent or the env (the episode is lost, nothing is recorded).
         Exception: the agent's own, with ``agent_errors="raise"``.
     """
     if agent_errors not in ("raise", "score"):
         raise ValueError(f"agent_errors must be 'raise' or 'score', got {agent_errors!r}")
+    grant = _check_hindsight(agent, hindsight)
     obs, info = env.reset(seed=seed, options=options)
     if episode_id is not None:
         info = {**info, "episode_id": episode_id}
@@ -168,8 +235,8 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         if agent_errors == "raise":
             raise
         failure = _agent_error_action(exc)
-    if getattr(agent, "requires_hindsight", False):
-        agent.set_hindsight(env.unwrapped.hindsight())
+    if grant and failure is None:
+        agent.set_hindsight(hindsight.read(env))
     for step in range(1, max_steps + 1):
         if failure is not None:
             action = failure
@@ -254,4 +321,4 @@ def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, tot
     return EpisodeResult(record=record, total_reward=total, steps=steps, actions=actions)
 
 
-__all__ = ["Agent", "EpisodeResult", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS"]
+__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS"]

@@ -17,6 +17,15 @@ and the feature set from the observation size (403: ``all``, 56: ``compact``).
 The algorithm (PPO or MaskablePPO) is read from the zip itself (:func:`saved_algo`): SB3 stores the
 policy class in the zip's ``data`` JSON as a base64 pickle next to its ``__module__``; the class's
 module and name are read from the pickle's opcodes (:mod:`pickletools`) without unpickling anything.
+
+**Isolation.** Loading a zip with SB3 unpickles parts of it, which runs arbitrary code for a crafted
+file. With ``isolated=True`` (what ``fwgym evaluate --agent sb3`` uses, :class:`SB3AgentFactory`) the
+zip is loaded only in a worker process (:class:`fwgym.agents.isolation.RemoteObject` hosting
+:class:`fwgym.agents.isolation_worker.SB3Policy`): this process reads only the zip's JSON metadata,
+computes the features, masks and tool calls, and sends the worker one feature vector (and mask) per
+menu choice; the worker answers a menu index as JSON. The tool calls, and hence the records, are
+identical to the in-process agent's (``isolated=False``, the default of the Python class, for files you
+made yourself).
 """
 from __future__ import annotations
 
@@ -27,8 +36,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from fwgym.agents.isolation_worker import SB3Policy
 from fwgym.wrappers.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
 from fwgym.wrappers.macro import MENUS, MacroController
 
@@ -66,7 +74,7 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all")
     if variant not in MENUS:
         raise ValueError(f"variant must be one of {list(MENUS)}, got {variant!r}")
     names = resolve_features(features)
-    _check_spaces(model, variant, names)
+    _check_spaces(_model_spaces(model), variant, names)
     model.fwgym_spec = policy_spec(variant, type(model).__name__, names)
     path = Path(path)
     if path.suffix != ".zip":
@@ -202,26 +210,17 @@ def resolve_model_path(path: str | Path) -> Path:
     raise FileNotFoundError(f"no SB3 model file at {p} (nor {z})")
 
 
-def _check_spaces(model, variant: str, names: tuple[str, ...]) -> None:
+def _model_spaces(model) -> tuple[tuple[int, ...], int | None]:
+    """``(observation shape, number of actions)`` of an SB3 model."""
     shape = tuple(getattr(model.observation_space, "shape", ()) or ())
-    n = getattr(model.action_space, "n", None)
-    if shape != (len(names),) or n != len(MENUS[variant]):
-        raise ValueError(f"the model's spaces (observation {shape}, {n} actions) do not match the fwgym "
+    return shape, getattr(model.action_space, "n", None)
+
+
+def _check_spaces(spaces: tuple[tuple[int, ...], int | None], variant: str, names: tuple[str, ...]) -> None:
+    shape, n = spaces
+    if tuple(shape) != (len(names),) or n != len(MENUS[variant]):
+        raise ValueError(f"the model's spaces (observation {tuple(shape)}, {n} actions) do not match the fwgym "
                          f"{variant!r} wrapper (observation ({len(names)},), {len(MENUS[variant])} actions)")
-
-
-def _load(path: Path, algo: str):
-    if algo == "MaskablePPO":
-        try:
-            from sb3_contrib import MaskablePPO
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ValueError("algo 'MaskablePPO' needs sb3-contrib: pip install 'fwgym[rl]'") from exc
-        return MaskablePPO.load(path, device="cpu")
-    try:
-        from stable_baselines3 import PPO
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ValueError("SB3 agents need stable-baselines3: pip install 'fwgym[rl]'") from exc
-    return PPO.load(path, device="cpu")
 
 
 class SB3Agent:
@@ -234,19 +233,28 @@ class SB3Agent:
             class cannot be read). With MaskablePPO the policy sees the action mask.
         name: leaderboard name (default: the file name without ``.zip``).
         deterministic: take the most likely entry (default) instead of sampling.
+        isolated: load and run the policy in a worker process (see the module doc); default ``False``
+            (in this process: only for files you trust).
+        call_timeout, start_timeout, worker_command: the worker's deadlines (seconds) and command
+            (:class:`fwgym.agents.isolation.RemoteObject`; ``isolated=True`` only; ``None``: the defaults).
 
     Attributes:
         variant: ``"macro"`` or ``"sequential"``; feature_names: the policy's inputs;
         controller: the :class:`MacroController`;
-        choices: menu entry names chosen in the current episode.
+        choices: menu entry names chosen in the current episode;
+        model: the loaded SB3 model (``None`` when isolated: it exists only in the worker);
+        isolated: whether the policy runs in a worker.
 
     Raises:
         FileNotFoundError: no model file. ValueError: unknown algo, an algo that disagrees with the
             zip, a zip of another algorithm, missing sb3/sb3-contrib, or a model whose spaces/spec do
             not match the fwgym features and menus.
+        fwgym.agents.isolation.AgentFailure: (isolated) the worker cannot start or load the zip.
     """
 
-    def __init__(self, model_path: str | Path, algo: str = "auto", name: str | None = None, deterministic: bool = True):
+    def __init__(self, model_path: str | Path, algo: str = "auto", name: str | None = None, deterministic: bool = True,
+                 isolated: bool = False, call_timeout: float | None = None, start_timeout: float | None = None,
+                 worker_command=None):
         if algo not in ALGOS:
             raise ValueError(f"algo must be one of {list(ALGOS)}, got {algo!r}")
         path = resolve_model_path(model_path)
@@ -255,18 +263,31 @@ class SB3Agent:
             raise ValueError(f"{path}: trained on fwgym features v{spec.get('feature_version')}; "
                              f"this fwgym computes v{FEATURE_VERSION}")
         algo = resolve_algo(path, algo)
-        self.algo, self.model_path, self.deterministic = algo, str(path), deterministic
-        self.model = _load(path, algo)
-        n = getattr(self.model.action_space, "n", None)
+        self.algo, self.model_path, self.deterministic, self.isolated = algo, str(path), deterministic, bool(isolated)
+        kwargs = {"path": str(path.resolve()), "algo": algo, "deterministic": bool(deterministic)}
+        if self.isolated:
+            from fwgym.agents.isolation import RemoteObject
+
+            limits = {k: float(v) for k, v in (("call_timeout", call_timeout), ("start_timeout", start_timeout))
+                      if v is not None}
+            self._policy = RemoteObject("builtin:sb3_policy", kwargs, fresh=False, worker_command=worker_command,
+                                        **limits)
+            described = self._policy.hello.get("info") or {}
+            self.model = None
+        else:
+            self._policy = SB3Policy(**kwargs)
+            described = self._policy.describe()
+            self.model = self._policy.model
+        spaces = (tuple(described.get("observation_shape") or ()), described.get("n_actions"))
+        n = spaces[1]
         variant = spec.get("variant") or {len(m): v for v, m in MENUS.items()}.get(n)
         if variant not in MENUS:
             raise ValueError(f"{path}: cannot tell the macro menu of a policy with {n} actions")
         if spec.get("features"):
             names = resolve_features(spec["features"])
         else:
-            dim = tuple(getattr(self.model.observation_space, "shape", ()) or ())
-            names = next((v for v in FEATURE_SETS.values() if (len(v),) == dim), FEATURE_SETS["all"])
-        _check_spaces(self.model, variant, names)
+            names = next((v for v in FEATURE_SETS.values() if (len(v),) == spaces[0]), FEATURE_SETS["all"])
+        _check_spaces(spaces, variant, names)
         if spec.get("menu") and spec["menu"] != [e.name for e in MENUS[variant]]:
             raise ValueError(f"{path}: the model's menu differs from this fwgym's {variant!r} menu")
         self.variant = variant
@@ -277,18 +298,32 @@ class SB3Agent:
         self._last: Any = None
 
     def reset(self) -> None:
-        """Start a new episode (called by :func:`fwgym.agents.run_episode`): the next ``act`` makes its catalog call."""
+        """Start a new episode (called by :func:`fwgym.agents.run_episode`): the next ``act`` makes its catalog
+        call. Isolated: a worker that died in an earlier episode is replaced (the zip is loaded again)."""
         self._last = None
         self.choices = []
+        if self.isolated:
+            self._policy.ensure_alive()
 
     def policy_choice(self) -> int:
-        """The policy's menu index for the controller's current state (masked for MaskablePPO)."""
+        """The policy's menu index for the controller's current state (masked for MaskablePPO).
+
+        Raises:
+            fwgym.agents.isolation.AgentFailure: (isolated) the worker failed, or answered something that is
+                not a menu index.
+        """
         obs = self.controller.features()
-        if self.algo == "MaskablePPO":
-            action, _ = self.model.predict(obs, deterministic=self.deterministic, action_masks=self.controller.action_masks())
-        else:
-            action, _ = self.model.predict(obs, deterministic=self.deterministic)
-        return int(np.asarray(action).reshape(-1)[0])
+        mask = self.controller.action_masks() if self.algo == "MaskablePPO" else None
+        if not self.isolated:
+            return self._policy.predict(obs, mask)
+        choice = self._policy.call("predict", obs, mask)
+        n = len(MENUS[self.variant])
+        if type(choice) is not int or not 0 <= choice < n:
+            from fwgym.agents.isolation import AgentFailure
+
+            raise AgentFailure(f"{self.name}: the policy's worker answered {str(choice)[:100]!r}, not a menu index "
+                               f"in [0, {n})", "bad_reply")
+        return choice
 
     def act(self, observation: dict) -> dict:
         """Next tool call (a dict) for the raw observation.
@@ -317,5 +352,21 @@ class SB3Agent:
         return call
 
 
-__all__ = ["SB3Agent", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",
+class SB3AgentFactory(dict):
+    """A picklable, JSON-serialisable zero-argument factory of :class:`SB3Agent` (what ``fwgym evaluate --agent
+    sb3`` builds): a ``dict`` of :class:`SB3Agent`'s keyword arguments (``model_path`` included).
+
+    Attributes:
+        isolated: whether its agents run the policy in a worker process (its ``isolated`` entry).
+    """
+
+    @property
+    def isolated(self) -> bool:
+        return bool(self.get("isolated", False))
+
+    def __call__(self) -> SB3Agent:
+        return SB3Agent(**self)
+
+
+__all__ = ["SB3Agent", "SB3AgentFactory", "SB3Policy", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",
            "resolve_algo", "resolve_model_path", "ALGOS"]

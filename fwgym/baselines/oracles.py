@@ -8,11 +8,18 @@ explicit, oracle-only :meth:`~fwgym.envs.fwbench.FWBenchEnv.hindsight`).
   minimal covering horizon, if affordable) and ``free_menu_oracle`` (the 8 classical plans only).
   FWBench protocol §6: "per case, hindsight pick from 8 classical + affordable TSFM plans; pays only
   the chosen plan".
+
+**The hindsight path.** An oracle declares ``requires_hindsight = True``; :func:`fwgym.agents.run_episode`
+passes it ``env.unwrapped.hindsight()`` only with an explicit :class:`~fwgym.agents.base.HindsightGrant`
+for that agent, and the evaluation (and the report's replays) take the grant from :func:`oracle_grant`,
+which grants it to instances of the oracle classes of this module and to nothing else: not to subclasses,
+not to user factories, never to an isolated agent (SECURITY.md).
 """
 from __future__ import annotations
 
 import json
 
+from fwgym.agents.base import HindsightGrant
 from fwgym.cases import get_case
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.classical import CLASSICAL_METHODS
@@ -170,3 +177,19 @@ def catalog_oracle() -> MenuOracle:
 def free_menu_oracle() -> MenuOracle:
     """``free_menu_oracle``: hindsight-best of the 8 free classical plans (0 credits)."""
     return MenuOracle("free")
+
+
+#: the oracle classes whose instances the evaluation grants hindsight (exact types: a subclass is other code)
+ORACLE_CLASSES: tuple[type, ...] = (PerfectDemandOracle, MenuOracle)
+
+
+def oracle_grant(agent) -> HindsightGrant | None:
+    """The hindsight grant of one of fwgym's registered oracles (an instance of exactly one of
+    :data:`ORACLE_CLASSES`, as :func:`fwgym.baselines.make_policy` builds them), else ``None``.
+
+    Pass it on: ``run_episode(env, agent, hindsight=oracle_grant(agent))`` (a ``None`` grant leaves every
+    other agent without hindsight, and refuses one that requires it).
+    """
+    if type(agent) in ORACLE_CLASSES:
+        return HindsightGrant(agent, reason=f"fwgym's registered oracle {type(agent).__name__}")
+    return None

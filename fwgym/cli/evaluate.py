@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from fwgym.cases import LEADS, SPLITS
-from fwgym.cli.agent_kinds import agent_kinds
+from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.args import add_domain_argument
 from fwgym.evaluation import SUITES
 
@@ -65,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="local processes (default) or a Ray cluster")
     p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
     kinds = agent_kinds()
-    p.add_argument("--agent", choices=sorted(kinds) or None, default=None,
+    p.add_argument("--agent", default=None, metavar="KIND",
                    help="evaluate an agent of this kind (plus any --policies): " +
                         "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
     for k, m in sorted(kinds.items()):
@@ -170,7 +170,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
         for torn in (run.torn if run else ()):
             print(f"note: {torn}", file=sys.stderr)
         if args.agent:
-            kind = agent_kinds()[args.agent]
+            kind = resolve_kind(args.agent)
             policies = [kind.build(args)] + list(args.policies or [])
         elif args.policies:
             policies = list(args.policies)

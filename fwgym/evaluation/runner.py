@@ -22,6 +22,7 @@ from functools import partial
 from typing import Callable, Iterable, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
+from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models
 from fwgym.cases import build_cases
 from fwgym.data import DOMAINS
@@ -140,7 +141,7 @@ def _play(item: tuple, agents: list, job: _Job) -> dict:
     try:
         named = isinstance(job.policies[pi], str)  # fwgym's own policies: an exception is a bug, never a row
         record = run_episode(env, agents[pi], options={"case_id": case_id}, episode_id=eid,
-                             agent_errors="raise" if named else "score").record
+                             agent_errors="raise" if named else "score", hindsight=oracle_grant(agents[pi])).record
     finally:
         _give_env(key, env)
     check_record(record, where=f"{record['policy']} on {case_id}")

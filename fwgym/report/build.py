@@ -154,6 +154,7 @@ def _replay(policy: str, rec: dict, cases: _Cases, suite: str) -> tuple[list[dic
     """Rerun a registered baseline on the case and log every tool call; the log is used only when
     the rerun reproduces the recorded score, credits and validity."""
     from fwgym.agents.base import run_episode
+    from fwgym.baselines.oracles import oracle_grant
     from fwgym.baselines.registry import TSFM_POLICIES, make_policy
     from fwgym.wrappers.record import RecordToolCalls
 
@@ -166,7 +167,7 @@ def _replay(policy: str, rec: dict, cases: _Cases, suite: str) -> tuple[list[dic
 
     env = RecordToolCalls(cases.env(rec["domain"], rec["split"], suite))
     try:
-        out = run_episode(env, agent, options={"case_id": rec["case_id"]}).record
+        out = run_episode(env, agent, options={"case_id": rec["case_id"]}, hindsight=oracle_grant(agent)).record
     except Exception as exc:  # a failing replay must not stop the report
         return None, f"replay failed: {type(exc).__name__}: {str(exc)[:200]}"
     same = (abs(float(out["S"]) - float(rec["S"])) <= 1e-9 * max(1.0, abs(float(rec["S"])))

@@ -4,6 +4,7 @@ of examples/train_ppo.py. The ``sb3`` agent kind of ``fwgym evaluate`` is tested
 import base64
 import functools
 import json
+import os
 import pickle
 import runpy
 import zipfile
@@ -242,3 +243,100 @@ def test_local_paired_cluster_bootstrap_is_sane():
     lib = example["bootstrap"](records, "weekday_empirical", "hour_of_day_empirical", 2000, None)
     assert lib["diff"] == pytest.approx(b["diff"], abs=1e-12)
     assert lib["lo"] == pytest.approx(b["lo"], abs=0.05) and lib["hi"] == pytest.approx(b["hi"], abs=0.05)
+
+
+# -- isolation: the zip is unpickled only in a worker ---------------------------------------------------------
+
+
+def _core(record: dict) -> dict:
+    """A record without the fields that belong to the run rather than to the episode."""
+    return {k: v for k, v in record.items() if k not in ("episode_id", "wall_s", "request_latency_s")}
+
+
+def _cli_rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("which", ["ppo_macro", "maskable_sequential"])
+def test_isolated_cli_agent_records_equal_the_in_process_python_api(which, request, tmp_path, capsys):
+    from fwgym.agents.sb3 import SB3AgentFactory
+    from fwgym.cli import main
+
+    _, path = request.getfixturevalue(which)
+    in_process = evaluate([SB3AgentFactory(model_path=str(path))], split="test", limit=3, progress=False)
+    assert in_process and all(r["policy"] == path.stem for r in in_process)
+    workers = ["--workers", "2"] if which == "ppo_macro" else []  # forked pool processes start their own workers
+    assert main(["evaluate", "--agent", "sb3", "--model-path", str(path), "--split", "test", "--limit", "3",
+                 "--no-progress", "--out", str(tmp_path), *workers]) == 0, capsys.readouterr().err
+    isolated = _cli_rows(tmp_path)
+    assert [_core(r) for r in isolated] == [_core(json.loads(json.dumps(r))) for r in in_process]
+    agent = SB3Agent(path, isolated=True)
+    assert agent.isolated and agent.model is None and agent._policy.pid != os.getpid()
+
+
+_PAYLOAD = '''
+import os, sys
+with open({mark!r}, "a") as f:
+    f.write("unpickled in %d\\n" % os.getpid())
+try:
+    import fwgym.envs.fwbench, fwgym.scoring
+    zero = lambda *a, **k: (0.0, 0.0)
+    for name, module in list(sys.modules.items()):  # the scorer and every module that holds a reference to it
+        if name.startswith("fwgym") and hasattr(module, "case_score"):
+            module.case_score = zero
+    with open({mark!r}, "a") as f:
+        f.write("patched the scorer\\n")
+except Exception as exc:
+    with open({mark!r}, "a") as f:
+        f.write("refused: %s\\n" % type(exc).__name__)
+'''
+
+
+class _PatchScorer:
+    """Unpickling this runs ``_PAYLOAD``: it replaces fwgym's scorer in the process that unpickles it."""
+
+    def __init__(self, mark):
+        self.mark = mark
+
+    def __reduce__(self):
+        return (exec, (_PAYLOAD.format(mark=self.mark),))
+
+
+def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro):
+    """Issue 17: a crafted SB3 zip whose unpickling replaces fwgym.scoring.case_score (and the env's reference
+    to it). Isolated (the default), every record of the run equals a clean run's; the payload ran in the
+    worker, where the import guard refused the scorer. The control (--in-process, in a subprocess) shows the
+    attack works where the zip is unpickled in the evaluator: every score of that run becomes 0."""
+    import subprocess
+    import sys
+
+    _, clean_zip = ppo_macro
+    mark = tmp_path / "payload.log"
+    payload = base64.b64encode(pickle.dumps(_PatchScorer(str(mark)))).decode()
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "crafted").mkdir()
+    clean = tmp_path / "clean" / "agent.zip"
+    clean.write_bytes(clean_zip.read_bytes())
+    crafted = _rewrite_data(clean_zip, tmp_path / "crafted" / "agent.zip",
+                            lambda d: d.update({"fwgym_payload": {":type:": "<class 'object'>", ":serialized:": payload}}))
+    assert saved_algo(crafted) == "PPO" and not mark.exists()  # reading the metadata runs nothing
+
+    def run(zip_path, out, *extra, check=True):
+        cmd = [sys.executable, "-c", "import sys; from fwgym.cli import main; sys.exit(main())", "evaluate", "--agent",
+               "sb3", "--model-path", str(zip_path), "--policies", "weekday_empirical", "--split", "test",
+               "--limit", "2", "--no-progress", "--out", str(out), *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
+        assert proc.returncode == 0 or not check, proc.stderr[-3000:]
+        return [_core(r) for r in _cli_rows(out)]
+
+    reference = run(clean, tmp_path / "out_clean")
+    assert len(reference) == 8 and all(r["S"] > 0 for r in reference if r["policy"] == "weekday_empirical")
+    assert run(crafted, tmp_path / "out_crafted") == reference  # not one score moved
+    log = mark.read_text().splitlines()
+    assert log and all(line.startswith(("unpickled in", "refused: ModuleNotFoundError")) for line in log), log
+    assert "patched the scorer" not in log
+    mark.unlink()
+    attacked = run(crafted, tmp_path / "out_in_process", "--in-process", check=False)  # (a verifier may object)
+    assert "patched the scorer" in mark.read_text()
+    assert all(r["S"] == 0.0 for r in attacked)  # the whole run, weekday_empirical included

@@ -6,7 +6,7 @@ import pytest
 
 from fwgym.agents.base import run_episode
 from fwgym.baselines import make_policy
-from fwgym.baselines.oracles import MenuOracle, priced_candidate
+from fwgym.baselines.oracles import MenuOracle, oracle_grant, priced_candidate
 from fwgym.cases import build_cases
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import evaluate
@@ -72,7 +72,7 @@ def test_oracle_records_match_its_hindsight_scores():
     env = FWBenchEnv(domain="cycle_hire", split="test")
     for case in env.cases[:12]:
         oracle = MenuOracle("catalog")
-        rec = run_episode(env, oracle, options={"case_id": case.case_id}).record
+        rec = run_episode(env, oracle, options={"case_id": case.case_id}, hindsight=oracle_grant(oracle)).record
         best = oracle.candidates[oracle.choice]
         assert rec["S"] == best["S"] and rec["loss"] == best["loss"] and rec["credits"] == best["credits"]
         assert rec["levels"] == best["levels"]
@@ -99,11 +99,15 @@ class _Clairvoyant(QuantileForecaster):
         return q
 
 
+def _run_oracle(env, oracle, case_id):
+    return run_episode(env, oracle, options={"case_id": case_id}, hindsight=oracle_grant(oracle))
+
+
 def _costly_case():
     """A test case whose best free plan has S > 0.05 (so a perfect 8,452-credit forecast pays off)."""
     env = FWBenchEnv(domain="electricity", split="test")
     for case in env.cases:
-        if case.lead == "day_ahead" and run_episode(env, MenuOracle("free"), options={"case_id": case.case_id}).record["S"] > 0.05:
+        if case.lead == "day_ahead" and _run_oracle(env, MenuOracle("free"), case.case_id).record["S"] > 0.05:
             return case
     raise AssertionError("no such case")  # pragma: no cover
 
@@ -113,14 +117,14 @@ def test_catalog_oracle_buys_a_priced_model_when_it_pays_off():
     fc = _Clairvoyant(case)
     env = FWBenchEnv(domain="electricity", split="test", forecasters={"chronos_bolt_tiny": fc})
     oracle = MenuOracle("catalog", forecasters={"chronos_bolt_tiny": fc})
-    rec = run_episode(env, oracle, options={"case_id": case.case_id}).record
+    rec = run_episode(env, oracle, options={"case_id": case.case_id}, hindsight=oracle_grant(oracle)).record
     assert oracle.choice == "chronos_bolt_tiny"
     assert rec["credits"] == price("chronos_bolt_tiny", 336, case.horizon)["credits"] == 8452
     assert rec["credits"] == oracle.candidates["chronos_bolt_tiny"]["credits"]
     assert rec["loss"] == rec["floor"]  # a perfect forecast plans the perfect-demand plan
     assert rec["tool_counts"] == {"forecast": 1, "plan": 1, "submit": 1}
     assert "timesfm25" not in oracle.candidates  # never affordable under B
-    rec_free = run_episode(env, MenuOracle("free"), options={"case_id": case.case_id}).record
+    rec_free = _run_oracle(env, MenuOracle("free"), case.case_id).record
     assert rec_free["credits"] == 0 and rec["S"] < rec_free["S"]
 
 
@@ -130,8 +134,8 @@ def test_oracle_refuses_a_plan_that_differs_from_its_candidate():
     served._predict = lambda context, horizon: np.full((horizon, 9), 0.5 * case.scale)  # not what the oracle ranks
     env = FWBenchEnv(domain="electricity", split="test", forecasters={"chronos_bolt_tiny": served})
     oracle = MenuOracle("catalog", forecasters={"chronos_bolt_tiny": _Clairvoyant(case)})
-    with pytest.raises(RuntimeError, match="differs from the oracle's candidate"):  # fwgym's own policy: a bug, raised
-        run_episode(env, oracle, options={"case_id": case.case_id})
+    with pytest.raises(RuntimeError, match="differs from the oracle's candidate"):
+        run_episode(env, oracle, options={"case_id": case.case_id}, hindsight=oracle_grant(oracle))
 
 
 def test_priced_candidate_skips_unaffordable_and_unavailable_models():

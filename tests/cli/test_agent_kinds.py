@@ -1,7 +1,6 @@
 """Agent kinds of ``fwgym evaluate --agent`` (fwgym.cli.agent_kinds): the shipped kinds (openai, transformers,
 sb3), their factories, and kinds added by other packages through entry points."""
 import argparse
-import functools
 import json
 import pickle
 import types
@@ -11,12 +10,13 @@ import pytest
 
 from fwgym.cli import agent_kinds as registry
 from fwgym.cli import main
-from fwgym.cli.agent_kinds import agent_kinds, openai, sb3, transformers
+from fwgym.cli.agent_kinds import agent_kinds, openai, python, sb3, transformers
 
 
 def test_shipped_kinds_define_the_interface():
     kinds = agent_kinds()
     assert kinds["openai"] is openai and kinds["transformers"] is transformers and kinds["sb3"] is sb3
+    assert kinds["python"] is python
     for mod in kinds.values():
         assert all(hasattr(mod, a) for a in registry.INTERFACE) and mod.HELP
 
@@ -80,16 +80,19 @@ def sb3_zips(tmp_path_factory):
 
 
 def test_sb3_kind_reads_the_algorithm_from_the_zip(sb3_zips, tmp_path):
-    from fwgym.agents.sb3 import SB3Agent
+    from fwgym.agents.sb3 import SB3Agent, SB3AgentFactory
 
     parser = argparse.ArgumentParser()
     sb3.add_arguments(parser.add_argument_group("sb3"))
     for key, algo in (("ppo", "PPO"), ("maskable", "MaskablePPO"), ("plain_maskable", "MaskablePPO")):
         factory = sb3.build(parser.parse_args(["--model-path", str(sb3_zips[key])]))
-        assert isinstance(factory, functools.partial) and factory.keywords == {"algo": algo}
+        assert isinstance(factory, SB3AgentFactory) and factory["algo"] == algo and factory.isolated  # isolated by default
+        assert json.loads(json.dumps(factory))["model_path"] == str(sb3_zips[key].resolve())
         agent = pickle.loads(pickle.dumps(factory))()
-        assert isinstance(agent, SB3Agent) and agent.algo == algo
-    assert sb3.build(parser.parse_args(["--model-path", str(sb3_zips["ppo"]), "--algo", "PPO"])).keywords["algo"] == "PPO"
+        assert isinstance(agent, SB3Agent) and agent.algo == algo and agent.isolated and agent.model is None
+    assert sb3.build(parser.parse_args(["--model-path", str(sb3_zips["ppo"]), "--algo", "PPO"]))["algo"] == "PPO"
+    trusted = sb3.build(parser.parse_args(["--model-path", str(sb3_zips["ppo"]), "--in-process"]))
+    assert not trusted.isolated and trusted().model is not None
     with pytest.raises(ValueError, match="holds a MaskablePPO policy"):
         sb3.build(parser.parse_args(["--model-path", str(sb3_zips["plain_maskable"]), "--algo", "PPO"]))
     with pytest.raises(ValueError, match="--model-path"):

@@ -3,20 +3,29 @@
 A stable-baselines3 PPO / MaskablePPO zip trained on the fwgym macro wrappers, played on the raw env
 by :class:`fwgym.agents.sb3.SB3Agent`. The algorithm is read from the zip (``--algo auto``, the
 default; :func:`fwgym.agents.sb3.saved_algo`), for files of ``save_policy`` and of plain
-``model.save`` alike. Heavy imports (torch, stable-baselines3) happen only when an agent is created.
+``model.save`` alike, without unpickling anything.
+
+The zip is loaded (which unpickles it) **only in an isolated worker process** by default: the
+evaluating process computes the features and tool calls and asks the worker for one menu index per
+decision (:mod:`fwgym.agents.isolation`). ``--in-process`` loads it here instead (files you trust);
+the records are identical. The shared isolation options (``--agent-timeout``,
+``--agent-start-timeout``, ``--agent-worker-command``, ``--in-process``) are in
+:mod:`fwgym.cli.agent_kinds.isolation`. Heavy imports (torch, stable-baselines3) happen only when an
+agent is created.
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
+
+from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs
 
 KIND = "sb3"
 HELP = ("a stable-baselines3 macro policy trained on the fwgym RL wrappers (a PPO / MaskablePPO zip, "
-        "e.g. from examples/train_ppo.py), given by --model-path")
+        "e.g. from examples/train_ppo.py), given by --model-path; loaded and run in an isolated worker process")
 
 
 def add_arguments(group) -> None:
-    """Add ``--model-path`` and ``--algo`` to an argparse argument group."""
+    """Add ``--model-path``, ``--algo`` and the isolation options to an argparse argument group."""
     from fwgym.agents.sb3 import ALGOS
 
     group.add_argument("--model-path", default=None, metavar="FILE",
@@ -24,20 +33,23 @@ def add_arguments(group) -> None:
     group.add_argument("--algo", default="auto", choices=ALGOS,
                        help="algorithm to load the model with (auto, the default: the one the zip's policy class "
                             "belongs to)")
+    add_isolation_arguments(group)
 
 
 def build(args):
-    """A picklable factory (``functools.partial`` of :class:`~fwgym.agents.sb3.SB3Agent`) with the algorithm
-    resolved from the zip.
+    """A picklable, JSON-serialisable :class:`~fwgym.agents.sb3.SB3AgentFactory` with the algorithm resolved
+    from the zip, isolated unless ``--in-process``; one agent is built now to check the model (its worker is
+    then reused by the run).
 
     Raises:
         ValueError: no ``--model-path``; not an SB3 zip, or one of another algorithm, or ``--algo``
-            disagrees with it; stable-baselines3 (sb3-contrib for MaskablePPO) missing.
+            disagrees with it, or its spaces do not match the fwgym menus; stable-baselines3 (sb3-contrib
+            for MaskablePPO) missing; the worker cannot load it.
         FileNotFoundError: the model file does not exist.
     """
     if not getattr(args, "model_path", None):
         raise ValueError("--agent sb3 needs --model-path FILE (an SB3 model zip)")
-    from fwgym.agents.sb3 import resolve_algo, resolve_model_path
+    from fwgym.agents.sb3 import SB3AgentFactory, resolve_algo, resolve_model_path
 
     path = resolve_model_path(args.model_path)
     algo = resolve_algo(path, getattr(args, "algo", "auto") or "auto")
@@ -45,9 +57,16 @@ def build(args):
         raise ValueError("--agent sb3 needs stable-baselines3: pip install 'fwgym[rl]'")
     if algo == "MaskablePPO" and importlib.util.find_spec("sb3_contrib") is None:
         raise ValueError("the model is a MaskablePPO policy, which needs sb3-contrib: pip install 'fwgym[rl]'")
-    from fwgym.agents.sb3 import SB3Agent
+    isolated = not in_process(args)
+    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated,
+                              **(isolation_kwargs(args) if isolated else {}))
+    from fwgym.agents.isolation import AgentFailure
 
-    return functools.partial(SB3Agent, str(path.resolve()), algo=algo)
+    try:
+        factory()  # checks the model now: a clear error before any case runs
+    except AgentFailure as exc:
+        raise ValueError(f"--agent sb3 --model-path {path}: {exc}") from None
+    return factory
 
 
 __all__ = ["KIND", "HELP", "add_arguments", "build"]

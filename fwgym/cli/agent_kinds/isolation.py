@@ -1,0 +1,62 @@
+"""Options shared by the agent kinds whose agents are code and run isolated (``--agent sb3``,
+``--agent MODULE:FACTORY``): deadlines, the worker's command, and the in-process opt-out.
+
+The options are added once by whichever of those kinds registers first (:func:`add_isolation_arguments`
+is idempotent). See :mod:`fwgym.agents.isolation` and SECURITY.md ("Code agents run isolated").
+"""
+from __future__ import annotations
+
+import argparse
+
+#: (flags, argparse kwargs) of the shared options
+ISOLATION_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
+    (("--agent-timeout",), {"type": float, "default": None, "dest": "agent_timeout", "metavar": "SECONDS",
+                            "help": "seconds an isolated agent has to answer each call (default 60); an agent that "
+                                    "takes longer is killed and the episode is its failure"}),
+    (("--agent-start-timeout",), {"type": float, "default": None, "dest": "agent_start_timeout", "metavar": "SECONDS",
+                                  "help": "seconds an isolated agent's worker has to start and build the agent "
+                                          "(default 300)"}),
+    (("--agent-worker-command",), {"default": None, "dest": "agent_worker_command", "metavar": "CMD",
+                                   "help": "command that starts an isolated agent's worker (default: this Python on "
+                                           "fwgym/agents/isolation_worker.py), e.g. as another user or in a container "
+                                           "that cannot read fwgym's data (SECURITY.md)"}),
+    (("--in-process",), {"action": "store_true", "dest": "in_process",
+                         "help": "run a code agent (SB3 zip, MODULE:FACTORY) inside the evaluating process instead of "
+                                 "an isolated worker: only for code you trust (it could read the answers and patch "
+                                 "the scorer)"}),
+)
+
+
+def add_isolation_arguments(group) -> None:
+    """Add :data:`ISOLATION_OPTIONS` to ``group`` unless another kind already did."""
+    for flags, kwargs in ISOLATION_OPTIONS:
+        try:
+            group.add_argument(*flags, **kwargs)
+        except argparse.ArgumentError:
+            pass  # added by the other isolated kind
+
+
+def isolation_kwargs(args) -> dict:
+    """``call_timeout``, ``start_timeout`` and ``worker_command`` from the options (the defaults of
+    :mod:`fwgym.agents.isolation` where not given).
+
+    Raises:
+        ValueError: a deadline that is not > 0.
+    """
+    from fwgym.agents.isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
+
+    call = getattr(args, "agent_timeout", None)
+    start = getattr(args, "agent_start_timeout", None)
+    call = DEFAULT_CALL_TIMEOUT if call is None else float(call)
+    start = DEFAULT_START_TIMEOUT if start is None else float(start)
+    if call <= 0 or start <= 0:
+        raise ValueError("--agent-timeout and --agent-start-timeout must be > 0 seconds")
+    return {"call_timeout": call, "start_timeout": start, "worker_command": getattr(args, "agent_worker_command", None)}
+
+
+def in_process(args) -> bool:
+    """Whether ``--in-process`` was given."""
+    return bool(getattr(args, "in_process", False))
+
+
+__all__ = ["ISOLATION_OPTIONS", "add_isolation_arguments", "isolation_kwargs", "in_process"]

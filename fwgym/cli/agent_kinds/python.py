@@ -1,0 +1,127 @@
+"""Agent kind ``python``: your own agent code, ``fwgym evaluate --agent MODULE:FACTORY`` or
+``--agent FILE.py:FACTORY``.
+
+``FACTORY`` is a function or class that returns an agent (an object with ``act(observation)``; see
+:mod:`fwgym.agents.base`), called with the keyword arguments of ``--agent-kwargs JSON``. Examples::
+
+    fwgym evaluate --agent mypkg.agents:make_agent --agent-kwargs '{"depth": 2}' --split test --limit 20
+    fwgym evaluate --agent ./my_agent.py:MyAgent --agent-timeout 10
+
+``MODULE`` is imported with the current directory first on ``sys.path`` (as ``python -m`` does); a file
+is loaded by path. The agent runs **isolated** (:class:`fwgym.agents.isolation.IsolatedAgentFactory`): a
+worker process that receives only the observations, the public reset info and, after each episode, its
+record; the env, the case data, hindsight and the scorer stay in the evaluating process. An agent that
+raises, exceeds ``--agent-timeout`` or exits fails its episode, not the run. ``--in-process`` runs it in
+the evaluating process instead (code you trust; same records). The agent is built once when the command
+starts, so a factory that fails, an object without ``act`` or an agent that declares
+``requires_hindsight`` is a clear error before any case runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs
+
+KIND = "python"
+HELP = ("your own agent code, given as --agent MODULE:FACTORY or --agent FILE.py:FACTORY (a function or class "
+        "returning an agent; --agent-kwargs JSON), run in an isolated worker process")
+
+
+def accepts(value: str) -> bool:
+    """Whether an ``--agent`` value names a factory (``MODULE:FACTORY`` or ``FILE.py:FACTORY``)."""
+    module, sep, attr = str(value).rpartition(":")
+    return bool(sep and module and attr) and "//" not in value
+
+
+def add_arguments(group) -> None:
+    """``--agent-kwargs``, ``--agent-name`` (if no other kind added it) and the isolation options."""
+    import argparse
+
+    group.add_argument("--agent-kwargs", default=None, dest="agent_kwargs", metavar="JSON",
+                       help="keyword arguments of the --agent MODULE:FACTORY factory, a JSON object")
+    try:
+        group.add_argument("--agent-name", default=None, dest="agent_name", help="policy name of the agent in results")
+    except argparse.ArgumentError:
+        pass  # added by the LLM kinds
+    add_isolation_arguments(group)
+
+
+def _target(value: str) -> str:
+    """The target with a file path made absolute (the worker may start elsewhere)."""
+    module, _, attr = value.rpartition(":")
+    if module.endswith(".py") or os.sep in module or (os.altsep and os.altsep in module):
+        path = os.path.abspath(module)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"--agent {value}: no such file {path}")
+        return f"{path}:{attr}"
+    return value
+
+
+def make_in_process(target: str, kwargs: dict, name: str | None = None):
+    """The agent of ``target`` built in this process (``--in-process``): ``FACTORY(**kwargs)``, named ``name``
+    when given; the working directory is put on ``sys.path`` as in the worker. Module-level, so ``functools.partial(make_in_process, ...)`` pickles for worker processes.
+
+    Raises:
+        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.agents.isolation_worker.load_target`.
+    """
+    import sys
+
+    from fwgym.agents.isolation_worker import load_target
+
+    if os.getcwd() not in sys.path:  # MODULE imports from the working directory, as in the worker
+        sys.path.insert(0, os.getcwd())
+    agent = load_target(target)(**kwargs)
+    if name:
+        agent.name = name
+    return agent
+
+
+def build(args):
+    """The factory of ``--agent MODULE:FACTORY``: an :class:`~fwgym.agents.isolation.IsolatedAgentFactory`
+    (JSON-serialisable, ``isolated = True``), or with ``--in-process`` a ``functools.partial`` of
+    :func:`make_in_process`. One agent is built now to check the target.
+
+    Raises:
+        ValueError: ``--agent python`` without a target, malformed ``--agent-kwargs``, a target that does
+            not import or whose factory fails, an object without ``act``, or an agent that requires hindsight.
+        FileNotFoundError: a ``FILE.py`` that does not exist.
+    """
+    value = getattr(args, "agent", None) or ""
+    if not accepts(value):
+        raise ValueError("name your agent's factory: --agent MODULE:FACTORY or --agent FILE.py:FACTORY")
+    target = _target(value)
+    kwargs = {}
+    if getattr(args, "agent_kwargs", None):
+        try:
+            kwargs = json.loads(args.agent_kwargs)
+        except ValueError as exc:
+            raise ValueError(f"--agent-kwargs is not valid JSON: {exc}") from None
+        if not isinstance(kwargs, dict):
+            raise ValueError("--agent-kwargs must be a JSON object")
+    name = getattr(args, "agent_name", None)
+    if in_process(args):
+        import functools
+
+        factory = functools.partial(make_in_process, target, kwargs, name)
+        try:
+            agent = factory()
+        except ImportError as exc:
+            raise ValueError(f"--agent {value}: {exc}") from None
+        if not callable(getattr(agent, "act", None)):
+            raise ValueError(f"--agent {value} made a {type(agent).__name__} without an act(observation) method")
+        if getattr(agent, "requires_hindsight", False):
+            raise ValueError(f"--agent {value} made an agent that requires hindsight, which only fwgym's registered "
+                             "oracles receive")
+        return factory
+    from fwgym.agents.isolation import AgentFailure, IsolatedAgentFactory
+
+    factory = IsolatedAgentFactory(target, kwargs, name=name, **isolation_kwargs(args))
+    try:
+        factory()  # starts the worker and builds the agent now; the worker is reused by the run
+    except AgentFailure as exc:
+        raise ValueError(f"--agent {value}: {exc}") from None
+    return factory
+
+
+__all__ = ["KIND", "HELP", "accepts", "add_arguments", "build", "make_in_process"]
