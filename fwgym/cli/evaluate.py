@@ -170,7 +170,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
         for torn in (run.torn if run else ()):
             print(f"note: {torn}", file=sys.stderr)
         if args.agent:
-            kind = resolve_kind(args.agent)
+            kind = resolve_kind(args.agent, agent_kinds())
             policies = [kind.build(args)] + list(args.policies or [])
         elif args.policies:
             policies = list(args.policies)

@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import pickle
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path

@@ -108,12 +108,13 @@ def test_agent_errors(tmp_path, ppo_macro):
         save_policy(other, tmp_path / "x", "macro")
     agent = SB3Agent(ppo_macro[1])
     env = FWBenchEnv("electricity", split="test", tools=["history", "classical_plan"])
-    # an agent that raises ends its episode as its own failure (scored invalid), never the evaluation
-    rec = run_episode(env, agent, seed=0).record
+    # an agent that raises ends its episode as its own failure (scored invalid) where the evaluation scores agent
+    # errors (agents that are not fwgym's named policies), never the evaluation
+    rec = run_episode(env, agent, seed=0, agent_errors="score").record
     assert rec["status"] == "abstained" and not rec["valid"] and rec["scored"]
     assert rec["reason"].startswith("agent_error: RuntimeError: ") and "catalog call failed" in rec["reason"]
     rec = run_episode(FWBenchEnv("electricity", split="test", text_observations=False), SB3Agent(ppo_macro[1]),
-                      seed=0).record
+                      seed=0, agent_errors="score").record
     assert rec["reason"].startswith("agent_error: RuntimeError: ") and "text_observations=True" in rec["reason"]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from fwgym.agents import run_episode
+from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines import make_policy, policy_names
 from fwgym.baselines.oracles import MenuOracle
 from fwgym.baselines.registry import EXTENDED_POLICIES, policy_models, unavailable_policies
@@ -141,7 +142,7 @@ def test_in_memory_plugin_is_bought_planned_and_scored(plugin):
     rec = run_episode(env, make_policy("weekly_toy"), options={"case_id": CASE}).record
     assert rec["status"] == "submitted" and rec["credits"] == 1001
     oracle = MenuOracle("catalog", models=models)
-    rec = run_episode(env, oracle, options={"case_id": CASE}).record
+    rec = run_episode(env, oracle, options={"case_id": CASE}, hindsight=oracle_grant(oracle)).record
     assert "weekly_toy" in oracle.candidates and oracle.candidates["weekly_toy"]["credits"] == 1001
     assert rec["credits"] == oracle.candidates[oracle.choice]["credits"]
     assert {"ets", "theta", "sarima", "mstl_ets"} <= set(oracle.candidates)
