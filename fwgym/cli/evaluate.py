@@ -33,6 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="local processes (default) or a Ray cluster")
     p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
+    p.add_argument("--forecast-store", default=None, metavar="DIR",
+                   help="read priced forecasts from this store (fwgym forecasts build); same credits and results, "
+                        "misses computed live; a store of other weights/revision is refused")
     kinds = agent_kinds()
     p.add_argument("--agent", choices=sorted(kinds) or None, default=None,
                    help="evaluate an agent of this kind (plus any --policies): " +
@@ -64,9 +67,14 @@ def run(args) -> int:
     out = Path(args.out or f"results/{args.split}{suffix}")
     if (out / "results.jsonl").exists():
         print(f"note: {out}/ already holds results; they will be replaced (use --out to keep both)", file=sys.stderr)
+    env_kwargs = dict(SUITES[args.suite])
+    if args.forecast_store:
+        from fwgym.forecasters.store import open_store
+
+        env_kwargs["forecast_store"] = str(open_store(args.forecast_store).path)  # refused here if malformed
     t0 = time.perf_counter()
     records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
-                       workers=args.workers, progress=not args.no_progress, env_kwargs=SUITES[args.suite],
+                       workers=args.workers, progress=not args.no_progress, env_kwargs=env_kwargs,
                        backend=args.backend, ray_address=args.ray_address)
     elapsed = time.perf_counter() - t0
     labels = list(dict.fromkeys(r["policy"] for r in records))

@@ -39,6 +39,11 @@ prepared (about 100 bytes of memory per stored forecast); the arrays stay in the
   :class:`StoreMismatch`, naming the fields). Refusing, rather than ignoring the store with a warning,
   because a store is attached on purpose: a user who asked for it should learn that it cannot serve.
 
+Digests are checked once per process and store (:func:`open_store` shares the instance): a shard
+rewritten in place while a process has it memory-mapped is not detected by that process (replacing
+the file, as the builder does, does not affect existing maps); ``fwgym forecasts verify`` checks
+again.
+
 A TSFM's forecast depends at the level of float32 rounding on the torch thread count and the
 hardware (the single-series path itself does); a store fixes one answer: the build's, recorded with
 its ``torch_threads``. Statistical forecasts fitted under a time bound are stored when the fit
@@ -350,7 +355,8 @@ class ForecastStore:
                 m.hits = m.misses = m.stale = 0
 
     def verify(self) -> dict[str, int]:
-        """Verify every shard of every model (:meth:`prepare` of each).
+        """Check every shard of every model against the manifest now (sha256, rows, schema; also
+        shards verified before, e.g. by :meth:`prepare`), and prepare every model.
 
         Returns:
             ``{model: rows}``.
@@ -358,9 +364,12 @@ class ForecastStore:
         Raises:
             StoreIntegrityError: as :meth:`prepare`.
         """
+        rows = {}
         for name in self.models:
+            entry = self.manifest["models"][name]
+            rows[name] = sum(_open_shard(self.path, name, entry, s)[0].rows for s in entry["shards"])
             self.prepare(name)
-        return {n: self._prepared[n].rows for n in self.models}
+        return rows
 
 
 def _parse_manifest(raw: bytes, where: Path) -> dict:
@@ -624,7 +633,10 @@ def _write_shard(path: Path, batch) -> tuple[str, int]:
 def _write_manifest(root: Path, doc: dict) -> None:
     fd, tmp = tempfile.mkstemp(dir=root, prefix=".manifest-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+        fh.write(json.dumps(doc, indent=1) + "\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as a file opened for writing (mkstemp makes it private)
     os.replace(tmp, root / MANIFEST)
 
 
