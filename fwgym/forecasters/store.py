@@ -29,7 +29,8 @@ context's sha256 equals the stored one (otherwise the lookup is a miss counted a
 forecast is computed live). Lookups are dictionary reads in an index built when a model is first
 prepared (about 100 bytes of memory per stored forecast); the arrays stay in the memory-mapped files.
 
-**Trust.** A store refuses (:class:`StoreError` and subclasses, all ``ValueError``):
+**Trust.** A store refuses, where it is attached (an env's construction, :func:`use_store`,
+:meth:`ForecastStore.attach`, the CLI; :class:`StoreError` and subclasses, all ``ValueError``):
 
 * a shard whose sha256, row count or schema differs from the manifest (:class:`StoreIntegrityError`,
   naming the file); digests are checked when a model is prepared, i.e. when an env, ``use_store``
@@ -38,6 +39,9 @@ prepared (about 100 bytes of memory per stored forecast); the arrays stay in the
   one the model was built with (another revision, other weights, settings, device or package versions:
   :class:`StoreMismatch`, naming the fields). Refusing, rather than ignoring the store with a warning,
   because a store is attached on purpose: a user who asked for it should learn that it cannot serve.
+
+A forecaster first seen by a lookup (e.g. an oracle's own instance) and refused then is served live
+with a ``RuntimeWarning`` instead (:meth:`ForecastStore.get`): a lookup never changes a result.
 
 Digests are checked once per process and store (:func:`open_store` shares the instance): a shard
 rewritten in place while a process has it memory-mapped is not detected by that process (replacing
@@ -191,7 +195,8 @@ class ForecastStore:
         self.manifest = _parse_manifest(raw, mpath)
         self.models: tuple[str, ...] = tuple(self.manifest["models"])
         self._prepared: dict[str, _Model] = {}
-        self._verified: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # forecaster -> model name
+        self._verified: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # forecaster -> model name | False
+        self._refusals: dict[str, int] = {}
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -242,7 +247,7 @@ class ForecastStore:
         if name not in self.manifest["models"]:
             return False
         if self._verified.get(forecaster) == name:
-            return True
+            return True  # (an instance refused by a lookup is checked again, and raises again)
         self.prepare(name)
         m = self._prepared[name]
         fp = forecaster.fingerprint()
@@ -282,17 +287,30 @@ class ForecastStore:
             forecaster: the forecaster the request is for (verified on first use, :meth:`check`).
             series_id, context, last_hour, horizon: as :func:`fwgym.forecasters.covering.cached_quantiles`.
 
+        A forecaster that was not verified before (:meth:`attach` / :meth:`check`, which an env runs
+        when it is made) is verified now; if the store cannot serve it (:class:`StoreMismatch`,
+        :class:`StoreIntegrityError`) the lookup does not fail: it warns once (``RuntimeWarning``
+        naming the reason) and returns ``None`` for every request of that forecaster, which is then
+        computed live; ``counts()[model]["refused"]`` counts these lookups. So a lookup never changes
+        a result and never fails a tool call; the errors are raised where a store is attached.
+
         Returns:
             read-only float64 array (horizon, 9), equal bit for bit to what the forecaster returned
             at build time.
-
-        Raises:
-            StoreMismatch, StoreIntegrityError: as :meth:`check`.
         """
         if forecaster.name not in self.manifest["models"]:
             return None
-        if self._verified.get(forecaster) is None:
-            self.check(forecaster)
+        verified = self._verified.get(forecaster)
+        if verified is None:
+            try:
+                self.check(forecaster)
+            except StoreError as exc:  # never an error in the middle of an episode: live inference, loudly
+                self._refuse(forecaster, exc)
+                return None
+        elif verified is False:
+            with self._lock:
+                self._refusals[forecaster.name] = self._refusals.get(forecaster.name, 0) + 1
+            return None
         m = self._prepared[forecaster.name]
         code = m.index.get((len(context), int(horizon)), {}).get(str(series_id), {}).get(int(last_hour))
         if code is None:
@@ -313,6 +331,14 @@ class ForecastStore:
         with self._lock:
             m.hits += 1
         return q
+
+    def _refuse(self, forecaster: QuantileForecaster, exc: StoreError) -> None:
+        import warnings
+
+        with self._lock:
+            self._verified[forecaster] = False
+            self._refusals[forecaster.name] = self._refusals.get(forecaster.name, 0) + 1
+        warnings.warn(f"{exc}; its {forecaster.name} forecasts are computed live", RuntimeWarning, stacklevel=3)
 
     def get_many(self, forecaster: QuantileForecaster,
                  requests: Iterable[tuple[str, np.ndarray, int, int]]) -> list[np.ndarray | None]:
@@ -335,11 +361,15 @@ class ForecastStore:
         return {(s, o, c, h) for (c, h), by_series in m.index.items() for s, origins in by_series.items() for o in origins}
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """``{model: {"rows", "hits", "misses", "stale"}}`` of the prepared models (``stale``: misses
-        on a stored key whose context digest differed)."""
+        """``{model: {"rows", "hits", "misses", "stale", "refused"}}`` of the models prepared or
+        refused (``stale``: misses on a stored key whose context digest differed; ``refused``: lookups
+        of a forecaster the store cannot serve, see :meth:`get`; ``rows`` 0 for a model not prepared)."""
         with self._lock:
-            return {n: {"rows": m.rows, "hits": m.hits, "misses": m.misses, "stale": m.stale}
-                    for n, m in self._prepared.items()}
+            out = {n: {"rows": m.rows, "hits": m.hits, "misses": m.misses, "stale": m.stale, "refused": 0}
+                   for n, m in self._prepared.items()}
+            for n, k in self._refusals.items():
+                out.setdefault(n, {"rows": 0, "hits": 0, "misses": 0, "stale": 0, "refused": 0})["refused"] = k
+            return out
 
     @property
     def hits(self) -> int:
@@ -353,6 +383,7 @@ class ForecastStore:
         with self._lock:
             for m in self._prepared.values():
                 m.hits = m.misses = m.stale = 0
+            self._refusals.clear()
 
     def verify(self) -> dict[str, int]:
         """Check every shard of every model against the manifest now (sha256, rows, schema; also

@@ -226,7 +226,7 @@ def test_a_missing_or_stale_entry_falls_back_to_live_inference_and_is_counted(fo
     FORECAST_CACHE.clear()
     want = [run_episode(_env(forecasters), agent, options={"case_id": c}).record for c in CASES[:2]]
     assert got == want
-    assert store.counts()["ets"] == {"rows": 2, "hits": 1, "misses": 1, "stale": 0}
+    assert store.counts()["ets"] == {"rows": 2, "hits": 1, "misses": 1, "stale": 0, "refused": 0}
     c = cases[0]
     changed = c.history.copy()
     changed[0] += 1.0  # same key (series, origin, context steps, horizon), other values
@@ -285,6 +285,15 @@ def test_process_wide_store_serves_oracles_and_refuses_a_mismatch(forecasters, s
         use_store(store_dir)
         with pytest.raises(StoreMismatch):  # an env verifies its forecasters against the process-wide store
             FWBenchEnv("electricity", split="dev", models=("ets",), forecasters={"ets": ETS(maxiter=7)})
+        other = ETS(maxiter=7)  # first seen by a lookup (an oracle's own instance): served live, with a warning
+        with pytest.warns(RuntimeWarning, match="settings.maxiter.*computed live"):
+            got = priced_candidate(case, "ets", other)
+        assert store.counts()["ets"]["refused"] == 1
+        use_store(None)
+        assert got is not None and got[1].expected_loss == priced_candidate(case, "ets", ETS(maxiter=7))[1].expected_loss
+        use_store(store_dir)
+        with pytest.raises(StoreMismatch):
+            store.check(other)  # the explicit check still raises
     finally:
         use_store(None)
 
