@@ -430,8 +430,6 @@ def _parse_manifest(raw: bytes, where: Path) -> dict:
 
 def _open_shard(root: Path, model: str, entry: dict, s: dict) -> tuple[_Shard, list, list]:
     """Check a shard file against its manifest entry and memory-map it: ``(shard, series ids, origins)``."""
-    import pyarrow as pa
-
     path = root / s["file"]
     if not path.is_file():
         raise StoreIntegrityError(f"forecast store {root}: shard {s['file']} of {model} is missing")
@@ -842,7 +840,6 @@ def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests
             flush(ctx_h, rows)
 
     seconds = time.perf_counter() - t0
-    computed = stored + failed
     distinct = {r.key for r in requests}
     record = {
         "created": _now(), "fwgym_version": __version__, "requests": len(requests), "distinct": len(distinct),

@@ -277,7 +277,7 @@ def test_process_wide_store_serves_oracles_and_refuses_a_mismatch(forecasters, s
         assert use_store(store_dir) is store
         FORECAST_CACHE.clear()
         before = store.counts()["ets"]["hits"]
-        credits, plan = priced_candidate(case, "ets", forecasters["ets"])
+        _credits, plan = priced_candidate(case, "ets", forecasters["ets"])
         assert store.counts()["ets"]["hits"] == before + 1
         FORECAST_CACHE.clear()
         use_store(None)
