@@ -35,6 +35,7 @@ def main(argv=None) -> int:
         ("env benchmark", [HERE / "bench_env.py", *quick]),
         ("memory", [HERE / "bench_memory.py", *(["--episodes", "2000"] if args.quick else [])]),
         ("forecast adapters", [HERE / "bench_forecasters.py"]),
+        ("forecast store", [HERE / "bench_store.py", *quick]),
         ("RL wrappers and PPO", [HERE / "bench_rl.py", *quick]),
         ("native vector env", [HERE / "bench_vector.py", *quick]),
         ("batch evaluation", [HERE / "bench_evaluate.py", *quick]),

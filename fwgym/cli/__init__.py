@@ -3,7 +3,8 @@
 ``fwgym evaluate`` (:mod:`~fwgym.cli.evaluate`), ``fwgym cases`` (:mod:`~fwgym.cli.cases`),
 ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym plot`` (:mod:`~fwgym.cli.plot`),
 ``fwgym show-trace`` (:mod:`~fwgym.cli.show_trace`), ``fwgym report`` (:mod:`~fwgym.cli.report`),
-``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`). Each subcommand module defines ``NAME``,
+``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`), ``fwgym forecasts build|verify``
+(:mod:`~fwgym.cli.forecasts`). Each subcommand module defines ``NAME``,
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> exit code``; heavy imports happen in ``run``.
 The agent kinds of ``fwgym evaluate --agent KIND`` are plug-ins: :mod:`fwgym.cli.agent_kinds`.
 
@@ -15,10 +16,10 @@ import argparse
 import sys
 from typing import Sequence
 
-from fwgym.cli import calibrate_sigma, cases, evaluate, leaderboard, plot, report, show_trace
+from fwgym.cli import calibrate_sigma, cases, evaluate, forecasts, leaderboard, plot, report, show_trace
 
 #: the subcommand modules, in the order of ``fwgym --help``
-COMMANDS = (evaluate, cases, leaderboard, plot, show_trace, report, calibrate_sigma)
+COMMANDS = (evaluate, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts)
 
 
 def build_parser() -> argparse.ArgumentParser:

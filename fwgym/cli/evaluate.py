@@ -31,7 +31,7 @@ HELP = "run policies on a split into a new run directory and print the leaderboa
 #: options that may differ between a run's sessions (how it runs, not what it measures); ``--resume``
 #: refuses any other option that disagrees with the run's manifest
 OPERATIONAL: tuple[str, ...] = ("workers", "concurrency", "no_progress", "backend", "ray_address", "timeout",
-                                "max_retries", "out", "resume", "overwrite")
+                                "max_retries", "out", "resume", "overwrite", "forecast_store")
 #: agent-factory settings left out of the compared settings (operational, or where the run writes)
 _AGENT_OPERATIONAL = ("timeout", "max_retries", "trace_out")
 #: exit codes
@@ -64,6 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="local processes (default) or a Ray cluster")
     p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
+    p.add_argument("--forecast-store", default=None, metavar="DIR",
+                   help="read priced forecasts from this store (fwgym forecasts build); same credits and results, "
+                        "misses computed live; a store of other weights/revision is refused")
     kinds = agent_kinds()
     p.add_argument("--agent", default=None, metavar="KIND",
                    help="evaluate an agent of this kind (plus any --policies): " +
@@ -236,10 +239,18 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                                          f"{len(labels) * len(case_ids)} episodes already scored)" if resume else ""),
               file=sys.stderr)
         expected = [(lab, c) for lab in labels for c in case_ids]
+        run_kwargs = dict(env_kwargs)
+        if args.forecast_store:  # operational: results are identical with or without it (recorded per session)
+            from fwgym.forecasters.store import open_store
+
+            store = open_store(args.forecast_store)  # refused here if malformed
+            run_kwargs["forecast_store"] = str(store.path)
+            run.current_session["forecast_store"] = str(store.path)
+            run.save()
         t0 = time.perf_counter()
         try:
             records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
-                               workers=args.workers, progress=not args.no_progress, env_kwargs=env_kwargs,
+                               workers=args.workers, progress=not args.no_progress, env_kwargs=run_kwargs,
                                backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
                                run=run, preflight=False)
         except KeyboardInterrupt:

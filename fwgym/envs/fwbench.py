@@ -53,7 +53,8 @@ from fwgym.data import DOMAINS
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
-from fwgym.forecasters.registry import check_models
+from fwgym.forecasters.registry import check_models, get_forecaster
+from fwgym.forecasters.store import active_store, open_store
 from fwgym.optimizer import QUANTILE_LEVELS, perfect_demand_plan
 from fwgym.scenarios import make_scenario
 from fwgym.series import hour_to_iso
@@ -112,9 +113,16 @@ class FWBenchEnv(gym.Env):
             Forecasters marked ``bounded`` (seasonal_empirical) run on the calling thread without it.
         text_observations: ``True`` (default) renders the ``context`` and ``last_result`` Text fields;
             ``False`` leaves them empty (the tool result stays available as ``info["tool_result"]``).
+        forecast_store: a forecast store directory (or an open
+            :class:`~fwgym.forecasters.store.ForecastStore`) that the priced tools read before running a
+            forecaster (same credits, the same arrays; misses are computed live). ``None`` (default):
+            the process-wide store of :func:`fwgym.forecasters.store.use_store`, if any. Either is
+            verified here against this env's forecasters (shard digests, fingerprints).
 
     Raises:
-        ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool.
+        ValueError: unknown domain, split, lead, reward, tool or policy; empty case pool; a forecast
+            store that cannot serve (:class:`~fwgym.forecasters.store.StoreError`: tampered shard,
+            another forecaster's fingerprint).
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -141,6 +149,7 @@ class FWBenchEnv(gym.Env):
         forecast_timeout: float | None = 300.0,
         render_mode: str | None = None,
         text_observations: bool = True,
+        forecast_store=None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
         bad = [d for d in domains if d not in DOMAINS]
@@ -168,6 +177,10 @@ class FWBenchEnv(gym.Env):
         forecasters = dict(forecasters or {})
         check_models(list(forecasters))
         self.models, self.forecasters = models, forecasters
+        self.forecast_store = None if forecast_store is None else open_store(forecast_store)
+        store = self.forecast_store if self.forecast_store is not None else active_store()
+        if store is not None:  # refuse a store that cannot serve now, not in the middle of an episode
+            store.attach({m: forecasters.get(m) or get_forecaster(m) for m in models if m in store.models})
         if task not in ("decision", "forecast"):
             raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")
         if not (np.isfinite(credit_weight) and credit_weight >= 0):
@@ -277,7 +290,7 @@ class FWBenchEnv(gym.Env):
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self._tool_table,
                                models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
                                forecast_timeout=self.forecast_timeout, call_limit=self.call_limit,
-                               invalid_submission=self.invalid_submission)
+                               invalid_submission=self.invalid_submission, forecast_store=self.forecast_store)
         self._outcome = None
         self._interrupted = None
         self._context = None

@@ -6,7 +6,10 @@ non-decreasing along the level axis.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from importlib import metadata
+from typing import Sequence
 
 import numpy as np
 
@@ -51,6 +54,10 @@ class QuantileForecaster:
     min_context: int = 2
     revision: str | None = None
     bounded: bool = False
+    #: distributions (names as pip knows them) whose versions join :meth:`fingerprint`
+    fingerprint_packages: tuple[str, ...] = ()
+    #: instance attributes left out of :meth:`fingerprint`'s settings (they do not change a forecast)
+    fingerprint_exclude: tuple[str, ...] = ()
 
     def availability(self) -> Availability:
         return Availability(True, source="builtin")
@@ -74,18 +81,76 @@ class QuantileForecaster:
             ModelUnavailable: weights cannot be loaded.
             ForecastBackendError: the model failed or returned NaN / a wrong shape.
         """
-        ctx = np.asarray(context, dtype=np.float64).ravel()
-        if len(ctx) < self.min_context:
-            raise ValueError(f"{self.name}: context has {len(ctx)} steps, at least {self.min_context} needed")
-        if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
-            raise ValueError(f"{self.name}: horizon must be a positive integer, got {horizon!r}")
-        ctx = fill_gaps(ctx)
+        ctx = self._checked_context(context)
+        horizon = self._checked_horizon(horizon)
         try:
-            q = np.asarray(self._predict(ctx, int(horizon)), dtype=np.float64)
+            q = np.asarray(self._predict(ctx, horizon), dtype=np.float64)
         except (ModelUnavailable, ValueError, ForecastBackendError):
             raise
         except Exception as exc:
             raise ForecastBackendError(f"{self.name}: forecast failed: {type(exc).__name__}: {exc}") from exc
+        return self._checked_quantiles(q, horizon)
+
+    def predict_quantiles_batch(self, contexts: Sequence[np.ndarray], horizon: int) -> list[np.ndarray]:
+        """:meth:`predict_quantiles` of several contexts with one horizon.
+
+        This default calls :meth:`predict_quantiles` once per context, so its results are those of
+        the single-series path by construction. Forecasters whose backend takes a batch of series
+        (the TSFMs of :mod:`fwgym.forecasters.tsfm`) override it with one backend call per batch;
+        such an override documents how far its results may differ from :meth:`predict_quantiles`
+        (float rounding of batched kernels at most) and the forecast store
+        (:mod:`fwgym.forecasters.store`) stores batched results only where they were found equal bit
+        for bit to the single-series path.
+
+        Args:
+            contexts: float arrays (T_i,), each as the ``context`` of :meth:`predict_quantiles`
+                (lengths may differ).
+            horizon: number of steps, >= 1, for every context.
+
+        Returns:
+            one float64 array (horizon, 9) per context, in order.
+
+        Raises:
+            as :meth:`predict_quantiles`, for the first context that fails (no partial result).
+        """
+        return [self.predict_quantiles(c, horizon) for c in contexts]
+
+    def fingerprint(self) -> dict:
+        """What this forecaster's forecasts depend on, as JSON-safe data: the forecast store
+        (:mod:`fwgym.forecasters.store`) serves stored forecasts only to a forecaster with the same
+        fingerprint as the one that computed them.
+
+        The default: the model name, the forecaster's class (module and qualified name), its
+        ``revision``, its ``settings`` (every public instance attribute except those of
+        :attr:`fingerprint_exclude`, as JSON values: numbers, strings, ``None``, lists; paths as
+        strings, classes by qualified name, anything else by its type's qualified name only) and the
+        installed versions of NumPy and of the distributions in :attr:`fingerprint_packages`.
+        The TSFMs add the identity of their weights (:meth:`fwgym.forecasters.tsfm.HubForecaster.fingerprint`).
+        A plug-in whose forecasts depend on state that is none of these should override it.
+
+        Returns:
+            ``{"model", "class", "revision", "settings", "packages", ...}``.
+        """
+        cls = type(self)
+        skip = {"name", "min_context", "revision", "bounded", *self.fingerprint_exclude}
+        settings = {k: _plain(v) for k, v in sorted(vars(self).items()) if not k.startswith("_") and k not in skip}
+        return {"model": self.name, "class": f"{cls.__module__}.{cls.__qualname__}", "revision": self.revision,
+                "settings": settings, "packages": package_versions(("numpy",) + tuple(self.fingerprint_packages))}
+
+    def _checked_context(self, context: np.ndarray) -> np.ndarray:
+        """The context as float64 (T,) with gaps filled (:func:`fill_gaps`); ValueError if too short."""
+        ctx = np.asarray(context, dtype=np.float64).ravel()
+        if len(ctx) < self.min_context:
+            raise ValueError(f"{self.name}: context has {len(ctx)} steps, at least {self.min_context} needed")
+        return fill_gaps(ctx)
+
+    def _checked_horizon(self, horizon) -> int:
+        if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
+            raise ValueError(f"{self.name}: horizon must be a positive integer, got {horizon!r}")
+        return int(horizon)
+
+    def _checked_quantiles(self, q: np.ndarray, horizon: int) -> np.ndarray:
+        """A backend's output checked (shape (horizon, 9), finite) and sorted along the level axis."""
         if q.shape != (horizon, N_QUANTILES):
             raise ForecastBackendError(f"{self.name}: expected quantiles of shape ({horizon}, 9), got {q.shape}")
         if not np.all(np.isfinite(q)):
@@ -105,3 +170,29 @@ def fill_gaps(x: np.ndarray) -> np.ndarray:
         return np.zeros_like(x)
     idx = np.arange(len(x))
     return np.interp(idx, idx[ok], x[ok])
+
+
+def package_versions(distributions) -> dict:
+    """``{distribution: version or None}`` of installed distributions (read from their metadata, no import)."""
+    out = {}
+    for d in distributions:
+        try:
+            out[d] = metadata.version(d)
+        except metadata.PackageNotFoundError:
+            out[d] = None
+    return out
+
+
+def _plain(value):
+    """A fingerprint setting as JSON data (see :meth:`QuantileForecaster.fingerprint`)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"

@@ -7,7 +7,8 @@
 (:data:`COVERING_CONTEXT` visible steps, horizon ``case.horizon``), one
 :data:`~fwgym.forecasters.registry.FORECAST_CACHE` key (:func:`forecast_key`), one target slice
 and one DP call (:func:`plan_on_forecast`). The ``replay`` tool uses :func:`cached_quantiles` for its
-backtests (an origin inside the visible history).
+backtests (an origin inside the visible history). :func:`cached_quantiles` reads a forecast store
+first when one is attached (:mod:`fwgym.forecasters.store`).
 
 Nothing here charges credits, loads weights or knows an env: the caller checks availability, loads
 the forecaster and (in the tools) charges before calling :func:`cached_quantiles`.
@@ -21,6 +22,7 @@ import numpy as np
 from fwgym.cases import HISTORY_HOURS, Case
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.registry import FORECAST_CACHE
+from fwgym.forecasters.store import ForecastStore, active_store
 from fwgym.optimizer import QUANTILE_MASSES, PlanResult, optimal_plan
 from fwgym.tariff import credits_for
 
@@ -58,9 +60,14 @@ def forecast_key(series_id: str, last_hour: int, context_steps: int, horizon: in
 
 
 def cached_quantiles(forecaster: QuantileForecaster, series_id: str, context: np.ndarray, last_hour: int,
-                     horizon: int, predict: Predict | None = None) -> np.ndarray:
-    """Quantiles 0.1..0.9 of ``forecaster`` for ``horizon`` steps after ``context``, computed once per
-    process (deterministic forecasters: a hit equals a recomputation).
+                     horizon: int, predict: Predict | None = None, store: ForecastStore | None = None) -> np.ndarray:
+    """Quantiles 0.1..0.9 of ``forecaster`` for ``horizon`` steps after ``context``: read from the
+    forecast store when it holds them (:mod:`fwgym.forecasters.store`), else computed once per process
+    (deterministic forecasters: a hit equals a recomputation).
+
+    Order: the store (``store``, or the process-wide one of :func:`~fwgym.forecasters.store.use_store`;
+    a stored row is served when the context's sha256 matches; store hits are not copied into the
+    cache), then :data:`~fwgym.forecasters.registry.FORECAST_CACHE`, then ``predict``.
 
     Args:
         forecaster: a loaded forecaster (the caller ran ``load()``).
@@ -69,31 +76,43 @@ def cached_quantiles(forecaster: QuantileForecaster, series_id: str, context: np
         last_hour: epoch hour of ``context[-1]``.
         horizon: steps to forecast, >= 1.
         predict: how to compute on a miss (default ``forecaster.predict_quantiles``).
+        store: the forecast store to read (default: the process-wide one, if any).
 
     Returns:
         read-only float64 array (horizon, 9).
 
     Raises:
         whatever ``predict`` raises (``ValueError``, ``ModelUnavailable``, ``ForecastBackendError``);
-        nothing is cached then.
+        nothing is cached then. :class:`~fwgym.forecasters.store.StoreMismatch` /
+        :class:`~fwgym.forecasters.store.StoreIntegrityError` when the store cannot serve this
+        forecaster (an env verifies its forecasters when it is made, so its tools never see these).
     """
+    source = store if store is not None else active_store()
+    if source is not None:
+        stored = source.get(forecaster, series_id, context, last_hour, horizon)
+        if stored is not None:
+            return stored
     compute = forecaster.predict_quantiles if predict is None else predict
     key = forecast_key(series_id, last_hour, len(context), horizon)
     return FORECAST_CACHE.get_or_compute(forecaster, key, lambda: compute(context, horizon))
 
 
-def covering_forecast(case: Case, forecaster: QuantileForecaster, predict: Predict | None = None) -> np.ndarray:
+def covering_forecast(case: Case, forecaster: QuantileForecaster, predict: Predict | None = None,
+                      store: ForecastStore | None = None) -> np.ndarray:
     """The covering forecast of ``case``: context = the :data:`COVERING_CONTEXT` last visible hours,
     horizon = ``case.horizon`` (the minimal horizon covering the target: 50 day-ahead, 194 week-ahead).
 
     Returns:
         read-only float64 array (case.horizon, 9), raw units; step 1 is the hour after the last visible one.
 
+    Args:
+        case, forecaster, predict, store: as :func:`cached_quantiles`.
+
     Raises:
         as :func:`cached_quantiles`.
     """
     context = case.history[-COVERING_CONTEXT:]
-    return cached_quantiles(forecaster, case.series_id, context, case.last_visible, case.horizon, predict)
+    return cached_quantiles(forecaster, case.series_id, context, case.last_visible, case.horizon, predict, store)
 
 
 def target_quantiles(case: Case, quantiles: np.ndarray) -> np.ndarray | None:

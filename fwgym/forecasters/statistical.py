@@ -147,6 +147,7 @@ class StatsmodelsForecaster(QuantileForecaster):
 
     min_context = 2 * DAY
     bounded = False  # a statsmodels fit takes milliseconds to a fraction of a second: the tools' timeout applies
+    fingerprint_packages = ("scipy", "statsmodels")  # the optimisers' and filters' versions (forecast store)
     default_maxiter = 100
 
     def __init__(self, transform: str | None = None, time_limit: float = 20.0, maxiter: int | None = None):

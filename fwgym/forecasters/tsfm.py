@@ -21,6 +21,8 @@ fwgym imports without them.
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import importlib.util
 import os
 import socket
@@ -30,7 +32,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from fwgym.forecasters.base import Availability, ModelUnavailable, QuantileForecaster
+from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnavailable, QuantileForecaster
 from fwgym.optimizer import QUANTILE_LEVELS
 
 INSTALL_HINT = "install the extra: pip install 'fwgym[tsfm]' (torch==2.13.0, chronos-forecasting, timesfm)"
@@ -108,6 +110,46 @@ def _probe(host: str, port: int, timeout: float) -> str | None:
     return None if answer[0] is None else f"{where} is unreachable {answer[0]}"
 
 
+_DIGESTS: dict[tuple, str] = {}
+
+
+def weights_identity(path: str, source: str, model_id: str, revision: str | None = None) -> str | None:
+    """The identity of the weights a Hugging Face model resolves to.
+
+    Args:
+        path: a local directory, or the repo id (``source`` ``"hf-cache"`` / ``"hub"``).
+        source: the resolution's source (:meth:`HubForecaster.availability`).
+        model_id: the Hugging Face repo id.
+        revision: the pinned hub revision, if any.
+
+    Returns:
+        ``"sha256:<hex>"`` for a local directory (sha256 over the sorted relative paths and sha256
+        digests of every file in it; remembered per process while no file's size or mtime changes),
+        ``"hf:<repo id>@<commit>"`` for the Hugging Face cache (the snapshot's commit), or ``None``
+        when the weights are not on this machine yet (``"hub"``).
+    """
+    if source in ("hf-cache", "hub"):
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(model_id, "config.json", revision=revision)
+        if not isinstance(cached, str):
+            return None
+        return f"hf:{model_id}@{Path(cached).parent.name}"
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    stamp = (str(root.resolve()), tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    if stamp not in _DIGESTS:
+        h = hashlib.sha256()
+        for p in files:
+            d = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    d.update(block)
+            h.update(f"{p.relative_to(root).as_posix()}\0{d.hexdigest()}\n".encode())
+        _DIGESTS[stamp] = "sha256:" + h.hexdigest()
+    return _DIGESTS[stamp]
+
+
 class HubForecaster(QuantileForecaster):
     """Common weight resolution and lazy loading of a Hugging Face model.
 
@@ -121,6 +163,11 @@ class HubForecaster(QuantileForecaster):
 
     model_id: str = ""
     packages: tuple[str, ...] = ()
+    fingerprint_packages = ("torch", "transformers")
+    #: where the weights lie and the thread count do not change a forecast (the weights' digest stands for them)
+    fingerprint_exclude = ("local_dir", "torch_threads")
+    #: contexts per backend call of :meth:`predict_quantiles_batch`
+    max_batch: int = 256
 
     def __init__(self, local_dir: str | os.PathLike | None = None, revision: str | None = None,
                  device: str | None = None, torch_threads: int | None = None, model_id: str | None = None):
@@ -197,6 +244,67 @@ class HubForecaster(QuantileForecaster):
                                     f"{type(exc).__name__}: {str(exc)[:300]}; {self._how_to()}")
                 raise ModelUnavailable(self._load_error) from exc
 
+    def __getstate__(self) -> dict:
+        """Pickled without the loaded model and the lock (a worker process loads the weights again)."""
+        state = dict(self.__dict__)
+        state.update(_model=None, _lock=None, _availability=None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def fingerprint(self) -> dict:
+        """:meth:`QuantileForecaster.fingerprint` plus ``"weights"``: the identity of the weights
+        this instance resolves to (:func:`weights_identity`), ``None`` when none are found yet."""
+        out = super().fingerprint()
+        path, source, _reason = self._source()
+        out["weights"] = None if path is None else weights_identity(path, source, self.model_id, self.revision)
+        return out
+
+    def predict_quantiles_batch(self, contexts, horizon: int) -> list[np.ndarray]:
+        """:meth:`~fwgym.forecasters.base.QuantileForecaster.predict_quantiles` of several contexts
+        through the model's batched inference: contexts of equal length go through the pipeline
+        together (at most :attr:`max_batch` per call; contexts of different lengths in separate calls,
+        so no context is padded).
+
+        The checks, gap filling and level sort are the single-series path's. The network sees the
+        same values in float32; batched matrix kernels may round differently from the one-series
+        call (float32 rounding, relative differences of the order of 1e-7 per operation), which the
+        forecast store (:func:`fwgym.forecasters.store.build_store`) checks before it stores
+        batched results (measured on CPU with the tiny test models: bit-identical).
+
+        Returns:
+            one float64 array (horizon, 9) per context, in order.
+
+        Raises:
+            as ``predict_quantiles`` (the whole batch fails together).
+        """
+        ctxs = [self._checked_context(c) for c in contexts]
+        horizon = self._checked_horizon(horizon)
+        out: list[np.ndarray | None] = [None] * len(ctxs)
+        groups: dict[int, list[int]] = {}
+        for i, c in enumerate(ctxs):
+            groups.setdefault(len(c), []).append(i)
+        for rows in groups.values():
+            for k in range(0, len(rows), self.max_batch):
+                part = rows[k : k + self.max_batch]
+                try:
+                    self.load()
+                    import torch
+
+                    with torch.inference_mode():
+                        got = self._infer_batch([ctxs[i] for i in part], horizon)
+                except (ModelUnavailable, ValueError, ForecastBackendError):
+                    raise
+                except Exception as exc:
+                    raise ForecastBackendError(f"{self.name}: batched forecast failed: {type(exc).__name__}: {exc}") from exc
+                if len(got) != len(part):
+                    raise ForecastBackendError(f"{self.name}: the batch of {len(part)} gave {len(got)} forecasts")
+                for i, q in zip(part, got):
+                    out[i] = self._checked_quantiles(np.asarray(q, dtype=np.float64), horizon)
+        return out
+
     def _hub_kwargs(self, source: str) -> dict:
         kw = {}
         if source in ("hf-cache", "hub"):
@@ -219,12 +327,17 @@ class HubForecaster(QuantileForecaster):
     def _infer(self, context: np.ndarray, horizon: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _infer_batch(self, contexts: list[np.ndarray], horizon: int) -> list[np.ndarray]:  # pragma: no cover - abstract
+        """Quantiles (horizon, 9) of each context (all of one length) in one backend call."""
+        raise NotImplementedError
+
 
 class ChronosForecaster(HubForecaster):
     """Chronos-Bolt / Chronos-2 through ``chronos.BaseChronosPipeline`` (the pipeline class is read
     from the model config)."""
 
     packages = ("torch", "chronos")
+    fingerprint_packages = ("torch", "transformers", "chronos-forecasting")
 
     def _load(self, path: str, source: str):
         import torch
@@ -242,6 +355,25 @@ class ChronosForecaster(HubForecaster):
         q = q[0] if isinstance(q, (list, tuple)) else q
         q = q.detach().cpu().numpy() if hasattr(q, "detach") else np.asarray(q)
         return q.reshape(-1, horizon, len(QUANTILE_LEVELS))[0]
+
+    def _infer_batch(self, contexts: list[np.ndarray], horizon: int) -> list[np.ndarray]:
+        import torch
+
+        xs = [torch.tensor(c, dtype=torch.float32) for c in contexts]
+        kwargs = {"batch_size": len(xs)} if self._takes_batch_size() else {}  # Chronos-2: one forward pass per call
+        q, _mean = self._model.predict_quantiles(xs, prediction_length=horizon, quantile_levels=list(QUANTILE_LEVELS),
+                                                 **kwargs)
+        rows = list(q) if isinstance(q, (list, tuple)) else [q[i] for i in range(len(xs))]
+        out = []
+        for r in rows:
+            r = r.detach().cpu().numpy() if hasattr(r, "detach") else np.asarray(r)
+            out.append(r.reshape(-1, horizon, len(QUANTILE_LEVELS))[0])
+        return out
+
+    def _takes_batch_size(self) -> bool:
+        import inspect
+
+        return "batch_size" in inspect.signature(self._model.predict).parameters
 
 
 class ChronosBoltTiny(ChronosForecaster):
@@ -266,6 +398,7 @@ class TimesFM25(HubForecaster):
     name = "timesfm25"
     model_id = "google/timesfm-2.5-200m-pytorch"
     packages = ("torch", "timesfm")
+    fingerprint_packages = ("torch", "timesfm")
 
     def __init__(self, *args, model_class=None, max_context: int = 512, max_horizon: int = 384, **kwargs):
         super().__init__(*args, **kwargs)
@@ -289,3 +422,14 @@ class TimesFM25(HubForecaster):
         _point, quant = self._model.forecast(horizon=horizon, inputs=[context.astype(np.float32)])
         quant = np.asarray(quant)
         return quant[0, :horizon, 1:10]  # channel 0 is the mean, 1..9 the deciles 0.1..0.9
+
+    def _infer_batch(self, contexts: list[np.ndarray], horizon: int) -> list[np.ndarray]:
+        if horizon > self.max_horizon:
+            raise ValueError(f"timesfm25: horizon {horizon} exceeds max_horizon {self.max_horizon}")
+        # timesfm decodes ``global_batch_size`` series per call (padding the last call with dummy series);
+        # a shallow copy decodes the whole batch at once without changing the shared model's setting
+        model = copy.copy(self._model)
+        model.global_batch_size = len(contexts)
+        _point, quant = model.forecast(horizon=horizon, inputs=[c.astype(np.float32) for c in contexts])
+        quant = np.asarray(quant)
+        return [quant[i, :horizon, 1:10] for i in range(len(contexts))]

@@ -85,6 +85,8 @@ class Episode:
         forecast_timeout: seconds a non-bounded forecast may take (``None``: no limit).
         call_limit, invalid_submission: ``"terminate"`` (protocol) or ``"error"`` (see the module docstring).
         forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances.
+        forecast_store: the :class:`~fwgym.forecasters.store.ForecastStore` the priced tools read
+            (``None``: the process-wide one of :func:`~fwgym.forecasters.store.use_store`, if any).
         forecasts: bought forecasts by id (``"f1"``, ...): model, horizon, context_steps, quantiles, plan.
         plans: classical plans looked up in this episode, by method.
     """
@@ -105,6 +107,7 @@ class Episode:
     call_limit: str = TERMINATE
     invalid_submission: str = TERMINATE
     forecasters: dict = field(default_factory=dict, repr=False)
+    forecast_store: Any = field(default=None, repr=False)
     forecasts: dict = field(default_factory=dict, repr=False)
     plans: dict = field(default_factory=dict, repr=False)
     _target: np.ndarray | None = field(default=None, repr=False)

@@ -6,7 +6,7 @@ purchase rule they share (DESIGN §6):
    itself unavailable or cannot load (``model_unavailable``): :func:`buy`;
 3. a request that passed these checks is charged BEFORE inference, and the charge stands if the backend
    then fails or times out (``backend_error``): :func:`infer`, which runs the forecast through the
-   process-wide cache (:func:`fwgym.forecasters.covering.cached_quantiles`) and, for a forecaster that
+   episode's forecast store and the process-wide cache (:func:`fwgym.forecasters.covering.cached_quantiles`) and, for a forecaster that
    is not ``bounded``, on a worker thread abandoned after the episode's ``forecast_timeout`` seconds.
 """
 from __future__ import annotations
@@ -148,7 +148,8 @@ def infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: in
     """Run (or fetch from the cache) a forecast after the charge; any failure is a ``backend_error``
     result and the charge stands (DESIGN §6)."""
     try:
-        return cached_quantiles(f, ep.case.series_id, context, last_hour, horizon, _bounded(f, ep.forecast_timeout))
+        return cached_quantiles(f, ep.case.series_id, context, last_hour, horizon, _bounded(f, ep.forecast_timeout),
+                                ep.forecast_store)
     except Exception as exc:  # a faulty backend never crashes the episode
         raise ToolError("backend_error", f"{tool}: {exc} (the charge stands)") from None
 

@@ -67,7 +67,8 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
             (:func:`fwgym.cases.busiest_stations`, chosen on train-period departures), so a policy
             trains on the station population it is evaluated on.
         **env_kwargs: further :class:`~fwgym.envs.fwbench.FWBenchEnv` arguments (budget,
-            max_calls, tools, case_ids, models, forecasters, sigma ...). ``text_observations``
+            max_calls, tools, case_ids, models, forecasters, sigma, ``forecast_store=DIR``: read priced
+            forecasts from a store built by ``fwgym forecasts build``, see :mod:`fwgym.forecasters.store` ...). ``text_observations``
             defaults to ``False`` here: the wrappers read ``info["tool_result"]``, so the context text
             and the result JSON are not rendered (the wrapped observation is numeric anyway).
 

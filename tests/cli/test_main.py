@@ -24,11 +24,12 @@ def test_python_dash_m_runs_the_command(module):
 
 def test_every_subcommand_module_is_registered_once():
     names = [c.NAME for c in cli.COMMANDS]
-    assert names == ["evaluate", "cases", "leaderboard", "plot", "show-trace", "report", "calibrate-sigma"]
+    assert names == ["evaluate", "cases", "leaderboard", "plot", "show-trace", "report", "calibrate-sigma", "forecasts"]
     parser = cli.build_parser()
     for name in names:
         args = {"evaluate": [], "cases": [], "leaderboard": ["r"], "plot": ["tools", "r", "-o", "x.png"],
-                "show-trace": ["t.jsonl"], "report": ["r", "-o", "x"], "calibrate-sigma": []}[name]
+                "show-trace": ["t.jsonl"], "report": ["r", "-o", "x"], "calibrate-sigma": [],
+                "forecasts": ["verify", "store"]}[name]
         ns = parser.parse_args([name, *args])
         assert ns.command == name and ns.func is next(c.run for c in cli.COMMANDS if c.NAME == name)
 
