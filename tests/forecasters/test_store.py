@@ -11,7 +11,7 @@ pytest.importorskip("pyarrow")
 
 from fwgym.agents import run_episode
 from fwgym.baselines.forecast import FixedForecastAgent
-from fwgym.baselines.oracles import MenuOracle, priced_candidate
+from fwgym.baselines.oracles import MenuOracle, oracle_grant, priced_candidate
 from fwgym.cases import get_case
 from fwgym.cli.forecasts import store_requests
 from fwgym.envs.fwbench import FWBenchEnv
@@ -78,7 +78,7 @@ def _trace(forecasters, store):
     agents = [FixedForecastAgent(m) for m in POOL] + [MenuOracle("catalog", models=POOL, forecasters=forecasters)]
     for cid in CASES:
         for agent in agents:
-            res = run_episode(env, agent, options={"case_id": cid}, keep_actions=True)
+            res = run_episode(env, agent, options={"case_id": cid}, keep_actions=True, hindsight=oracle_grant(agent))
             out.append(json.dumps([res.record, res.total_reward, res.actions], sort_keys=True, default=_plain))
     seq = SequentialMacroWrapper(_env(forecasters, store, text_observations=False, reward="dense"))
     single = MacroActionWrapper(_env(forecasters, store, text_observations=False, reward="dense"))
@@ -222,9 +222,9 @@ def test_a_missing_or_stale_entry_falls_back_to_live_inference_and_is_counted(fo
     FORECAST_CACHE.clear()
     env = _env(forecasters, part)
     agent = FixedForecastAgent("ets")
-    got = [run_episode(env, agent, options={"case_id": c}).record for c in CASES[:2]]
+    got = [run_episode(env, agent, options={"case_id": c}, hindsight=oracle_grant(agent)).record for c in CASES[:2]]
     FORECAST_CACHE.clear()
-    want = [run_episode(_env(forecasters), agent, options={"case_id": c}).record for c in CASES[:2]]
+    want = [run_episode(_env(forecasters), agent, options={"case_id": c}, hindsight=oracle_grant(agent)).record for c in CASES[:2]]
     assert got == want
     assert store.counts()["ets"] == {"rows": 2, "hits": 1, "misses": 1, "stale": 0, "refused": 0}
     c = cases[0]
