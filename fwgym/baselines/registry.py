@@ -9,7 +9,7 @@ from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
 from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_oracle, free_menu_oracle
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.forecasters.registry import EXTENDED_MODELS, PRICED_MODELS, STATISTICAL_MODELS, known_models
+from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS, known_models
 
 _FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
 _FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS + STATISTICAL_MODELS})
@@ -64,23 +64,41 @@ CONTEXT_POLICIES: tuple[str, ...] = ("context_hour_of_day_empirical", "hour_of_d
 FORECAST_TASK_POLICIES: tuple[str, ...] = CONTEXT_POLICIES
 
 
-def suite_policies(suite: str, include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:
+def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol") -> tuple[list[str], dict[str, str]]:
     """Default policies of an evaluation suite (``decision``, ``context`` or ``forecast``).
+
+    Args:
+        suite: the suite.
+        include_tsfm: add the TSFM policies whose weights load (:func:`default_policies`).
+        pool: the env's forecast pool, ``"protocol"`` (default) or ``"extended"``
+            (:data:`~fwgym.forecasters.registry.POOLS`). ``"extended"`` adds the fixed statsmodels
+            policies (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) after the priced fixed
+            ones in the decision and context suites, and ``catalog_oracle_extended`` after
+            ``catalog_oracle`` in the decision suite (the context suite's defaults hold no menu oracle;
+            the forecast suite's only policies that submit forecasts). Run them in envs made with
+            ``models=EXTENDED_MODELS``.
 
     Returns:
         ``(policies, skipped)`` as :func:`default_policies`.
 
     Raises:
-        ValueError: unknown suite.
+        ValueError: unknown suite or pool.
     """
-    if suite == "decision":
-        return default_policies(include_tsfm)
-    if suite == "context":
-        policies, skipped = default_policies(include_tsfm)
-        return [p for p in policies if p not in ORACLE_POLICIES] + list(CONTEXT_POLICIES) + ["perfect_demand"], skipped
+    if pool not in POOLS:
+        raise ValueError(f"unknown pool {pool!r}; expected one of {list(POOLS)}")
+    if suite not in ("decision", "context", "forecast"):
+        raise ValueError(f"unknown suite {suite!r}; expected decision, context or forecast")
     if suite == "forecast":
         return list(CONTEXT_POLICIES), {}
-    raise ValueError(f"unknown suite {suite!r}; expected decision, context or forecast")
+    policies, skipped = default_policies(include_tsfm)
+    if pool == "extended":
+        at = policies.index(SELECTOR_POLICIES[0])  # after the fixed priced policies
+        policies[at:at] = list(STATISTICAL_MODELS)
+        policies.insert(policies.index("catalog_oracle") + 1, "catalog_oracle_extended")
+    if suite == "context":
+        oracles = set(ORACLE_POLICIES) | {"catalog_oracle_extended"}
+        return [p for p in policies if p not in oracles] + list(CONTEXT_POLICIES) + ["perfect_demand"], skipped
+    return policies, skipped
 
 
 def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:

@@ -1,9 +1,75 @@
-"""Argument types shared by the subcommands."""
+"""Argument types shared by the subcommands.
+
+The numeric types (:func:`positive_int`, :func:`nonnegative_int`, :func:`int_range`,
+:func:`positive_float`) refuse bad values while the command line is parsed, so ``--workers 0`` or
+``--n-boot -1`` end as argparse's usage error (exit 2) before anything runs.
+"""
 from __future__ import annotations
 
 import argparse
+import math
+from typing import Callable
 
 from fwgym.data import DOMAINS
+
+
+def _int(value: str) -> int:
+    try:
+        return int(value, 10)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+
+
+def positive_int(value: str) -> int:
+    """An integer >= 1 (``--workers``, ``--concurrency``, ``--limit``, ``--n-boot``, ...).
+
+    Raises:
+        argparse.ArgumentTypeError: not a base-10 integer, or < 1.
+    """
+    n = _int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value!r}")
+    return n
+
+
+def nonnegative_int(value: str) -> int:
+    """An integer >= 0 (seeds).
+
+    Raises:
+        argparse.ArgumentTypeError: not a base-10 integer, or < 0.
+    """
+    n = _int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value!r}")
+    return n
+
+
+def int_range(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``lo..hi`` (both inclusive), e.g. ``int_range(1, 336)`` for hours
+    of history."""
+    def parse(value: str) -> int:
+        n = _int(value)
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer in {lo}..{hi}, got {value!r}")
+        return n
+
+    parse.__name__ = f"int in {lo}..{hi}"  # argparse names the type in its messages
+    return parse
+
+
+def positive_float(value: str) -> float:
+    """A finite number > 0 (inches, seconds).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not finite, or <= 0.
+    """
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {value!r}")
+    return x
 
 
 def domains(value: str) -> list[str]:
@@ -25,4 +91,4 @@ def add_domain_argument(parser: argparse.ArgumentParser) -> None:
                         help=f"all (default) or one of {', '.join(DOMAINS)}")
 
 
-__all__ = ["domains", "add_domain_argument"]
+__all__ = ["positive_int", "nonnegative_int", "int_range", "positive_float", "domains", "add_domain_argument"]

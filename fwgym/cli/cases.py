@@ -1,40 +1,108 @@
-"""``fwgym cases``: case counts per cohort and lead of a split."""
+"""``fwgym cases``: case counts per cohort and lead of a split; ``fwgym cases export``: the cases as Parquet.
+
+``fwgym cases export --split S --suite SUITE -o DIR`` writes what an agent of that suite sees, so a
+forecasting model can run offline (:mod:`fwgym.export`; the schema is in ``fwgym cases export --help``
+and README "Commands"); its forecasts are then submitted through the forecast suite
+(``fwgym evaluate --suite forecast --agent FILE.py:FACTORY``) and scored there.
+"""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 
-from fwgym.cases import SPLITS
-from fwgym.cli.args import add_domain_argument
+from fwgym.cases import LEADS, SPLITS
+from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 
 NAME = "cases"
-HELP = "case counts per cohort and lead"
+HELP = "case counts per cohort and lead; `cases export`: the cases as Parquet for offline forecasting"
+SUITES = ("decision", "context", "forecast")
+
+
+def _export_help() -> str:
+    from fwgym.export import SCHEMA
+
+    lines = ["Write the cases of a split, as the suite's env shows them, to DIR as Parquet (pyarrow) with a "
+             "manifest.json (split, suite, case count, the sha256 of the case-id list, and the sha256, size and rows "
+             "of every file). Timestamps are UTC hour starts.", ""]
+    for name, cols in SCHEMA.items():
+        extra = " (train/dev; test only with --include-test-targets)" if name == "targets.parquet" else ""
+        lines.append(f"{name}{extra}:")
+        lines += [f"  {col}: {desc}" for col, desc in cols.items()]
+        lines.append("")
+    lines.append("Submit forecasts of your own model through the forecast suite: fwgym evaluate --suite forecast "
+                 "--split S --agent my_forecasts.py:make (README, Commands).")
+    return "\n".join(lines)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of ``fwgym cases``."""
+    """Options of ``fwgym cases`` and of ``fwgym cases export``."""
     p.add_argument("--split", default="test", choices=SPLITS)
     add_domain_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="also print the split calendar")
+    p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
+                   help="aligned table on a terminal, Markdown elsewhere (default auto)")
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    e = sub.add_parser("export", help="write the cases as Parquet (history, context, metadata, scenarios; targets "
+                                      "for train/dev)", description=_export_help(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("--split", required=True, choices=SPLITS)
+    e.add_argument("--suite", required=True, choices=SUITES,
+                   help="whose context text and scenarios: decision, context or forecast")
+    add_domain_argument(e)
+    e.add_argument("--lead", choices=tuple(LEADS), default=None)
+    e.add_argument("--limit", type=positive_int, default=None,
+                   help="at most N cases per domain, evenly spaced (as fwgym evaluate --limit)")
+    e.add_argument("-o", "--output", required=True, metavar="DIR", help="export directory (must not exist or be empty)")
+    e.add_argument("--overwrite", action="store_true", help="replace an export in DIR")
+    e.add_argument("--include-test-targets", action="store_true",
+                   help="also write the TEST split's targets: the benchmark's answer key (a warning is printed)")
+    e.add_argument("--no-targets", action="store_true", help="do not write targets.parquet (train/dev)")
+    e.add_argument("--no-progress", action="store_true")
+    e.set_defaults(func=run_export)
 
 
 def run(args) -> int:
-    """Print a Markdown table of case counts (cohort x lead) and the total."""
-    from fwgym.cases import LEADS, SPLIT_DOC, build_cases
+    """Print a table of case counts (cohort x lead) and the total."""
+    from fwgym.cases import SPLIT_DOC, build_cases
+    from fwgym.cli.tables import print_table
+    from fwgym.evaluation.leaderboard import Table
 
+    rows = []
     total = 0
-    print(f"split={args.split}")
-    print("| cohort | " + " | ".join(LEADS) + " | total |\n|---|" + "---:|" * (len(LEADS) + 1))
     for d in args.domain:
         counts = Counter((c.cohort, c.lead) for c in build_cases(d, args.split))
         for cohort in sorted({k[0] for k in counts}):
             row = [counts[(cohort, lead)] for lead in LEADS]
-            print(f"| {cohort} | " + " | ".join(map(str, row)) + f" | {sum(row)} |")
+            rows.append((cohort, *map(str, row), str(sum(row))))
             total += sum(row)
-    print(f"| total |{' |' * len(LEADS)} {total} |\n")
+    rows.append(("total",) + ("",) * len(LEADS) + (str(total),))
+    print(f"split={args.split}")
+    print_table(Table(None, ("cohort", *LEADS, "total"), ("l",) + ("r",) * (len(LEADS) + 1), tuple(rows)), args.format)
+    print()
     if args.verbose:
         print(SPLIT_DOC)
     return 0
 
 
-__all__ = ["NAME", "HELP", "add_arguments", "run"]
+def run_export(args) -> int:
+    """``fwgym cases export``: write the Parquet files and the manifest; print what was written."""
+    from fwgym.export import export_cases
+
+    targets = not args.no_targets if args.split != "test" else args.include_test_targets
+    if args.split == "test" and args.include_test_targets:
+        print("warning: --include-test-targets writes the TEST split's targets, the benchmark's answer key: keep them "
+              "away from any model, prompt or tuning run, or the test scores no longer measure forecasting",
+              file=sys.stderr)
+    manifest = export_cases(args.output, args.split, args.suite, domains=args.domain, lead=args.lead, limit=args.limit,
+                            targets=targets, overwrite=args.overwrite, progress=not args.no_progress,
+                            command=["fwgym", *(getattr(args, "argv", None) or [])])
+    for name, info in manifest["files"].items():
+        print(f"wrote {args.output}/{name}: {info['rows']:,} rows, {info['bytes']:,} bytes, sha256 {info['sha256']}")
+    print(f"wrote {args.output}/manifest.json: {manifest['n_cases']:,} cases of {args.split}/{args.suite}"
+          + ("" if manifest["targets"] else " (no targets)"))
+    return 0
+
+
+__all__ = ["NAME", "HELP", "add_arguments", "run", "run_export"]

@@ -23,15 +23,17 @@ from pathlib import Path
 
 from fwgym.cases import LEADS, SPLITS
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
-from fwgym.cli.args import add_domain_argument
+from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import SUITES
+from fwgym.forecasters.registry import POOLS
 
 NAME = "evaluate"
 HELP = "run policies on a split into a new run directory and print the leaderboard"
 #: options that may differ between a run's sessions (how it runs, not what it measures); ``--resume``
 #: refuses any other option that disagrees with the run's manifest
 OPERATIONAL: tuple[str, ...] = ("workers", "concurrency", "no_progress", "backend", "ray_address", "timeout",
-                                "max_retries", "out", "resume", "overwrite", "forecast_store")
+                                "max_retries", "out", "resume", "overwrite", "forecast_store", "format")
 #: agent-factory settings left out of the compared settings (operational, or where the run writes)
 _AGENT_OPERATIONAL = ("timeout", "max_retries", "trace_out")
 #: exit codes
@@ -47,9 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="policy names (default: the suite's reference rows: fixed classical and priced policies whose "
                         "weights load, selectors and oracles)")
     p.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
-    p.add_argument("--limit", type=int, default=None, help="at most N cases per domain (evenly spaced)")
-    p.add_argument("--workers", type=int, default=1, help="local worker processes")
-    p.add_argument("--concurrency", type=int, default=1,
+    p.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced)")
+    p.add_argument("--workers", type=positive_int, default=1, help="local worker processes")
+    p.add_argument("--concurrency", type=positive_int, default=1,
                    help="episodes in flight per process (threads with their own env and agent; for LLM agents "
                         "waiting on a server; default 1)")
     p.add_argument("--out", default=None,
@@ -61,6 +63,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
+    p.add_argument("--pool", choices=tuple(POOLS), default="protocol",
+                   help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs) or "
+                        "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
+                        "and catalog_oracle_extended to the default policies); a setting of the run")
+    p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
+                   help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere (default "
+                        "auto); the run directory's leaderboard.md and .csv are always written")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="local processes (default) or a Ray cluster")
     p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
@@ -153,10 +162,11 @@ def _agent_settings(policy) -> object:
 def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
-    from fwgym.baselines.registry import suite_policies, unavailable_policies
+    from fwgym.baselines.registry import EXTENDED_POLICIES, suite_policies, unavailable_policies
     from fwgym.errors import HarnessError
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
-    from fwgym.evaluation.leaderboard import format_breakdowns
+    from fwgym.cli.tables import print_table
+    from fwgym.evaluation.leaderboard import format_breakdowns, leaderboard_table
     from fwgym.evaluation.manifest import (MANIFEST_VERSION, environment, model_revisions, new_run_id, now,
                                            settings_differences)
     from fwgym.evaluation.rundir import RunDir
@@ -167,6 +177,9 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
 
     if args.concurrency < 1 or args.workers < 1:
         raise ValueError("--concurrency and --workers must be >= 1")
+    pool = getattr(args, "pool", None) or "protocol"  # runs written before --pool existed are protocol runs
+    if pool not in POOLS:
+        raise ValueError(f"--pool must be one of {list(POOLS)}, got {pool!r}")
     resume = manifest is not None
     run = RunDir.resume(out) if resume else None  # the lock first: no two sessions in one directory
     try:
@@ -178,7 +191,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
         elif args.policies:
             policies = list(args.policies)
         else:
-            policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm)
+            policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm, pool=pool)
             for policy, reason in skipped.items():
                 print(f"skipping policy {policy}: {reason}", file=sys.stderr)
         without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so
@@ -186,6 +199,11 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
                   f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
         env_kwargs = dict(SUITES[args.suite])
+        if pool != "protocol":
+            env_kwargs["models"] = list(POOLS[pool])
+        outside = [p for p in policies if isinstance(p, str) and p in EXTENDED_POLICIES and pool == "protocol"]
+        if outside:
+            raise ValueError(f"policies {outside} buy models of the extended forecast pool; run them with --pool extended")
         labels = policy_labels(policies, env_kwargs)
         selected = select_cases(args.split, args.domain, args.lead, args.limit)
         if not selected:
@@ -279,13 +297,14 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
         return EXIT_INCOMPLETE
     ref = reference_policy(labels)
     rows = leaderboard(records, reference=ref)
-    (out / "leaderboard.md").write_text(format_leaderboard(rows) + "\n\n" + format_breakdowns(rows) + "\n")
+    (out / "leaderboard.md").write_text(format_leaderboard(rows, args.suite) + "\n\n" + format_breakdowns(rows, args.suite)
+                                        + "\n")
     write_csv(rows, out / "leaderboard.csv")
     n_cases = len({r["case_id"] for r in records})
     print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
           f"{played} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
           "series-cluster bootstrap)" if ref else "") + "\n")
-    print(format_leaderboard(rows))
+    print_table(leaderboard_table(rows, args.suite), getattr(args, "format", AUTO))
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Iterable
 
 from fwgym.cases import LEADS, SPLITS
-from fwgym.cli.args import add_domain_argument
+from fwgym.cli.args import add_domain_argument, positive_int
 
 NAME = "forecasts"
 HELP = "build or verify a forecast store (precomputed priced forecasts read by the tools)"
@@ -98,15 +98,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--split", required=True, choices=SPLITS)
     add_domain_argument(b)
     b.add_argument("--lead", choices=tuple(LEADS), default=None)
-    b.add_argument("--limit", type=int, default=None, help="at most N cases per domain (evenly spaced, as evaluate)")
-    b.add_argument("--context", type=int, default=None, help="store forecasts of this context from the last visible "
+    b.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced, as evaluate)")
+    b.add_argument("--context", type=positive_int, default=None, help="store forecasts of this context from the last visible "
                    "hour instead of the policies' and RL menus' requests")
-    b.add_argument("--horizon", type=int, default=None, help="with --context: the horizon (default: the case's covering one)")
-    b.add_argument("--batch-size", type=int, default=64, help="series per backend call for batched TSFMs (1: one by one)")
+    b.add_argument("--horizon", type=positive_int, default=None, help="with --context: the horizon (default: the case's covering one)")
+    b.add_argument("--batch-size", type=positive_int, default=64, help="series per backend call for batched TSFMs (1: one by one)")
     b.add_argument("--check", choices=("first", "all"), default="first",
                    help="batched results checked against the single-series path: the first batch of each group and "
                         "one row per batch (default), or every row")
-    b.add_argument("--workers", type=int, default=1, help="local worker processes (or Ray CPUs with --backend ray)")
+    b.add_argument("--workers", type=positive_int, default=1, help="local worker processes (or Ray CPUs with --backend ray)")
     b.add_argument("--backend", choices=["local", "ray"], default="local")
     b.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
     b.add_argument("--out", default="forecast_store", help="store directory (default ./forecast_store)")

@@ -1,30 +1,90 @@
-"""``fwgym plot frontier|case|tools``: figures from results files (:mod:`fwgym.plots`)."""
+"""``fwgym plot frontier|case|tools``: publication figures from results files (:mod:`fwgym.plots`).
+
+Every figure is sized for a paper by default (``--style paper``: one column 3.3 in or two columns
+7.0 in wide, every text >= 7 pt at that size, TrueType fonts in PDF); ``--style screen`` is larger.
+The output format follows the extension of ``-o`` (``.pdf``, ``.svg``, ``.png``). Records are
+re-scored from the packaged data before they are drawn (:func:`fwgym.evaluation.read_results`); the
+suite (and so the metric named on the axes) is the one of the run's manifest unless ``--suite`` says.
+
+Examples::
+
+    fwgym plot frontier results/test -o frontier.pdf --columns 2
+    fwgym plot case results/test --case-id elec-PJM-2024-02-11-week_ahead --policy chronos2 -o case.pdf
+    fwgym plot case results/llm --case-id ... --policy my-model --traces results/llm/traces.jsonl -o case.pdf
+    fwgym plot tools results/test -o tools.pdf
+"""
 from __future__ import annotations
 
 import argparse
 
+from fwgym.cases import HISTORY_HOURS
+from fwgym.cli.args import int_range, nonnegative_int, positive_float, positive_int
+from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT
+
 NAME = "plot"
 HELP = "figures from results files: frontier, case view, tool-use mix"
+STYLES = ("paper", "screen")
+SUITES = ("decision", "context", "forecast")
+
+
+def _reference(value: str) -> str | None:
+    """``--reference``: a policy name, ``auto`` or ``none`` (no intervals)."""
+    return None if value.lower() == "none" else value
+
+
+def _common(sp: argparse.ArgumentParser, columns_default: str) -> None:
+    sp.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    sp.add_argument("-o", "--output", required=True, help="output figure (.pdf, .svg or .png)")
+    sp.add_argument("--style", choices=STYLES, default="paper",
+                    help="paper (default: 3.3 or 7.0 in wide, fonts >= 7 pt) or screen (larger)")
+    sp.add_argument("--columns", type=int, choices=(1, 2), default=None,
+                    help=f"width: 1 column (3.3 in in the paper style) or 2 (7.0 in); default {columns_default}")
+    sp.add_argument("--height", type=positive_float, default=None, metavar="IN",
+                    help="figure height in inches (default: from the width and the content)")
+    sp.add_argument("--title", default=None, help="figure title (default: none for frontier and tools: papers "
+                                                  "caption their figures; the case and score for case)")
+
+
+def _suite(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--suite", choices=SUITES, default=None,
+                    help="the results' suite (default: the one their run manifest names; decision when none does)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The three figure kinds as sub-subcommands, each with its options and ``-o OUTPUT``."""
-    psub = p.add_subparsers(dest="what", required=True)
-    pf = psub.add_parser("frontier", help="aggregate loss vs mean credits, equal-S lines, oracles marked")
-    pf.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    psub = p.add_subparsers(dest="what", required=True, metavar="FIGURE")
+    pf = psub.add_parser("frontier", help="the suite's loss vs mean credits per case, bootstrap intervals, equal-S "
+                                          "lines, oracles marked")
+    _common(pf, "1 for one panel, else 2")
+    _suite(pf)
     pf.add_argument("--agents", nargs="*", default=None, help="policy names to mark as agents")
-    pc = psub.add_parser("case", help="history tail, forecast band, submitted capacities, realised demand")
-    pc.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    pf.add_argument("--panels", choices=("auto", "all", "domains", "both"), default="auto",
+                    help="one panel of all cases, one per domain, both, or auto (default: all in one column, "
+                         "else all + domains)")
+    pf.add_argument("--labels", choices=("auto", "names", "numbers"), default="auto",
+                    help="policy names beside the points, numbers with the names in the legend, or auto (default)")
+    pf.add_argument("--reference", type=_reference, default="auto", metavar="NAME|none",
+                    help="policy the paired bootstrap intervals compare against (default auto: hour_of_day_empirical "
+                         "or its samples variant when present; none: no intervals)")
+    pf.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
+    pf.add_argument("--seed", type=nonnegative_int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
+
+    pc = psub.add_parser("case", help="one case: history tail, forecast bands, submitted capacities or forecast, "
+                                      "scored target")
+    _common(pc, "2")
+    _suite(pc)
     pc.add_argument("--case-id", required=True)
     pc.add_argument("--policy", required=True)
-    pc.add_argument("--hours", type=int, default=168, help="hours of visible history shown (default 168)")
+    pc.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=168,
+                    help=f"hours of visible history shown (1..{HISTORY_HOURS}, default 168)")
+    pc.add_argument("--traces", nargs="+", default=None, metavar="FILE",
+                    help="agent trace JSONL files: draw the forecasts the policy bought on this case (and, in the "
+                         "forecast suite, its submitted forecast)")
+    pc.add_argument("--zoom", action=argparse.BooleanOptionalAction, default=None,
+                    help="add a target-day panel (default: for week-ahead cases only)")
+
     pt = psub.add_parser("tools", help="mean tool calls per case, stacked by tool")
-    pt.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
-    for sp in (pf, pt):
-        sp.add_argument("--title", default=None, help="figure title")
-    for sp in (pf, pc, pt):
-        sp.add_argument("-o", "--output", required=True, help="output image (.png, .svg or .pdf)")
-        sp.set_defaults(title=None)
+    _common(pt, "1")
 
 
 def run(args) -> int:
@@ -33,12 +93,20 @@ def run(args) -> int:
     from fwgym.evaluation import read_results
 
     records = read_results(args.results)
+    layout = {"style": args.style, "height": args.height}
+    if args.columns is not None:
+        layout["columns"] = args.columns
     if args.what == "frontier":
-        out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or ())
+        suite = args.suite or plots.results_suite(args.results)
+        out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or (), suite=suite,
+                                  panels=args.panels, labels=args.labels, reference=args.reference,
+                                  n_boot=args.n_boot, seed=args.seed, **layout)
     elif args.what == "tools":
-        out = plots.plot_tools(records, args.output, title=args.title)
+        out = plots.plot_tools(records, args.output, title=args.title, **layout)
     else:
-        out = plots.plot_case(records, args.case_id, args.policy, args.output, history_hours=args.hours)
+        suite = args.suite or plots.results_suite(args.results)
+        out = plots.plot_case(records, args.case_id, args.policy, args.output, history_hours=args.hours, suite=suite,
+                              traces=args.traces, zoom=args.zoom, title=args.title, **layout)
     print(f"wrote {out}")
     return 0
 

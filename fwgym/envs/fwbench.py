@@ -60,8 +60,8 @@ from fwgym.scenarios import make_scenario
 from fwgym.series import hour_to_iso
 from fwgym.scorer import score_submission
 from fwgym.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
-from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, parse_action,
-                         result_json)
+from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
+                         parse_action, result_json)
 
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
 CHARSET = string.printable
@@ -76,6 +76,28 @@ def _submission_json(submission) -> dict | None:
     if submission is None or not hasattr(submission, "kind"):
         return None
     return {"kind": submission.kind, "values": np.asarray(submission.values, dtype=np.float64).tolist()}
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters, control characters as ``?`` (render: the
+    agent's tool names and arguments reach a terminal)."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in " ".join(str(text).split()))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _args_summary(args) -> str:
+    """The key arguments of a tool call on one short line (render): scalars as ``k=v``, lists by length."""
+    if not isinstance(args, dict):
+        return ""
+    parts = []
+    for k, v in list(args.items())[:4]:
+        if isinstance(v, (list, tuple)):
+            parts.append(f"{_short(k, 20)}=[{len(v)}]")
+        elif isinstance(v, dict):
+            parts.append(f"{_short(k, 20)}={{...}}")
+        else:
+            parts.append(f"{_short(k, 20)}={_short(v, 30)}")
+    return ", ".join(parts) + (", ..." if len(args) > 4 else "")
 
 
 class FWBenchEnv(gym.Env):
@@ -125,7 +147,7 @@ class FWBenchEnv(gym.Env):
             another forecaster's fingerprint).
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -236,6 +258,7 @@ class FWBenchEnv(gym.Env):
         self.episode: Episode | None = None
         self._outcome: dict | None = None
         self._interrupted: str | None = None
+        self._calls_log: list[tuple] = []  # render_mode="ansi" only: (tool, args summary, result summary, credits)
 
     # -- gymnasium API -------------------------------------------------------------------------
 
@@ -294,6 +317,7 @@ class FWBenchEnv(gym.Env):
         self._outcome = None
         self._interrupted = None
         self._context = None
+        self._calls_log = []
         self._history_obs = np.asarray(case.history, dtype=np.float32)
         info = self._info()
         info["episode"] = self._episode_facts(case)
@@ -330,7 +354,10 @@ class FWBenchEnv(gym.Env):
             raise RuntimeError(f"call reset() before step(): a step of this episode was interrupted ({self._interrupted}), "
                                "so its ledger, call count and rewards are incomplete")
         try:
-            outcome = ep.apply(parse_action(action))
+            call = parse_action(action)
+            outcome = ep.apply(call)
+            if self.render_mode == "ansi":
+                self._log_call(call, outcome)
             reward = self._credit_reward(outcome.charged)
             if outcome.ends is None:
                 return self._observation(outcome.result), reward, False, False, self._info(outcome.result)
@@ -340,11 +367,78 @@ class FWBenchEnv(gym.Env):
             self._interrupted = type(exc).__name__
             raise
 
-    def render(self):
-        if self.render_mode == "ansi" and self.episode is not None:
-            ep = self.episode
-            return f"{ep.case.case_id}: calls {ep.calls}/{ep.max_calls}, credits {ep.spent}/{ep.budget}"
-        return None
+    def render(self) -> str | None:
+        """The episode so far as text, with ``render_mode="ansi"`` (``None`` otherwise, or before ``reset``).
+
+        Lines: the case (id, domain, series, lead, split, cohort), the decision time, visible window and
+        target window, the scale, the task and scenario, calls used and left, credits spent and left,
+        every tool call with its key arguments, its result (``ok``, the forecast id, or ``error`` and the
+        code) and its charge; then the submitted plan (levels) or forecast (its kind, shape and median
+        range) and, once the episode has ended, its status and score (decision loss or RCRPS, floor, R, S).
+        Nothing the agent cannot see before the end is shown before the end (no target value, no floor).
+        """
+        if self.render_mode != "ansi" or self.episode is None:
+            return None
+        ep, case = self.episode, self.episode.case
+        s = case.summary()
+        lines = [f"FWBench episode {case.case_id}",
+                 f"  {case.domain} {case.series_id} ({s['series_name']}), {case.lead}, split {case.split}, "
+                 f"cohort {case.cohort}",
+                 f"  as_of {s['as_of']}; visible {hour_to_iso(case.history_start)} .. {s['last_visible']}; target "
+                 f"{s['target_start']} .. {s['target_end']} (steps {case.target_steps[0]}..{case.target_steps[1]})",
+                 f"  scale {case.scale:.6g} {s['unit']}; task {self.task}"
+                 + (f"; scenario {ep.scenario.family}" if ep.scenario is not None else ""),
+                 f"  calls {ep.calls}/{ep.max_calls} ({ep.calls_left} left); credits {ep.spent:,}/{ep.budget:,} "
+                 f"({ep.budget_left:,} left)"]
+        lines.append("tool calls:" if self._calls_log else "tool calls: none yet")
+        for i, (tool, args, result, credits) in enumerate(self._calls_log, 1):
+            lines.append(f"  {i:2d}. {tool}{'(' + args + ')' if args else ''} -> {result}"
+                         + (f" [{credits:,} credits]" if credits else ""))
+        lines.append(self._render_answer())
+        out = self._outcome
+        if out is not None:
+            if self.task == "forecast":
+                score = f"RCRPS {out['loss']:.5f}, R {out['R']:.4f}, S {out['S']:.4f}" if out.get("S") is not None else ""
+            else:
+                score = (f"loss {out['loss']:.5f}, floor {out['floor']:.5f}, R {out['R']:.4f}, S {out['S']:.4f}"
+                         if out.get("S") is not None else "")
+            lines.append(f"episode over: {out['status']}, {'valid' if out['valid'] else 'invalid'}"
+                         + (f" ({_short(out['reason'], 120)})" if out.get("reason") else "")
+                         + (f"; {score}" if score else " (not scored)"))
+        return "\n".join(lines) + "\n"
+
+    def _render_answer(self) -> str:
+        sub = self.episode.submission
+        if sub is None:
+            return "answer: none submitted yet" if self._outcome is None else "answer: none accepted"
+        if hasattr(sub, "kind"):
+            v = np.asarray(sub.values, dtype=np.float64)
+            median = v[:, v.shape[1] // 2] if sub.kind == "quantiles" else np.median(v, axis=0)
+            return (f"submitted forecast: {sub.kind} {v.shape[0]}x{v.shape[1]}, median {median.min():.6g} .. "
+                    f"{median.max():.6g} over the 24 target hours")
+        levels = getattr(sub, "levels", None)
+        if levels is None:
+            return "submitted plan"
+        return "submitted plan (levels b00..b07): " + " ".join(f"{x:.2f}" for x in levels)
+
+    def _log_call(self, call, outcome) -> None:
+        """Note one call for :meth:`render` (tool, key arguments, result code, charge)."""
+        if isinstance(call, ToolCall):
+            tool, args = call.tool, _args_summary(call.args)
+        else:
+            tool, args = "invalid", ""
+        res = outcome.result
+        if res is None:
+            result = "not run"
+        elif res.get("ok"):
+            body = res.get("result") if isinstance(res.get("result"), dict) else {}
+            fid = body.get("forecast_id") if tool == "forecast" else None
+            result = "ok" + (f" {fid}" if isinstance(fid, str) else "")
+        else:
+            result = f"error {(res.get('error') or {}).get('code', '?')}"
+        if outcome.ends is not None:
+            result += f", ends the episode ({outcome.ends})"
+        self._calls_log.append((_short(str(tool), 40), args, result, int(outcome.charged)))
 
     # -- helpers -------------------------------------------------------------------------------
 
