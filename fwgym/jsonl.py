@@ -44,11 +44,20 @@ def iter_jsonl(path: str | os.PathLike, *, objects: bool = True) -> Iterator[tup
         objects: every value must be a JSON object (a ``dict``).
 
     Raises:
-        FileNotFoundError: no such file. ValueError: a line is not JSON, or not an object with
-            ``objects`` (the message names ``path:line``).
+        FileNotFoundError: no such file. ValueError: a line is not UTF-8 or not JSON, or not an object
+            with ``objects`` (the message names ``path:line``).
     """
     with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
+        n = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{n + 1}: not UTF-8 text ({exc.reason} at byte {exc.start} of the "
+                                 "line's chunk); the file is not a JSON Lines file of fwgym, or it is corrupt") from None
+            if not line:
+                break
+            n += 1
             if not line.strip():
                 continue
             try:

@@ -142,10 +142,12 @@ def run(args, out: TextIO | None = None) -> int:
         0; 1 when no episode matches; 2 when the file cannot be read or ``--episode`` is out of range.
     """
     from fwgym.agents.chat.traces import read_traces
+    from fwgym.cli.trace_shape import check_traces
 
     out = out or sys.stdout
     try:
         traces = read_traces(args.file)
+        check_traces(traces, args.file)  # a JSON object per line is not yet a trace: refuse unreadable shapes
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"fwgym show-trace: error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2

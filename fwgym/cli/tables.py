@@ -4,11 +4,12 @@ Every command that prints a table (``fwgym leaderboard``, ``evaluate``, ``cases`
 ``--format``; its default :data:`AUTO` is :data:`TABLE` when stdout is a terminal and
 :data:`MARKDOWN` otherwise, so ``fwgym leaderboard RUN > board.md`` writes Markdown and the same
 command on a terminal shows aligned columns. The terminal view never uses colour when stdout is not
-a terminal or the ``NO_COLOR`` environment variable is set (https://no-color.org; rich honours it),
+a terminal or the ``NO_COLOR`` environment variable is set (https://no-color.org; not even bold),
 and cell text is never read as rich markup (``[95% CI]`` prints as it is).
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import TextIO
 
@@ -78,7 +79,7 @@ class _Null:
 
 def print_table(table: Table, fmt: str = AUTO, out: TextIO | None = None) -> None:
     """Print ``table`` to ``out`` (default stdout) as :data:`TABLE` (rich: aligned; bold headers only on a
-    terminal without ``NO_COLOR``) or :data:`MARKDOWN` (``fmt`` :data:`AUTO`: :func:`resolve_format`).
+    terminal without ``NO_COLOR``, no escape code otherwise) or :data:`MARKDOWN` (``fmt`` :data:`AUTO`: :func:`resolve_format`).
 
     Raises:
         ValueError: another format.
@@ -91,7 +92,8 @@ def print_table(table: Table, fmt: str = AUTO, out: TextIO | None = None) -> Non
         if is_terminal(out):
             from rich.console import Console
 
-            Console(file=out, highlight=False).print(_rich_table(table))  # colour as the terminal and NO_COLOR allow
+            plain = os.environ.get("NO_COLOR", "") != ""  # https://no-color.org: then no escape codes at all
+            Console(file=out, highlight=False, color_system=None if plain else "auto").print(_rich_table(table))
         else:
             print(render_table(table, out), file=out)
     else:

@@ -237,7 +237,8 @@ def read_manifest(run_dir: str | os.PathLike) -> dict | None:
     """The manifest of ``run_dir`` (``None`` when it has none).
 
     Raises:
-        ValueError: ``manifest.json`` is not a JSON object of a known manifest version.
+        ValueError: ``manifest.json`` is not a JSON object of a known manifest version, or one of its
+            fields has the wrong JSON type (e.g. ``settings`` not an object).
     """
     path = Path(run_dir) / MANIFEST_FILE
     if not path.is_file():
@@ -249,7 +250,17 @@ def read_manifest(run_dir: str | os.PathLike) -> dict | None:
     if not isinstance(data, dict) or data.get("manifest_version") != MANIFEST_VERSION:
         raise ValueError(f"{path}: not a run manifest of version {MANIFEST_VERSION} "
                          f"(manifest_version {data.get('manifest_version') if isinstance(data, dict) else None!r})")
+    for key, kind in _MANIFEST_SHAPE.items():
+        if key in data and data[key] is not None and not isinstance(data[key], kind):
+            raise ValueError(f"{path}: malformed run manifest: {key!r} is a {type(data[key]).__name__}, expected a "
+                             f"{'JSON object' if kind is dict else 'list'}")
     return data
+
+
+#: the manifest fields readers index into, and their JSON types (checked by :func:`read_manifest`)
+_MANIFEST_SHAPE: dict[str, type] = {"settings": dict, "environment": dict, "args": dict, "records": dict,
+                                    "counts": dict, "coverage": dict, "models": dict, "preflight": dict,
+                                    "policies_without_model": dict, "sessions": list, "command": list}
 
 
 def settings_differences(old: Mapping, new: Mapping, keys: Iterable[str] | None = None) -> list[str]:

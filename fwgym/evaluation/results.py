@@ -26,6 +26,7 @@ its suite is inferred from its records; its fwgym version is unknown. Run direct
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -107,6 +108,30 @@ def _legacy_meta(run_dir: Path) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
+def _check_settings(settings: Mapping, where: Path) -> None:
+    """Refuse a manifest whose scoring settings have the wrong JSON types (an edited or foreign file),
+    before any record is re-scored with them."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    sigma = settings.get("sigma")
+    problems = []
+    if settings.get("suite") not in ("decision", "context", "forecast"):
+        problems.append(f"suite {settings.get('suite')!r}")
+    split = settings.get("split")
+    if not (isinstance(split, str) or (isinstance(split, list) and split and all(isinstance(s, str) for s in split))):
+        problems.append(f"split {settings.get('split')!r}")
+    if not (isinstance(sigma, dict) and sigma and all(isinstance(k, str) and number(v) and v > 0 for k, v in sigma.items())):
+        problems.append(f"sigma {sigma!r} (expected {{domain: a number > 0}})")
+    for key, ok in (("budget", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+                    ("scenario_seed", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+                    ("credit_weight", lambda v: number(v) and v >= 0)):
+        if not ok(settings.get(key)):
+            problems.append(f"{key} {settings.get(key)!r}")
+    if problems:
+        raise ValueError(f"{where}: malformed run settings: " + "; ".join(problems))
+
+
 def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
     """Read and check one result source (see the module docstring).
 
@@ -141,6 +166,7 @@ def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
                                budget=st.get("budget", BUDGET), scenario_seed=st.get("scenario_seed", 0),
                                credit_weight=st.get("credit_weight", 0.0), scorer_version=SCORER_VERSION,
                                fwgym_version=st.get("fwgym_version", UNKNOWN))
+        _check_settings(settings, p.parent / "manifest.json")
         declared_subset = not (manifest.get("coverage") or {}).get("complete", False)
         version = str(st.get("fwgym_version", UNKNOWN))
     else:
@@ -290,7 +316,8 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
                 "policies": list(groups), "fwgym_version": env["fwgym_version"], "scorer_version": SCORER_VERSION}
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths["results"], stored, sort_keys=True)
-    paths["markdown"].write_text(format_leaderboard(rows) + "\n\n" + format_breakdowns(rows) + "\n")
+    paths["markdown"].write_text(format_leaderboard(rows, settings["suite"]) + "\n\n"
+                                 + format_breakdowns(rows, settings["suite"]) + "\n")
     write_csv(rows, paths["csv"])
     first = next(iter(groups.values()))
     stamp = now()

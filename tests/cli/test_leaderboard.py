@@ -1,29 +1,150 @@
-"""``fwgym leaderboard``: the protocol's bootstrap defaults, the reference choice and clear errors."""
+"""``fwgym leaderboard``: the protocol's bootstrap defaults, the reference choice, the output formats
+(table, Markdown, CSV, LaTeX, JSON) labelled for the suite, and clean errors for malformed inputs."""
+import csv
+import io
+import json
+import re
+import shutil
+
 import pytest
 
 from fwgym.cli import build_parser, main
-from fwgym.evaluation import BOOT_SEED, N_BOOT
+from fwgym.evaluation import BOOT_SEED, N_BOOT, leaderboard, read_results
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("lb")
+    out = tmp_path_factory.mktemp("lb") / "decision"
     assert main(["evaluate", "--split", "test", "--limit", "2", "--no-progress", "--out", str(out),
                  "--policies", "weekday_empirical", "hour_of_day_empirical"]) == 0
     return out
 
 
+@pytest.fixture(scope="module")
+def forecast_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lb") / "forecast"
+    assert main(["evaluate", "--split", "test", "--limit", "1", "--no-progress", "--out", str(out),
+                 "--suite", "forecast"]) == 0
+    return out
+
+
+def _out(capsys, argv, code=0):
+    capsys.readouterr()
+    assert main(argv) == code
+    return capsys.readouterr()
+
+
 def test_defaults_are_the_protocol_constants():
     args = build_parser().parse_args(["leaderboard", "r"])
-    assert (args.n_boot, args.seed, args.reference) == (N_BOOT, BOOT_SEED, None) == (10_000, 1701, None)
+    assert (args.n_boot, args.seed, args.reference, args.format) == (N_BOOT, BOOT_SEED, None, "auto") == (
+        10_000, 1701, None, "auto")
 
 
 def test_reference_default_none_and_unknown(results, capsys):
-    capsys.readouterr()
-    assert main(["leaderboard", str(results), "--n-boot", "200", "--no-breakdown"]) == 0
-    out = capsys.readouterr().out
+    out = _out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--no-breakdown"]).out
     assert "200 draws, seed 1701, policy - hour_of_day_empirical" in out and "PARTIAL" in out
-    assert main(["leaderboard", str(results), "--reference", "NONE", "--no-breakdown"]) == 0
-    assert "intervals" not in capsys.readouterr().out.splitlines()[0]
-    assert main(["leaderboard", str(results), "--reference", "nobody"]) == 2
-    assert "reference policy 'nobody' is not among the policies" in capsys.readouterr().err
+    assert "intervals" not in _out(capsys, ["leaderboard", str(results), "--reference", "NONE",
+                                            "--no-breakdown"]).out.splitlines()[0]
+    assert "reference policy 'nobody' is not among the policies" in _out(
+        capsys, ["leaderboard", str(results), "--reference", "nobody"], 2).err
+
+
+def test_markdown_is_the_default_off_a_terminal_and_table_aligns(results, capsys):
+    md = _out(capsys, ["leaderboard", str(results), "--n-boot", "200"]).out
+    assert md == _out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "markdown"]).out
+    assert "suite=decision (S = (R + c/B)/2, R = (loss − F)/σ)" in md.splitlines()[0]
+    assert "| policy | S | R | loss | credits | calls | valid | ΔS vs hour_of_day_empirical [95% CI] |" in md
+    assert "\ndecision loss by cohort and lead:\n\n| policy |" in md
+    table = _out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "table"]).out
+    assert "|" not in table and "\x1b[" not in table
+    lines = table.splitlines()
+    head = next(ln for ln in lines if ln.startswith("policy "))
+    rows = [ln for ln in lines if ln.startswith(("hour_of_day_empirical ", "weekday_empirical "))][:2]
+    # the S column is right-aligned under its header in both rows
+    s_end = head.index(" S ") + 2
+    for ln, row in zip(rows, ("hour_of_day_empirical", "weekday_empirical")):
+        rec = next(r for r in leaderboard(read_results([results]), reference=None) if r["policy"] == row)
+        assert ln.index(f"{rec['S']:.4f}") + 6 == s_end
+    assert "decision loss by cohort and lead" in table
+
+
+def test_csv_json_and_latex_hold_the_rows(results, capsys):
+    rows = leaderboard(read_results([results]), reference="hour_of_day_empirical", n_boot=200, seed=1701)
+    text = _out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "csv"]).out
+    got = list(csv.DictReader(io.StringIO(text)))
+    assert [g["policy"] for g in got] == [r["policy"] for r in rows]
+    assert [float(g["S"]) for g in got] == [r["S"] for r in rows] and float(got[1]["dS_lo"]) == rows[1]["dS_lo"]
+    doc = json.loads(_out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "json"]).out)
+    assert doc["suite"] == "decision" and doc["split"] == "test" and doc["reference"] == "hour_of_day_empirical"
+    assert (doc["n_boot"], doc["seed"], doc["coverage"]["cases"], doc["coverage"]["complete"]) == (200, 1701, 4, False)
+    assert doc["metric"]["formula"] == "S = (R + c/B)/2, R = (loss − F)/σ" and doc["rows"] == rows
+    tex = _out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "latex"]).out
+    body = [ln for ln in tex.splitlines() if not ln.startswith("%")]
+    assert body[0] == r"\begin{tabular}{lrrrrrrrr}" and body[1] == r"\toprule" and body[3] == r"\midrule"
+    assert body[-2:] == [r"\bottomrule", r"\end{tabular}"] and len(body) == 5 + len(rows) + 1
+    assert body[2] == (r"policy & $S$ & $R$ & loss & credits & calls & valid & $\Delta S$ [95\% CI] & "
+                       r"$\Delta$loss [95\% CI] \\")
+    for ln, r in zip(body[4:-2], rows):
+        cells = ln[: -len(r" \\")].split(" & ")
+        assert len(cells) == 9 and cells[0] == r["policy"].replace("_", r"\_") and cells[1] == f"{r['S']:.4f}"
+        assert not re.search(r"(?<!\\)[_%#&]", " ".join(cells))  # every special character escaped
+    assert body[5].endswith(f"${rows[1]['dS']:+.4f}$ [${rows[1]['dS_lo']:+.4f}$, ${rows[1]['dS_hi']:+.4f}$] & "
+                            f"${rows[1]['dloss']:+.5f}$ [${rows[1]['dloss_lo']:+.5f}$, ${rows[1]['dloss_hi']:+.5f}$] \\\\")
+    assert "% needs \\usepackage{booktabs}" in tex and "% intervals: policy - hour_of_day_empirical" in tex
+
+
+def test_forecast_suite_is_labelled_rcrps(forecast_results, capsys):
+    md = _out(capsys, ["leaderboard", str(forecast_results), "--n-boot", "100"]).out
+    assert "suite=forecast (S = R + 0·c/B, R = min(RCRPS, 5))" in md.splitlines()[0]
+    assert "| policy | S | R | RCRPS | credits | calls | valid | ΔS vs hour_of_day_empirical_samples [95% CI] | " \
+           "ΔRCRPS vs hour_of_day_empirical_samples [95% CI] |" in md
+    assert "RCRPS by cohort and lead:" in md and "decision loss" not in md and "| loss |" not in md
+    doc = json.loads(_out(capsys, ["leaderboard", str(forecast_results), "--format", "json", "--n-boot", "100"]).out)
+    assert doc["metric"]["loss"] == "RCRPS" and doc["metric"]["R"] == "min(RCRPS, 5)"
+    tex = _out(capsys, ["leaderboard", str(forecast_results), "--format", "latex", "--n-boot", "100"]).out
+    assert r"& RCRPS & " in tex and r"$\Delta$RCRPS [95\% CI]" in tex
+    # the run directory's leaderboard.md is labelled for its suite too
+    assert "RCRPS by cohort and lead:" in (forecast_results / "leaderboard.md").read_text()
+
+
+def _edited(results, tmp_path, name, text=None, data=None):
+    d = tmp_path / name
+    shutil.copytree(results, d)
+    if data is not None:
+        (d / "results.jsonl").write_bytes(data)
+    if text is not None:
+        (d / "results.jsonl").write_text(text)
+    return d
+
+
+def test_malformed_inputs_are_clean_errors(results, tmp_path, capsys):
+    first = json.loads((results / "results.jsonl").read_text().splitlines()[0])
+    cases = {
+        "missing": (tmp_path / "nothing", "no results file"),
+        "not json": (_edited(results, tmp_path, "notjson", "{not json\n"), "results.jsonl:1: not a JSON line"),
+        "a list": (_edited(results, tmp_path, "list", "[1, 2]\n"), "results.jsonl:1: expected a JSON object"),
+        "not utf-8": (_edited(results, tmp_path, "bytes", data=b"\xff\xfe{}\n"), "results.jsonl:1: not UTF-8 text"),
+        "empty": (_edited(results, tmp_path, "empty", ""), "holds 0 records but the run wrote"),
+        "fields missing": (_edited(results, tmp_path, "fields", json.dumps({"policy": "x"}) + "\n"), "lacks ["),
+        "bad value": (_edited(results, tmp_path, "value", json.dumps({**first, "S": "x"}) + "\n"),
+                      "S = 'x' is not a finite number"),
+    }
+    bare = tmp_path / "bare.jsonl"  # a results file outside a run directory
+    bare.write_text("")
+    cases["empty file"] = (bare, "no result records")
+    for what, (path, message) in cases.items():
+        err = _out(capsys, ["leaderboard", str(path)], 2).err
+        assert err.startswith("fwgym: error: ") and message in err and "Traceback" not in err, (what, err)
+    for what, edit, message in (("settings", {"settings": 5}, "'settings' is a int, expected a JSON object"),
+                                ("sigma", "sigma", "malformed run settings: sigma 5"),
+                                ("not json", None, "not a JSON run manifest")):
+        d = tmp_path / f"manifest-{what}"
+        shutil.copytree(results, d)
+        m = json.loads((d / "manifest.json").read_text())
+        if edit is None:
+            (d / "manifest.json").write_text("{oops")
+        else:
+            (d / "manifest.json").write_text(json.dumps({**m, **edit} if isinstance(edit, dict) else
+                                                        {**m, "settings": {**m["settings"], "sigma": 5}}))
+        err = _out(capsys, ["leaderboard", str(d)], 2).err
+        assert err.startswith("fwgym: error: ") and message in err, (what, err)

@@ -1,0 +1,74 @@
+"""The shape check of trace records read by ``fwgym show-trace`` (a JSON object per line is not yet a trace).
+
+:func:`check_traces` refuses, with the episode named, a record whose fields have JSON types that the
+transcript renderer (:func:`fwgym.cli.show_trace.render_trace`) cannot read, so a foreign or edited
+file ends as ``fwgym show-trace: error: ...`` (exit 2) instead of a traceback. Missing fields are
+fine (they print as ``-``); wrong types are not.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = ["trace_problem", "check_traces"]
+
+#: top-level fields and their JSON types (``None`` allowed for each)
+_FIELDS: dict[str, type | tuple[type, ...]] = {"score": dict, "settings": dict, "final_plan": dict, "usage": dict,
+                                              "replies": list, "steps": list, "messages": list}
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(v), "a number" if _number(v) else type(v).__name__)
+
+
+def trace_problem(t: Any) -> str | None:
+    """What makes ``t`` unreadable as a trace record, or ``None`` when its shape is fine."""
+    if not isinstance(t, dict):
+        return f"is {_kind(t)}, not a JSON object"
+    for key, typ in _FIELDS.items():
+        if t.get(key) is not None and not isinstance(t[key], typ):
+            return f"field {key!r} is {_kind(t[key])}, expected {_kind(typ())}"
+    levels = (t.get("final_plan") or {}).get("levels")
+    if levels is not None and not (isinstance(levels, list) and all(_number(x) for x in levels)):
+        return "final_plan.levels is not a list of numbers"
+    for i, r in enumerate(t.get("replies") or []):
+        if not isinstance(r, dict):
+            return f"replies[{i}] is {_kind(r)}, expected an object"
+        if r.get("attempts") is not None and not _number(r["attempts"]):
+            return f"replies[{i}].attempts is {_kind(r['attempts'])}, expected a number"
+    for i, m in enumerate(t.get("messages") or []):
+        if not isinstance(m, dict):
+            return f"messages[{i}] is {_kind(m)}, expected an object"
+        calls = m.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            return f"messages[{i}].tool_calls is {_kind(calls)}, expected a list"
+        for j, tc in enumerate(calls or []):
+            if not isinstance(tc, dict) or not isinstance(tc.get("function", {}), dict):
+                return f"messages[{i}].tool_calls[{j}] is not an object with a 'function' object"
+    for i, s in enumerate(t.get("steps") or []):
+        if not isinstance(s, dict):
+            return f"steps[{i}] is {_kind(s)}, expected an object"
+        if s.get("kind") in ("error", "abandon"):
+            err = s.get("error")
+            if not (isinstance(err, dict) and "code" in err and (s["kind"] != "abandon" or "message" in err)):
+                return f"steps[{i}] ({s['kind']}) has no 'error' object with a code" + (
+                    " and message" if s["kind"] == "abandon" else "")
+        elif s.get("kind") != "answer" and s.get("source") != "native" and not isinstance(s.get("action"), dict):
+            return f"steps[{i}] has no 'action' object"
+    return None
+
+
+def check_traces(traces: Sequence[Any], path: str) -> None:
+    """Refuse the first trace record of ``traces`` (read from ``path``) whose shape is unreadable.
+
+    Raises:
+        ValueError: ``"<path>: episode [i] is not a trace record of fwgym: <problem>"``.
+    """
+    for i, t in enumerate(traces):
+        problem = trace_problem(t)
+        if problem:
+            raise ValueError(f"{path}: episode [{i}] is not a trace record of fwgym: {problem}")
