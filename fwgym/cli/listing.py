@@ -219,8 +219,8 @@ def run(args) -> int:
         print_table(table.__class__(None, table.columns, table.align, table.rows), args.format)
     missing = [r for r in data.get("models", ()) if r["available"] is False and r["model_id"]]
     if missing:
-        print(f"\nweights: hf download MODEL_ID (into the Hugging Face cache), or FWGYM_<MODEL>_PATH=DIR; "
-              f"`fwgym list models --json` gives each reason in full")
+        print("\nweights: hf download MODEL_ID (into the Hugging Face cache), or FWGYM_<MODEL>_PATH=DIR; "
+              "`fwgym list models --json` gives each reason in full")
     return 0
 
 

@@ -186,8 +186,7 @@ class HubForecaster(QuantileForecaster):
 
     def _how_to(self) -> str:
         return (f"put the weights of {self.model_id} in a directory and set {_env_key(self.name, 'PATH')}=DIR, "
-                f"or download them into the Hugging Face cache (hf download {self.model_id}; the `hf` command of "
-                "huggingface_hub >= 0.34, which replaced `huggingface-cli`)")
+                f"or download them into the Hugging Face cache (hf download {self.model_id})")
 
     def _source(self) -> tuple[str | None, str, str]:
         """``(path_or_id, source, reason)``; path_or_id None when nothing is found."""
