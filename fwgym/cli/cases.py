@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections import Counter
 
 from fwgym.cases import LEADS, SPLITS
@@ -23,16 +24,16 @@ SUITES = ("decision", "context", "forecast")
 def _export_help() -> str:
     from fwgym.export import SCHEMA
 
-    lines = ["Write the cases of a split, as the suite's env shows them, to DIR as Parquet (pyarrow) with a "
-             "manifest.json (split, suite, case count, the sha256 of the case-id list, and the sha256, size and rows "
-             "of every file). Timestamps are UTC hour starts.", ""]
+    lines = textwrap.wrap("Write the cases of a split, as the suite's env shows them, to DIR as Parquet (pyarrow) with "
+                          "a manifest.json (split, suite, case count, the sha256 of the case-id list, and the sha256, "
+                          "size and rows of every file). Timestamps are UTC hour starts.", 100) + [""]
     for name, cols in SCHEMA.items():
         extra = " (train/dev; test only with --include-test-targets)" if name == "targets.parquet" else ""
         lines.append(f"{name}{extra}:")
         lines += [f"  {col}: {desc}" for col, desc in cols.items()]
         lines.append("")
-    lines.append("Submit forecasts of your own model through the forecast suite: fwgym evaluate --suite forecast "
-                 "--split S --agent my_forecasts.py:make (README, Commands).")
+    lines += textwrap.wrap("Submit forecasts of your own model through the forecast suite: fwgym evaluate --suite "
+                           "forecast --split S --agent my_forecasts.py:make (README, Commands).", 100)
     return "\n".join(lines)
 
 
