@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from fwgym.wrappers.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
-from fwgym.wrappers.macro import MENUS, MacroController
+from fwgym.wrappers.macro import MENUS, MacroController, menu_for
 
 #: ``algo`` values: ``"auto"`` (read from the zip) or an algorithm name
 ALGOS = ("auto", "PPO", "MaskablePPO")
@@ -40,15 +40,20 @@ _MASKABLE_MODULE = "sb3_contrib.common.maskable."
 _SB3_POLICY_MODULES = ("stable_baselines3.common.policies", "stable_baselines3.ppo.policies")
 
 
-def policy_spec(variant: str, algo: str, features="all") -> dict:
+def policy_spec(variant: str, algo: str, features="all", models=None) -> dict:
     """The metadata :func:`save_policy` stores with a model: variant, algorithm, menu names,
-    feature names (in input order) and feature version."""
+    feature names (in input order) and feature version; for a policy trained on an env whose ``models=``
+    pool holds models outside the protocol's (whose menu has extra entries, :func:`~fwgym.wrappers.macro.menu_for`),
+    also ``models``, that pool."""
     names = resolve_features(features)
-    return {"variant": variant, "algo": algo, "menu": [e.name for e in MENUS[variant]],
+    spec = {"variant": variant, "algo": algo, "menu": [e.name for e in menu_for(variant, models)],
             "features": list(names), "n_features": len(names), "feature_version": FEATURE_VERSION}
+    if len(spec["menu"]) != len(MENUS[variant]):
+        spec["models"] = list(models)
+    return spec
 
 
-def save_policy(model, path: str | Path, variant: str = "macro", features="all") -> Path:
+def save_policy(model, path: str | Path, variant: str = "macro", features="all", models=None) -> Path:
     """Save an SB3 model trained on a macro wrapper, with its fwgym spec (see :func:`policy_spec`).
 
     Args:
@@ -56,6 +61,9 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all")
         path: target file; ``.zip`` is appended when missing (SB3's convention).
         variant: ``"macro"`` or ``"sequential"`` (the wrapper it was trained on).
         features: the wrapper's feature set (``"all"``, ``"compact"`` or a sequence of names).
+        models: the training env's ``models=`` pool (default: the protocol's); models outside the
+            protocol's pool add menu entries (:func:`~fwgym.wrappers.macro.menu_for`), which the
+            agent then offers too.
 
     Returns:
         the path of the written zip.
@@ -66,8 +74,8 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all")
     if variant not in MENUS:
         raise ValueError(f"variant must be one of {list(MENUS)}, got {variant!r}")
     names = resolve_features(features)
-    _check_spaces(model, variant, names)
-    model.fwgym_spec = policy_spec(variant, type(model).__name__, names)
+    _check_spaces(model, variant, names, len(menu_for(variant, models)))
+    model.fwgym_spec = policy_spec(variant, type(model).__name__, names, models)
     path = Path(path)
     if path.suffix != ".zip":
         path = path.with_name(path.name + ".zip")
@@ -202,12 +210,13 @@ def resolve_model_path(path: str | Path) -> Path:
     raise FileNotFoundError(f"no SB3 model file at {p} (nor {z})")
 
 
-def _check_spaces(model, variant: str, names: tuple[str, ...]) -> None:
+def _check_spaces(model, variant: str, names: tuple[str, ...], n_menu: int | None = None) -> None:
     shape = tuple(getattr(model.observation_space, "shape", ()) or ())
     n = getattr(model.action_space, "n", None)
-    if shape != (len(names),) or n != len(MENUS[variant]):
+    n_menu = len(MENUS[variant]) if n_menu is None else n_menu
+    if shape != (len(names),) or n != n_menu:
         raise ValueError(f"the model's spaces (observation {shape}, {n} actions) do not match the fwgym "
-                         f"{variant!r} wrapper (observation ({len(names)},), {len(MENUS[variant])} actions)")
+                         f"{variant!r} wrapper (observation ({len(names)},), {n_menu} actions)")
 
 
 def _load(path: Path, algo: str):
@@ -266,13 +275,15 @@ class SB3Agent:
         else:
             dim = tuple(getattr(self.model.observation_space, "shape", ()) or ())
             names = next((v for v in FEATURE_SETS.values() if (len(v),) == dim), FEATURE_SETS["all"])
-        _check_spaces(self.model, variant, names)
-        if spec.get("menu") and spec["menu"] != [e.name for e in MENUS[variant]]:
+        models = spec.get("models")
+        menu = menu_for(variant, models)
+        _check_spaces(self.model, variant, names, len(menu))
+        if spec.get("menu") and spec["menu"] != [e.name for e in menu]:
             raise ValueError(f"{path}: the model's menu differs from this fwgym's {variant!r} menu")
         self.variant = variant
         self.name = name or (path.name[:-4] if path.name.endswith(".zip") else path.name)
         self.feature_names = names
-        self.controller = MacroController(variant, names)
+        self.controller = MacroController(variant, names, models)
         self.choices: list[str] = []
         self._last: Any = None
 
