@@ -74,7 +74,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fwgym.data import DOMAINS  # noqa: E402
 from fwgym.forecasters.classical import CLASSICAL_METHODS  # noqa: E402
-from fwgym.forecasters.registry import EXTENDED_MODELS, PRICED_MODELS, STATISTICAL_MODELS  # noqa: E402
+from fwgym.forecasters.registry import EXTENDED_MODELS, PRICED_MODELS  # noqa: E402
 
 POOLS = {"extended": EXTENDED_MODELS, "protocol": None}
 FEATURE_SETS = ("all", "compact")
@@ -142,20 +142,21 @@ class OutcomeTable:
     (:func:`fwgym.wrappers.make_rl_env`, macro variant: ``MacroActionWrapper`` over ``FWBenchEnv``).
 
     Attributes:
-        case_ids: the cases, in :func:`fwgym.evaluation.select_cases` order (n).
+        case_ids: the cases (``limit`` per domain, or the given ``case_ids``), in
+            :func:`fwgym.evaluation.select_cases` order (n).
         menu: entry names (E). S: ``(n, E)`` float64, the case score of each entry.
         obs: ``{features: (n, d) float32}``, the observation a policy decides on (after reset + catalog).
         masks: ``(n, E)`` bool, the reset's action masks. weights: ``(n,)`` aggregation weights (sum 1).
         meta: per case ``{"case_id", "domain", "cohort", "series_id", "lead"}``.
     """
 
-    def __init__(self, split: str, pool, features=FEATURE_SETS, limit: int | None = None):
+    def __init__(self, split: str, pool, features=FEATURE_SETS, limit: int | None = None, case_ids=None):
         from fwgym.evaluation import select_cases
         from fwgym.scoring import case_weights
         from fwgym.wrappers import make_rl_env
 
         self.split = split
-        self.case_ids = [cid for _, cid in select_cases(split, limit=limit)]
+        self.case_ids = [cid for _, cid in select_cases(split, limit=limit, case_ids=case_ids)]
         envs = {f: make_rl_env(split=split, models=pool, features=f) for f in features}
         first = envs[features[0]]
         self.menu = [e.name for e in first.menu]
@@ -188,6 +189,55 @@ class OutcomeTable:
     def score(self, actions: np.ndarray) -> float:
         """Aggregate S of choosing ``actions`` (the benchmark's weighted mean over the cases)."""
         return float(self.weights @ self.S[np.arange(len(actions)), actions])
+
+    def fixed_scores(self, policies) -> tuple[dict, dict]:
+        """``({policy: {case_id: S}}, {case_id: meta})`` of the entries that are the fixed policies
+        (``plan_submit:<method>``, ``buy_plan_submit:<model>``)."""
+        col = {name.split(":", 1)[1]: j for j, name in enumerate(self.menu)}
+        return ({p: dict(zip(self.case_ids, self.S[:, col[p]])) for p in policies},
+                {m["case_id"]: m for m in self.meta})
+
+
+def rule_rows(scores: dict, meta: dict, priced: list[str]) -> list[dict]:
+    """Per (domain, lead): the best free method and the best priced model as a fixed rule (group
+    aggregate S with :func:`fwgym.scoring.case_weights` on the group's cases) and their difference.
+
+    Args:
+        scores: ``{policy: {case_id: S}}`` for the 8 classical methods and the ``priced`` models.
+        meta: ``{case_id: {"domain", "cohort", "series_id", "lead", "case_id"}}``.
+    """
+    from fwgym.scoring import case_weights
+
+    rows = []
+    for domain in DOMAINS:
+        for lead in LEADS:
+            ids = [c for c, m in meta.items() if m["domain"] == domain and m["lead"] == lead]
+            if not ids:
+                continue
+            w = case_weights([meta[c] for c in ids])
+            agg = {p: float(w @ np.array([scores[p][c] for c in ids])) for p in scores}
+            free = min(CLASSICAL_METHODS, key=lambda m: (agg[m], m))
+            paid = min(priced, key=lambda m: (agg[m], m)) if priced else None
+            rows.append({"domain": domain, "lead": lead, "cases": len(ids), "best_free": free, "best_free_S": agg[free],
+                         "best_priced": paid, "best_priced_S": agg[paid] if paid else None,
+                         "dS": agg[paid] - agg[free] if paid else None})
+    return rows
+
+
+def format_rules(rules: dict[str, list[dict]]) -> str:
+    labels = list(rules)
+    lines = ["| domain | lead | " + " | ".join(f"{k}: best free method, best priced model, priced - free" for k in labels) + " |",
+             "|---|---|" + "---|" * len(labels)]
+    keyed = {k: {(r["domain"], r["lead"]): r for r in rows} for k, rows in rules.items()}
+    for domain in DOMAINS:
+        for lead in LEADS:
+            cells = []
+            for k in labels:
+                r = keyed[k].get((domain, lead))
+                cells.append("-" if r is None else (f"{r['best_free']} {r['best_free_S']:.4f}, " + (
+                    f"{r['best_priced']} {r['best_priced_S']:.4f}, **{r['dS']:+.4f}**" if r["best_priced"] else "-")))
+            lines.append(f"| {domain} | {lead} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _curve_callback(table: OutcomeTable, features: str, every: int, masked: bool):
@@ -301,7 +351,10 @@ def purchase_tables(records: list[dict], learned: list[str], oracle: str, priced
             best_priced = min(priced, key=lambda m: (agg[m], m)) if priced else None
             free_min = {c: min(pol[m][c]["S"] for m in free) for c in ids}
             buys = {p: [_bought(pol[p][c]) for c in ids] for p in learned}
-            rate = lambda p, m=None: float(np.mean([bool(b) if m is None else m in b for b in buys[p]]))  # noqa: E731
+
+            def rate(p, m=None, buys=buys):
+                return float(np.mean([bool(b) if m is None else m in b for b in buys[p]]))
+
             paid_when_bought = [pol[p][c]["S"] - pol[best_free][c]["S"] for p in learned for c in ids if _bought(pol[p][c])]
             orc = [_bought(pol[oracle][c]) for c in ids]
             groups.append({
@@ -335,9 +388,9 @@ def _rates(values: list[float]) -> str:
 
 
 def format_purchases(tables: dict) -> str:
-    lines = ["| domain | lead | cases | learned: episodes buying, mean (per seed) | models bought | catalog oracle buys "
-             "| best free method (group S) | best priced model (group S) | priced - free | S(bought) - S(best free), "
-             "mean over bought episodes |", "|---|---|---:|---:|---|---:|---|---|---:|---:|"]
+    lines = [("| domain | lead | cases | learned: episodes buying, mean (per seed) | models bought | catalog oracle buys "
+              "| best free method (group S) | best priced model (group S) | priced - free | S(bought) - S(best free), "
+              "mean over bought episodes |"), "|---|---|---:|---:|---|---:|---|---|---:|---:|"]
     for g in tables["groups"]:
         bp = f"{g['best_priced']} ({g['best_priced_S']:.4f})" if g["best_priced"] else "-"
         d = f"{g['dS_best_priced_vs_best_free']:+.4f}" if g["best_priced"] else "-"
@@ -345,8 +398,8 @@ def format_purchases(tables: dict) -> str:
         lines.append(f"| {g['domain']} | {g['lead']} | {g['cases']} | {_rates(g['learned_buy_rate'])} | "
                      f"{', '.join(g['learned_models']) or 'none'} | {100 * g['oracle_buy_rate']:.1f}% | "
                      f"{g['best_free']} ({g['best_free_S']:.4f}) | {bp} | {d} | {m} |")
-    lines += ["", "| domain | lead | model | credits | learned buys it (mean, per seed) | its plan beat every free plan "
-              "net of price (cases) | catalog oracle picks it | fixed S - best free method's S (group) |",
+    lines += ["", ("| domain | lead | model | credits | learned buys it (mean, per seed) | its plan beat every free plan "
+                   "net of price (cases) | catalog oracle picks it | fixed S - best free method's S (group) |"),
               "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in tables["models"]:
         lines.append(f"| {r['domain']} | {r['lead']} | {r['model']} | {r['mean_credits']:,.0f} | "
@@ -419,7 +472,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from fwgym.agents.sb3 import SB3Agent
-    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, paired_bootstrap, run_meta, write_results
+    from fwgym.evaluation import (by_policy, evaluate, format_leaderboard, leaderboard, paired_bootstrap, run_meta,
+                                  write_results)
     from fwgym.forecasters.registry import FORECAST_CACHE
 
     t_all = time.perf_counter()
@@ -448,6 +502,11 @@ def main(argv=None) -> int:
     print(f"training pool: {len(ids)} train cases x {n_entries} menu entries recorded through the real env "
           f"({', '.join(f'{f}: {s:.0f} s' for f, s in record_s.items())})", flush=True)
 
+    t = time.perf_counter()
+    train_table = OutcomeTable("train", pool, ("compact",), case_ids=ids)  # the same outcomes, read out (cached forecasts)
+    rules = {"training pool": rule_rows(*train_table.fixed_scores(fixed), priced)}
+    timings["train_table"] = time.perf_counter() - t
+
     # 3. dev outcome table
     t = time.perf_counter()
     table = OutcomeTable("dev", pool, tuple(args.features), limit=args.dev_limit)
@@ -471,7 +530,7 @@ def main(argv=None) -> int:
 
     t = time.perf_counter()
     factories = [functools.partial(SB3Agent, r["path"]) for r in runs]
-    dev_records = evaluate(factories + fixed + ["free_menu_oracle"], split="dev", limit=args.dev_limit,
+    dev_records = evaluate(factories + fixed + ["free_menu_oracle", oracle], split="dev", limit=args.dev_limit,
                            workers=args.workers, progress=False, env_kwargs=env_kwargs)
     timings["dev_evaluate"] = time.perf_counter() - t
     dev_rows = {r["policy"]: r for r in leaderboard(dev_records)}
@@ -488,6 +547,7 @@ def main(argv=None) -> int:
         r["dev_buy_rate"] = float(np.mean([bool(_bought(rec)) for rec in dev_records if rec["policy"] == r["name"]]))
     worst = max(max(r["curve_check_max_abs"], abs(r["curve_end_minus_dev_S"])) for r in runs)
     best_fixed = min(fixed, key=lambda p: (dev_rows[p]["S"], p))
+    rules["dev"] = rule_rows(*table.fixed_scores(fixed), priced)
     settings = sorted({(r["features"], r["lr"]) for r in runs}, key=lambda k: (args.features.index(k[0]), -k[1]))
     mean_dev = {k: float(np.mean([r["dev_S"] for r in runs if (r["features"], r["lr"]) == k])) for k in settings}
     chosen = min(settings, key=lambda k: (mean_dev[k], settings.index(k)))
@@ -503,11 +563,27 @@ def main(argv=None) -> int:
         print(f"| {k[0]} | {k[1]:g} | " + " | ".join(f"{r['dev_S']:.4f}" for r in rs)
               + f" | {mean_dev[k]:.4f}{mark} | {buys} |")
     print("\nfixed policies on dev: " + ", ".join(f"{p} {dev_rows[p]['S']:.4f}" for p in sorted(fixed, key=lambda p: dev_rows[p]["S"]))
-          + f"; free_menu_oracle {dev_rows['free_menu_oracle']['S']:.4f}")
+          + f"; free_menu_oracle {dev_rows['free_menu_oracle']['S']:.4f}, {oracle} {dev_rows[oracle]['S']:.4f}")
     print(f"dev-chosen: {chosen[0]} features, learning rate {chosen[1]:g}; best fixed policy on dev: {best_fixed} "
           f"(S {dev_rows[best_fixed]['S']:.4f})")
     print(f"learning-curve table vs fwgym.evaluation.evaluate on dev: max |S difference| {worst:.1e} (per case and "
           f"aggregate, {len(runs)} final policies x {len(table.case_ids)} cases)", flush=True)
+    print(f"\nwhat the chosen setting's policies choose on dev (share of each (domain, lead) group's cases):")
+    choices = {}
+    for r in (r for r in runs if (r["features"], r["lr"]) == chosen):
+        parts = []
+        for domain in DOMAINS:
+            for lead in LEADS:
+                idx = [i for i, m in enumerate(table.meta) if m["domain"] == domain and m["lead"] == lead]
+                if not idx:
+                    continue
+                counts = defaultdict(int)
+                for i in idx:
+                    counts[table.menu[r["dev_actions"][i]].split(":", 1)[1]] += 1
+                top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+                choices[f"{r['name']}|{domain}|{lead}"] = {k: v / len(idx) for k, v in counts.items()}
+                parts.append(f"{domain} {lead}: " + ", ".join(f"{k} {100 * v / len(idx):.0f}%" for k, v in top))
+        print(f"  {r['name']}: " + "; ".join(parts))
     if worst > 1e-9:
         print("WARNING: the learning curves' dev table and the episode loop disagree; the curves are not exact "
               "(the reported dev S values above are the loop's)", flush=True)
@@ -546,6 +622,12 @@ def main(argv=None) -> int:
         print(f"{name}: test S {row_of[name]['S']:.4f}; S - S[{best_fixed}] = {b['diff']:+.4f}, 95% CI "
               f"[{b['lo']:+.4f}, {b['hi']:+.4f}] ({verdict}; paired series-cluster bootstrap, {b['n_boot']} draws)")
     tables = purchase_tables(records, names, oracle, priced)
+    test_pol = {p: {r["case_id"]: r for r in recs} for p, recs in by_policy(records).items()}
+    rules["test"] = rule_rows({p: {c: r["S"] for c, r in test_pol[p].items()} for p in fixed},
+                              {c: r for c, r in test_pol[fixed[0]].items()}, priced)
+    print("\nDoes buying pay as a (domain, lead) rule? Group S of the best free method and of the best priced model "
+          "(fixed policies, net of price; negative = buying pays):\n")
+    print(format_rules(rules))
     print("\nPurchases on the test cases (learned = the dev-chosen setting's seeds; hindsight columns from the fixed "
           "policies and the catalog oracle on the same cases):\n")
     print(format_purchases(tables))
@@ -554,11 +636,12 @@ def main(argv=None) -> int:
     summary = {"args": {k: v for k, v in vars(args).items()}, "pool": args.pool, "train_cases": len(ids),
                "dev_cases": len(table.case_ids), "test_cases": n_cases, "chosen": {"features": chosen[0], "lr": chosen[1]},
                "best_fixed_dev": {"policy": best_fixed, "S": dev_rows[best_fixed]["S"]},
-               "dev_fixed": {p: dev_rows[p]["S"] for p in fixed + ["free_menu_oracle"]},
+               "dev_fixed": {p: dev_rows[p]["S"] for p in fixed}, "dev_oracles": {p: dev_rows[p]["S"] for p in ("free_menu_oracle", oracle)},
                "dev_search": [{k: r[k] for k in ("name", "features", "lr", "seed", "dev_S", "dev_buy_rate", "train_s",
                                                  "steps", "curve", "curve_check_max_abs", "curve_end_minus_dev_S")} for r in runs],
                "test": {r["policy"]: {k: r[k] for k in ("S", "R", "loss", "credits", "valid", "n")} for r in rows},
-               "bootstrap": boots, "purchases": tables, "timings_s": timings}
+               "bootstrap": boots, "purchases": tables, "rules": rules, "dev_choices": choices,
+               "timings_s": timings}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
     print(f"\nresults: {paths['results']}, {paths['markdown']}; curves: {fig}; summary: {out / 'summary.json'}")
     print("runtime: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
