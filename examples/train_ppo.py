@@ -1,6 +1,6 @@
 """Train PPO on the TRAIN split, choose everything on the DEV split, report ONCE on the TEST split.
 
-Run from the repository root (figures measured: see "Measured" below)::
+Run from the repository root (~17 min on a shared 2-vCPU VM with the defaults, ~13 min of CPU)::
 
     python examples/train_ppo.py                   # extended priced pool, 2 feature sets x 2 learning rates x 3 seeds
     python examples/train_ppo.py --pool protocol   # the protocol's pool (seasonal_empirical the only runnable priced model)
@@ -47,11 +47,15 @@ What it does, in this order (the test split is touched in step 5 only, once):
    its price, how often the catalog oracle buys it, and the model's fixed-policy S minus the group's
    best free method's).
 6. Files under ``--out`` (default ``results/rl``): the models (``ppo_<features>_lr<lr>_seed<k>.zip``,
-   re-evaluate one with ``fwgym evaluate --split test --agent sb3 --model-path FILE --pool extended``
-   ... see README), ``dev/`` and ``test/`` results (results.jsonl, leaderboard.md/csv, meta.json),
-   ``learning_curves.png`` (``--figure PATH`` writes a copy) and ``summary.json`` (every figure printed).
+   saved with their pool: re-evaluate one with ``evaluate([functools.partial(SB3Agent, path)], split="test",
+   env_kwargs={"models": EXTENDED_MODELS})``; ``fwgym evaluate --agent sb3`` plays the protocol pool, where
+   the extended entries are masked), ``dev/`` and ``test/`` results (results.jsonl, leaderboard.md/csv,
+   meta.json), ``learning_curves.png`` (``--figure PATH`` writes a copy) and ``summary.json`` (every
+   figure printed).
 
-Measured (2-vCPU VM shared with other jobs: wall times vary by 2x or more): see README.md, "RL result".
+Most of the run time is the first fit of each statsmodels forecast (train pool, dev table, test
+evaluation); a persisted forecast store (issue 20), once built for these cases, would turn those fits
+into reads. The result, figures and run times measured on a shared 2-vCPU VM: README.md, "Results", RL.
 """
 from __future__ import annotations
 
