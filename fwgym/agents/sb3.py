@@ -244,6 +244,10 @@ class SB3Agent:
         name: leaderboard name (default: the file name without ``.zip``).
         deterministic: take the most likely entry (default) instead of sampling.
 
+    A model saved with an extended pool (``save_policy(..., models=EXTENDED_MODELS)``) gets that pool's
+    menu (:func:`~fwgym.wrappers.macro.menu_for`); play it on an env with the same ``models=`` pool (in
+    another env its extra entries are masked: choosing one ends the episode invalid).
+
     Attributes:
         variant: ``"macro"`` or ``"sequential"``; feature_names: the policy's inputs;
         controller: the :class:`MacroController`;
