@@ -8,8 +8,12 @@ request, so LLM agents and harness faults can be tested without a model::
     ...
     server.close()
 
-Each script item is a :class:`Step` (a body, an HTTP status and/or a delay), a completion dict
-(see :func:`completion`), or a callable ``request_json -> either``.
+Each script item is a :class:`Step` (a body, an HTTP status, headers, a delay, a raw or dripped
+body), a completion dict (see :func:`completion`), or a callable ``request_json -> either``.
+``GET /v1/models`` answers ``{"data": [{"id": <models>...}]}`` (``models=None``: HTTP 404, as
+servers without the endpoint do). Faults a harness must survive: ``Step(status=429,
+headers={"Retry-After": "2"})``, ``Step(raw=b"<html>")`` (a 200 body that is not JSON),
+``Step(completion("x"), drip=2.0)`` (one byte every 2 s), ``Step(status=401)``.
 """
 from __future__ import annotations
 
@@ -21,66 +25,123 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 __all__ = ["completion", "Step", "ScriptedChatServer"]
 
 
-def completion(content=None, tool_calls=None, finish="stop"):
-    """A ``chat.completion`` body with one choice: text ``content`` and/or ``tool_calls`` ``[(name, args)]``."""
+def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model"):
+    """A ``chat.completion`` body with one choice: text ``content`` and/or ``tool_calls`` ``[(name, args)]``
+    (``args`` a JSON string or an object); ``usage`` ``(prompt_tokens, completion_tokens)`` or ``None``."""
     msg = {"role": "assistant", "content": content}
     if tool_calls:
         msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
                               "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
                              for i, (name, args) in enumerate(tool_calls)]
         finish = "tool_calls"
-    return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "test-model",
-            "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}
+    body = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": msg, "finish_reason": finish}]}
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+    return body
 
 
 class Step:
-    """One scripted response: a completion body, an HTTP error, and/or a delay."""
+    """One scripted response.
 
-    def __init__(self, body=None, status=200, sleep=0.0):
+    Args:
+        body: the JSON body (a completion dict for 200; an error body otherwise, default
+            ``{"error": {"message": "boom"}}``).
+        status: HTTP status.
+        sleep: seconds to wait before answering.
+        headers: extra response headers (e.g. ``{"Retry-After": "2"}``).
+        raw: send these bytes as the body instead of JSON (``Content-Type`` from ``content_type``).
+        drip: send the body one byte every ``drip`` seconds (a server that keeps a connection alive
+            without answering).
+        content_type: the ``Content-Type`` header.
+    """
+
+    def __init__(self, body=None, status=200, sleep=0.0, headers=None, raw=None, drip=None,
+                 content_type="application/json"):
         self.body, self.status, self.sleep = body, status, sleep
+        self.headers, self.raw, self.drip, self.content_type = dict(headers or {}), raw, drip, content_type
 
 
 class ScriptedChatServer:
     """Serves POST /v1/chat/completions from a script; each item is a Step, a completion dict, or a
-    callable(request_json) -> either. Records every request (path, headers, body)."""
+    callable(request_json) -> either. Records every request (method, path, headers, body) in
+    :attr:`requests` (thread-safe). ``models``: the ids ``GET /v1/models`` lists (``None``: 404)."""
 
-    def __init__(self, script):
+    def __init__(self, script, models=("test-model",)):
         self.script = list(script)
         self.requests = []
+        self.models = list(models) if models is not None else None
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args):
                 pass
 
+            def _send(self, status, data, headers=None, content_type="application/json", drip=None):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, str(v))
+                    self.end_headers()
+                    if drip:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(drip)
+                    else:
+                        self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                    pass
+
+            def do_GET(self):
+                with server._lock:
+                    server.requests.append({"method": "GET", "path": self.path,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": None})
+                if self.path.rstrip("/").endswith("/models") and server.models is not None:
+                    data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fwgym"} for m in server.models]}
+                    self._send(200, json.dumps(data).encode())
+                else:
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(n) or b"{}")
-                server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-                item = server.script.pop(0) if server.script else Step(completion("script exhausted"))
+                raw = self.rfile.read(n)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_unreadable": raw[:200].decode("latin-1")}
+                with server._lock:
+                    server.requests.append({"method": "POST", "path": self.path,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                    item = server.script.pop(0) if server.script else Step(completion("script exhausted"))
                 if callable(item):
                     item = item(body)
                 if not isinstance(item, Step):
                     item = Step(item)
                 if item.sleep:
                     time.sleep(item.sleep)
-                payload = item.body if item.status == 200 else (item.body or {"error": {"message": "boom", "type": "server_error"}})
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(item.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                if item.raw is not None:
+                    data = item.raw if isinstance(item.raw, bytes) else str(item.raw).encode()
+                else:
+                    payload = item.body if item.status == 200 else (item.body or {"error": {"message": "boom", "type": "server_error"}})
+                    data = json.dumps(payload).encode()
+                self._send(item.status, data, item.headers, item.content_type, item.drip)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def posts(self):
+        """The recorded ``POST`` requests (chat completions), in order."""
+        with self._lock:
+            return [r for r in self.requests if r["method"] == "POST"]
 
     def close(self):
         self.httpd.shutdown()

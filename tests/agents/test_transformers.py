@@ -12,7 +12,7 @@ pytest.importorskip("torch", reason="the llm extra (torch, transformers) is not 
 pytest.importorskip("transformers")
 
 from fwgym.agents import run_episode  # noqa: E402
-from fwgym.agents.chat import LLMRequestError, read_traces  # noqa: E402
+from fwgym.agents.chat import HarnessError, read_traces  # noqa: E402
 from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
 from fwgym.agents.transformers import TransformersChatAgent, resolve_device  # noqa: E402
 from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
@@ -105,7 +105,7 @@ def test_agent_is_cheap_to_build_and_picklable(tmp_path):
     factory = LLMAgentFactory(kind="transformers", model_path=str(tmp_path / "missing"), max_new_tokens=8)
     agent = pickle.loads(pickle.dumps(factory))()  # no loading yet
     assert agent.name == "transformers:" + str(tmp_path / "missing") and agent._model is None
-    with pytest.raises(LLMRequestError, match="could not load"):
+    with pytest.raises(HarnessError, match="could not load"):
         agent.load()
     with pytest.raises(ValueError):
         TransformersChatAgent("x", max_new_tokens=0)

@@ -41,9 +41,9 @@ def schema_values(schema):
     if t == "integer":
         return st.integers(schema.get("minimum", -10**6), schema.get("maximum", 10**6))
     if t == "number":
-        lo, hi = schema.get("minimum"), schema.get("maximum")
+        lo, hi = schema.get("minimum", -1e12), schema.get("maximum", 1e12)
         return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | st.integers(
-            math.ceil(lo) if lo is not None else -10**6, math.floor(hi) if hi is not None else 10**6)
+            math.ceil(lo), math.floor(hi))
     if t == "string":
         if schema.get("pattern") == ISO_HOUR_PATTERN:
             return _iso_hours()
