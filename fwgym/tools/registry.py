@@ -7,11 +7,13 @@ The argument schemas (JSON Schema, draft 2020-12 subset) describe what the handl
 call that validates against a tool's schema passes the handler's *structural* argument checks (no
 ``invalid_arguments`` refusal); what the schema cannot know is refused with a content code
 (``out_of_range`` dates outside the visible window, ``not_found`` forecast ids, ``invalid_plan``
-off-grid or ramp-violating plans, ``insufficient_budget``, ``model_unavailable``). Rules that need
-a choice between argument sets ("exactly one of ``method`` / ``forecast_id``", "``last`` or
-``start``/``end``", the per-model minimum context) are ``anyOf`` branches of complete object schemas
-(each with ``additionalProperties: false``), which grammar-constrained servers (llama.cpp's
-json-schema-to-grammar, vLLM's guided decoding) turn into alternatives. Beyond JSON Schema: a
+off-grid or ramp-violating plans, ``insufficient_budget``, ``model_unavailable``). Rules between
+arguments are compact JSON Schema keywords beside the flat ``properties``: "exactly one of" as
+``oneOf`` of ``required`` lists (``plan``, ``evaluate_plan``, ``submit``), "``last`` or
+``start``/``end``" as ``not``, the per-model minimum context as ``if``/``then``; the properties are
+listed once, because chat templates paste the schemas into the prompt (all ten: about 1,830
+SmolLM2 tokens). Grammar-constrained servers that do not read these keywords still constrain each
+argument; a call that breaks a rule is refused as a counted call. Beyond JSON Schema: a
 calendar-invalid date that matches the ISO pattern (``2024-02-30T00:00:00Z``) and a decision id
 given twice in ``decisions`` records.
 
@@ -21,7 +23,7 @@ is the union of both.
 
 OpenAI *strict* function calling (``"strict": true``) accepts only flat object schemas whose every
 property is required (optional ones nullable) with ``additionalProperties: false`` everywhere and
-no root ``anyOf``. :func:`strict_parameters` gives such a schema where the format allows (7 of the
+no rules between arguments. :func:`strict_parameters` gives such a schema where the format allows (7 of the
 10 tools: ``catalog``, ``history`` (``last`` only), ``classical_plan``, ``quote``, ``forecast``,
 ``replay`` (``context_steps`` >= 168, the largest minimum context of the pool, since a strict schema
 cannot branch on the model), ``abstain``), each accepting a subset of what the handler accepts once
@@ -49,16 +51,15 @@ __all__ = ["REGISTRY", "DEFAULT_TOOLS", "ANSWER_TOOLS", "TASKS", "ISO_HOUR_PATTE
 #: the env tasks whose ``submit`` arguments differ
 TASKS: tuple[str, ...] = ("decision", "forecast")
 #: a time-zone-aware ISO 8601 hour as the handlers read it (``2024-07-20T13:00:00Z``, ``...T13:00+01:00``);
-#: offsets are whole hours so that the instant is on a UTC hour
-ISO_HOUR_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):00(:00)?"
-                    r"(Z|[+-](0[0-9]|1[0-4]):00)$")
+#: offsets are whole hours so that the instant is on a UTC hour. Short on purpose (chat templates paste
+#: schemas into the prompt): calendar validity (month 13, hour 24, 30 February) is the handler's check.
+ISO_HOUR_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:00(:00)?(Z|[+-]\d\d:00)$"
 #: the JSON Schema keywords OpenAI strict mode accepts (structure, annotations and the supported constraints)
 STRICT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf",
                              "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
                              "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "$defs", "$ref", "const"})
 
-_ISO = {"type": "string", "pattern": ISO_HOUR_PATTERN,
-        "description": "time-zone-aware ISO 8601 hour, e.g. 2024-07-20T13:00:00Z"}
+_ISO = {"type": "string", "pattern": ISO_HOUR_PATTERN, "description": "ISO hour, e.g. 2024-07-20T13:00:00Z"}
 _DECISION_RECORD = {
     "type": "object",
     "properties": {"decision_id": {"type": "string", "enum": list(DECISION_IDS)}, "value": {"type": "number"}},
@@ -93,45 +94,33 @@ _WEEK_MODELS = [m for m in PRICED_MODELS if m == "seasonal_empirical"]
 _SHORT_MODELS = [m for m in PRICED_MODELS if m not in _WEEK_MODELS]
 
 
-def _obj(properties: Mapping, required: tuple[str, ...] = ()) -> dict:
+def _obj(properties: Mapping, required: tuple[str, ...] = (), **rules: Any) -> dict:
     out = {"type": "object", "properties": dict(properties), "additionalProperties": False}
     if required:
         out["required"] = list(required)
+    out.update(rules)
     return out
 
 
-def _one_of(*branches: dict) -> dict:
-    """An object schema that is one of ``branches`` (complete object schemas): the root lists every
-    property (for readers of ``properties``) and ``anyOf`` the branches (mutually exclusive where
-    their property sets differ, as each has ``additionalProperties: false``)."""
-    seen: dict[str, list] = {}
-    for b in branches:
-        for k, v in b["properties"].items():
-            if v not in seen.setdefault(k, []):
-                seen[k].append(v)
-    props = {k: v[0] if len(v) == 1 else {"anyOf": v} for k, v in seen.items()}
-    return {"type": "object", "properties": props, "additionalProperties": False, "anyOf": list(branches)}
+def _exactly_one(*keys: str) -> dict:
+    """``{"oneOf": [{"required": [k]}, ...]}``: exactly one of ``keys`` is given (the others are absent)."""
+    return {"oneOf": [{"required": [k]} for k in keys]}
 
 
 def _request(extra: Mapping | None = None, required: tuple[str, ...] = ("model",)) -> dict:
-    """quote / forecast / replay: one branch per minimum context (the handlers check it per model)."""
-    extra = dict(extra or {})
-    return _one_of(*[
-        _obj({"model": {"type": "string", "enum": models},
-              "context_steps": {"type": "integer", "minimum": lo, "maximum": HISTORY_HOURS,
-                                "description": f"context length (default: all {HISTORY_HOURS} visible hours)"},
-              "horizon": {**_HORIZON, "description": "steps after the context (default: the covering horizon)"},
-              **extra}, required)
-        for models, lo in ((_WEEK_MODELS, WEEK), (_SHORT_MODELS, 2)) if models])
+    """quote / forecast / replay: the per-model minimum context as ``if``/``then`` (the handlers check it per model)."""
+    return _obj({"model": {"type": "string", "enum": list(PRICED_MODELS)},
+                 "context_steps": {"type": "integer", "minimum": 2, "maximum": HISTORY_HOURS,
+                                   "description": f"default {HISTORY_HOURS}"},
+                 "horizon": {**_HORIZON, "description": "default: covers the target"},
+                 **dict(extra or {})}, required,
+                **{"if": {"properties": {"model": {"enum": _WEEK_MODELS}}, "required": ["model"]},
+                   "then": {"properties": {"context_steps": {"minimum": WEEK}}}})
 
-
-_PLAN_SOURCES = (({"method": _METHOD_SCHEMA}, ("method",)), ({"forecast_id": _FORECAST_ID}, ("forecast_id",)))
-_PLANS = (({"decisions": _DECISIONS_SCHEMA}, ("decisions",)), ({"levels": _LEVELS_SCHEMA}, ("levels",)))
-_FORECASTS = (({"quantiles": _QUANTILES_SCHEMA}, ("quantiles",)), ({"samples": _SAMPLES_SCHEMA}, ("samples",)))
 
 _SUBMIT_BY_TASK = {
-    "decision": _one_of(*[_obj(p, r) for p, r in _PLANS]),
-    "forecast": _one_of(*[_obj(p, r) for p, r in _FORECASTS]),
+    "decision": _obj({"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA}, **_exactly_one("decisions", "levels")),
+    "forecast": _obj({"quantiles": _QUANTILES_SCHEMA, "samples": _SAMPLES_SCHEMA}, **_exactly_one("quantiles", "samples")),
 }
 
 REGISTRY: dict[str, Tool] = {
@@ -140,15 +129,20 @@ REGISTRY: dict[str, Tool] = {
         Tool("catalog", "Case, contract (grid, ramp, shortage weights), methods, tariff, budget and call status. Free.",
              _obj({}), info.catalog),
         Tool("history", "Visible history: the last N hours (last, 1..336, default 48) or an inclusive start/end range of ISO hours. Free.",
-             _one_of(_obj({"last": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS}}),
-                     _obj({"start": _ISO, "end": _ISO})), info.history),
+             _obj({"last": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS}, "start": _ISO, "end": _ISO},
+                  **{"not": {"required": ["last"], "anyOf": [{"required": ["start"]}, {"required": ["end"]}]}}),
+             info.history),
         Tool("classical_plan", "Optimal plan under a free classical method's predictive distribution, with its expected loss. Free.",
              _obj({"method": _METHOD_SCHEMA}, ("method",)), planning.classical_plan),
         Tool("plan", "Optimal plan under a bought forecast (forecast_id) or a classical method (method): exactly one. Free.",
-             _one_of(*[_obj(p, r) for p, r in _PLAN_SOURCES]), planning.plan),
+             _obj({"method": _METHOD_SCHEMA, "forecast_id": _FORECAST_ID}, **_exactly_one("method", "forecast_id")),
+             planning.plan),
         Tool("evaluate_plan", "Expected loss of your plan (decisions or levels) under a bought forecast (forecast_id) "
                               "or a classical method (method). Free.",
-             _one_of(*[_obj({**p, **s}, rp + rs) for p, rp in _PLANS for s, rs in _PLAN_SOURCES]), planning.evaluate_plan),
+             _obj({"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA, "method": _METHOD_SCHEMA,
+                   "forecast_id": _FORECAST_ID},
+                  allOf=[_exactly_one("decisions", "levels"), _exactly_one("method", "forecast_id")]),
+             planning.evaluate_plan),
         Tool("quote", "Price of a forecast request (model, context_steps <= 336, horizon <= 336; defaults: full context, covering horizon) and whether it is affordable and available. Free.",
              _request(), purchase.quote),
         Tool("forecast", "Buy a quantile forecast (9 quantiles 0.1..0.9 per step from the step after the last visible hour). Charged at the tariff; refused free if unaffordable or unavailable.",
@@ -160,8 +154,8 @@ REGISTRY: dict[str, Tool] = {
              _obj({"reason": {"type": "string"}}), answer.abstain, counts_as_call=False),
         Tool("submit", "Submit the final answer (ends the episode): decisions or levels in decision envs; quantiles "
                        "(24 x 9) or samples (n x 24) in forecast envs. Does not count toward the call limit.",
-             _one_of(*_SUBMIT_BY_TASK["decision"]["anyOf"], *_SUBMIT_BY_TASK["forecast"]["anyOf"]), answer.submit,
-             counts_as_call=False),
+             _obj({**_SUBMIT_BY_TASK["decision"]["properties"], **_SUBMIT_BY_TASK["forecast"]["properties"]},
+                  **_exactly_one("decisions", "levels", "quantiles", "samples")), answer.submit, counts_as_call=False),
     )
 }
 
@@ -200,6 +194,10 @@ _STRICT_BASE = {
 }
 
 
+#: root keywords that strict mode cannot express (rules between arguments)
+_BRANCHING = frozenset({"anyOf", "oneOf", "allOf", "not", "if", "then", "else"})
+
+
 def _nullable(schema: dict) -> dict:
     out = dict(schema)
     t = out.get("type")
@@ -224,7 +222,7 @@ def _strictify(schema: dict) -> dict:
 
 def strict_parameters(name: str, task: str = "decision") -> dict | None:
     """An OpenAI strict-mode argument schema for tool ``name``, or ``None`` where the format does not
-    allow one (``plan``, ``evaluate_plan``, ``submit``: "exactly one of" needs a root ``anyOf``).
+    allow one (``plan``, ``evaluate_plan``, ``submit``: "exactly one of" is a rule between arguments).
 
     Every property is required; properties the handler treats as optional are nullable (``null``
     means "use the default": drop them with :func:`drop_null_arguments` before the call). Every
@@ -235,7 +233,7 @@ def strict_parameters(name: str, task: str = "decision") -> dict | None:
         KeyError: unknown tool. ValueError: unknown task.
     """
     base = _STRICT_BASE.get(name) or tool_parameters(name, task)
-    if "anyOf" in base:
+    if _BRANCHING & set(base):
         return None
     return _strictify(copy.deepcopy(base))
 

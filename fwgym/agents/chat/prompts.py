@@ -80,15 +80,34 @@ def _type_text(s: Mapping) -> str:
     return text
 
 
+def _rules_text(schema: Mapping) -> list[str]:
+    """The rules between arguments of a tool schema, in words (``exactly one of a | b`` ...)."""
+    out = []
+    one = schema.get("oneOf")
+    if isinstance(one, list) and all(set(b) == {"required"} and len(b["required"]) == 1 for b in one):
+        out.append("exactly one of " + " | ".join(b["required"][0] for b in one))
+    for part in schema.get("allOf", ()):
+        out += _rules_text(part)
+    neg = schema.get("not")
+    if isinstance(neg, Mapping) and neg.get("required") and neg.get("anyOf"):
+        out.append(f"{neg['required'][0]} or " + "/".join(b["required"][0] for b in neg["anyOf"]) + ", not both")
+    cond, then = schema.get("if"), schema.get("then")
+    if isinstance(cond, Mapping) and isinstance(then, Mapping):
+        (key, test), = cond.get("properties", {}).items()
+        for k, v in then.get("properties", {}).items():
+            out.append(f"{k} >= {v.get('minimum')} when {key} is {'|'.join(map(str, test.get('enum', [])))}")
+    return out
+
+
 def describe_args(schema: Mapping) -> str:
     """A compact one-line description of a tool's argument schema (for models that are not sent schemas),
-    e.g. ``method: one of a|b (required)``; alternatives of a branching schema are joined by ``OR``."""
-    if "anyOf" in schema:
-        return " OR ".join(f"({describe_args(b)})" for b in schema["anyOf"])
+    e.g. ``method: one of a|b (required)``, then its rules between arguments (``exactly one of ...``)."""
     props, req = schema.get("properties", {}), set(schema.get("required", ()))
     if not props:
         return "no arguments"
-    return "; ".join(f"{k}: {_type_text(v)}" + (" (required)" if k in req else "") for k, v in props.items())
+    text = "; ".join(f"{k}: {_type_text(v)}" + (" (required)" if k in req else "") for k, v in props.items())
+    rules = _rules_text(schema)
+    return text + (" [" + "; ".join(rules) + "]" if rules else "")
 
 
 def tool_lines(tools: Sequence[str], task: str = "decision") -> str:

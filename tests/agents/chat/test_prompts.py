@@ -53,7 +53,7 @@ def test_prompts_follow_the_task():
     d = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=True)
     assert '{"levels": [<b00 level>' in d and "RCRPS" not in d and "- history:" not in d
     described = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=True, describe_tools=True)
-    assert "Available tools:\n- catalog:" in described and "(method: one of" in described
+    assert "Available tools:\n- catalog:" in described and "method: one of" in described
     compact = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=True, compact=True)
     assert "shown compactly" in compact and compact.index('{"levels"') < compact.index('{"decisions"')
 
@@ -63,7 +63,11 @@ def test_describe_args_renders_branches():
     assert describe_args(tool_parameters("classical_plan")).startswith("method: one of ") and "(required)" in \
         describe_args(tool_parameters("classical_plan"))
     plan = describe_args(tool_parameters("plan"))
-    assert plan.startswith("(method: one of") and " OR (forecast_id: string (required))" in plan
+    assert plan.startswith("method: one of") and plan.endswith("[exactly one of method | forecast_id]")
+    assert "[last or start/end, not both]" in describe_args(tool_parameters("history"))
+    assert "context_steps >= 168 when model is seasonal_empirical" in describe_args(tool_parameters("quote"))
+    ev = describe_args(tool_parameters("evaluate_plan"))
+    assert "exactly one of decisions | levels; exactly one of method | forecast_id" in ev
 
 
 def test_compact_result_drops_echoes_decisions_timestamps_and_digits():

@@ -54,10 +54,12 @@ def schema_values(schema):
     if t == "object":
         props, req = schema.get("properties", {}), set(schema.get("required", ()))
 
+        valid = jsonschema.Draft202012Validator(schema).is_valid  # rules between arguments (oneOf, not, if/then)
+
         @st.composite
         def obj(draw):
             return {k: draw(schema_values(v)) for k, v in props.items() if k in req or draw(st.booleans())}
-        return obj()
+        return obj().filter(valid)
     raise AssertionError(f"schema construct not covered: {schema}")
 
 
