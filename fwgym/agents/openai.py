@@ -51,7 +51,6 @@ honoured the seed.
 from __future__ import annotations
 
 import contextvars
-import functools
 import importlib
 import json
 import os
@@ -86,9 +85,21 @@ def is_context_error(status: int | None, message: str) -> bool:
     return status in (400, 413, 422) and bool(_CONTEXT_RE.search(message or ""))
 
 
-@functools.lru_cache(maxsize=1)
+_SDK_LOCK = threading.Lock()
+_SDK: tuple | None = None
+
+
 def _sdk():
-    """``(openai, httpx module the SDK uses, DeadlineExceeded, ResponseTooLarge)``; imported on first use."""
+    """``(openai, httpx module the SDK uses, DeadlineExceeded, ResponseTooLarge)``; imported on first use
+    (once per process, under a lock: the exception classes must be the same objects in every thread)."""
+    global _SDK
+    with _SDK_LOCK:
+        if _SDK is None:
+            _SDK = _load_sdk()
+        return _SDK
+
+
+def _load_sdk():
     import openai
 
     base = next(c for c in openai.DefaultHttpxClient.__mro__
@@ -400,7 +411,8 @@ class OpenAIChatAgent(ChatAgent):
         unset, so that an ignored seed shows), within ``timeout`` each.
 
         Returns:
-            ``{"base_url", "model", "server_models" (ids or None), "reported_model" (the completion's
+            ``{"base_url", "model", "server_models" (ids or None), "model_listed" (``model`` is among
+            them; llama.cpp lists its file path and serves any name), "reported_model" (the completion's
             ``model``), "seed", "seed_honoured" (the two replies are identical; ``None`` without a
             seed), "replies" (the two texts, cut to 80 characters), "latency_s", "openai_sdk",
             "httpx"}``.
@@ -444,6 +456,7 @@ class OpenAIChatAgent(ChatAgent):
             raise HarnessError(f"preflight for model {self.model!r} at {where} failed: {exc}", "bad_request") from None
         texts = [str((b["choices"][0].get("message") or {}).get("content") or "") for b in bodies]
         return {"base_url": self.base_url, "model": self.model, "server_models": models,
+                "model_listed": None if models is None else self.model in models,
                 "reported_model": bodies[0].get("model"), "seed": self.seed,
                 "seed_honoured": (texts[0] == texts[1]) if len(texts) == 2 else None,
                 "replies": [scrub(t[:80], self.secrets()) for t in texts],

