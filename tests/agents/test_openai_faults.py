@@ -273,5 +273,5 @@ def test_strict_tools_drop_nulls_and_tool_results_as_user(serve, env, case_id, p
     assert agent.session.steps[0]["action"] == {"tool": "history", "args": {}}  # null = the default (48 hours)
     assert agent.session.steps[0]["dropped_null_arguments"] == ["last"]
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]  # both results, one message
-    assert "[call_0] Result of history" in second["messages"][3]["content"] and "[call_1] Result of classical_plan" in \
-        second["messages"][3]["content"]
+    folded = second["messages"][3]["content"]
+    assert folded.startswith("Result of history:") and "\n\nResult of classical_plan:" in folded

@@ -244,7 +244,8 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
     ]
     if compact:
         parts.append(f"Tool results are shown compactly: numbers to {COMPACT_DIGITS} significant digits, plans as grid "
-                     "levels only, inputs not repeated." + (" Answer with levels." if task != "forecast" else ""))
+                     "levels only, a bought forecast as its 24 target rows (target_quantiles), inputs not repeated."
+                     + (" Answer with levels." if task != "forecast" else ""))
     listing = "Available tools:\n" + tool_lines(tools, task) + "\n" if describe else ""
     formats = answer_formats(task, compact=compact)
     if native_tools:
@@ -368,9 +369,11 @@ def compact_result(result: Any, args: Mapping | None = None, *, digits: int = CO
     Rules: the ``"tool"`` key is dropped (the model knows what it called); result fields that repeat
     an argument of the call with the same value are dropped; a plan keeps its grid ``levels`` and
     drops its physical ``decisions`` (answer with levels); ``history`` gives ``start``/``end`` instead
-    of 24..336 timestamps; the catalog drops the capacity grid and the block times (scale x level,
-    3-hour blocks from the target start); floats keep ``digits`` significant digits. Errors are
-    kept whole.
+    of 24..336 timestamps; a bought forecast that covers the target shows only the 24 target rows
+    (``target_quantiles``, in target-hour order); the catalog drops what the prompt already states (the case summary, the
+    tools and task, the normalised and capacity grids, the block times, the loss in words) and the
+    models' quantile levels; strings longer than 120 characters are cut (with ``...``); floats keep
+    ``digits`` significant digits. Errors are kept whole.
 
     Args:
         result: the env's tool result (``{"tool", "ok", "result" | "error"}``); anything else is returned unchanged.
@@ -391,11 +394,31 @@ def compact_result(result: Any, args: Mapping | None = None, *, digits: int = CO
     if isinstance(ts, list) and ts and "values" in body:
         body = {k: v for k, v in body.items() if k != "timestamps"}
         body["start"], body["end"] = ts[0], ts[-1]
+    q, steps = body.get("quantiles"), body.get("target_steps")
+    if isinstance(q, list) and isinstance(steps, list) and len(steps) == 2 and body.get("covers_target"):
+        lo, hi = int(steps[0]), int(steps[1])  # a bought forecast: only the rows of the target hours
+        body = {k: v for k, v in body.items() if k not in ("quantiles", "start", "end")}
+        body["target_quantiles"] = q[lo - 1:hi]
     contract = body.get("contract")
-    if isinstance(contract, dict):
-        body["contract"] = {k: v for k, v in contract.items() if k not in ("capacity_grid", "blocks")}
-    out["result"] = _round(body, digits)
+    if isinstance(contract, dict):  # the catalog
+        body["contract"] = {k: v for k, v in contract.items()
+                            if k not in ("capacity_grid", "blocks", "normalised_grid", "loss")}
+        body = {k: v for k, v in body.items() if k not in ("case", "tools", "task")}
+        if isinstance(body.get("models"), list):
+            body["models"] = [{k: v for k, v in m.items() if k != "quantile_levels"} if isinstance(m, dict) else m
+                              for m in body["models"]]
+    out["result"] = _round(_cut(body), digits)
     return out
+
+
+def _cut(v: Any, limit: int = 120) -> Any:
+    if isinstance(v, str) and len(v) > limit:
+        return v[: limit - 20] + "..."
+    if isinstance(v, list):
+        return [_cut(x, limit) for x in v]
+    if isinstance(v, dict):
+        return {k: _cut(x, limit) for k, x in v.items()}
+    return v
 
 
 def history_start(episode: Mapping | None, n_values: int) -> datetime | None:

@@ -374,13 +374,12 @@ class ChatSession:
             text_msg = f"Result of {p.action.get('tool')}:\n{body}\n{status}"
         if p.tool_call_id is not None and self.native_tools and self.tool_results_as == "tool":
             self.messages.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": f"{body}\n{status}"})
-        elif p.tool_call_id is not None and self.native_tools:  # folded into one user message per reply
-            label = f"[{p.tool_call_id}] " if p.tool_call_id else ""
+        elif p.tool_call_id is not None and self.native_tools:  # folded into one user message per reply, in call order
             last = self.messages[-1]
             if self._result_turn == p.turn and last.get("role") == "user":
-                last["content"] += "\n\n" + label + text_msg
+                last["content"] += "\n\n" + text_msg
             else:
-                self.messages.append({"role": "user", "content": label + text_msg})
+                self.messages.append({"role": "user", "content": text_msg})
             self._result_turn = p.turn
         else:
             self.messages.append({"role": "user", "content": text_msg})

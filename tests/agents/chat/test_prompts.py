@@ -80,6 +80,11 @@ def test_compact_result_drops_echoes_decisions_timestamps_and_digits():
                                                       "timestamps": ["2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"]}}
     assert compact_result(hist, {"last": 2})["result"] == {"series_id": "X", "unit": "MW", "values": [3418.12, 3538.0],
                                                            "start": "2024-01-01T00:00:00Z", "end": "2024-01-01T01:00:00Z"}
+    fc = {"tool": "forecast", "ok": True, "result": {"forecast_id": "f1", "model": "m", "horizon": 50, "covers_target": True,
+                                                     "target_steps": [27, 50], "start": "a", "end": "b",
+                                                     "quantiles": [[float(i)] * 9 for i in range(50)]}}
+    cf = compact_result(fc, {"model": "m"})["result"]
+    assert cf["target_quantiles"] == [[float(i)] * 9 for i in range(26, 50)] and "quantiles" not in cf and "model" not in cf
     err = {"tool": "plan", "ok": False, "error": {"code": "not_found", "message": "no forecast f9"}}
     assert compact_result(err, {"forecast_id": "f9"}) == {"ok": False, "error": err["error"]}
     assert compact_result("not json") == "not json"
