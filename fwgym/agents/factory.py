@@ -35,8 +35,8 @@ class LLMAgentFactory(dict):
     def preflight(self) -> dict[str, Any]:
         """Check the backend with real requests before the first case; facts for the run manifest.
 
-        ``openai``: :meth:`fwgym.agents.openai.OpenAIChatAgent.preflight` (``GET /models`` and the same
-        short completion twice): the server's model names, the model it reports, whether it honoured
+        ``openai``: :meth:`fwgym.agents.openai.OpenAIChatAgent.preflight` (``GET /models`` and a short
+        high-entropy completion, twice with the seed and once with another): the server's model names, the model it reports, whether it honoured
         the seed, the ``openai`` SDK version. ``transformers``: loads the model and generates the same
         short reply twice (:meth:`fwgym.agents.transformers.TransformersChatAgent.preflight`).
 

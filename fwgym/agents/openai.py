@@ -43,10 +43,10 @@ Reply cache: ``reply_cache=DIR`` (:class:`~fwgym.agents.chat.cache.ReplyCache`) 
 seen before from disk (no HTTP request, no tokens); the key is the full request (endpoint, model,
 messages, tools, sampling settings, extra body), never the key.
 
-Preflight: :meth:`OpenAIChatAgent.preflight` makes one ``GET /models`` and the same short
-completion twice before a run: it fails early with a clear :class:`~fwgym.errors.HarnessError` when
-the server is missing or misconfigured, and reports the server's model names and whether it
-honoured the seed.
+Preflight: :meth:`OpenAIChatAgent.preflight` makes one ``GET /models`` and a short sampled
+completion (twice with the seed, once with another) before a run: it fails early with a clear
+:class:`~fwgym.errors.HarnessError` when the server is missing or misconfigured, and reports the
+server's model names and whether it honoured the seed.
 """
 from __future__ import annotations
 
@@ -69,6 +69,8 @@ from fwgym.errors import HarnessError
 DUMMY_API_KEY = "sk-no-key-required"
 #: default bound on generated tokens per reply
 DEFAULT_MAX_TOKENS = 2048
+#: the preflight's prompt: its sampled replies vary, so an ignored seed shows
+SEED_PROBE = "Write ten random words, separated by commas."
 #: HTTP statuses retried (transient by definition); any other error status is final unless the server
 #: sends ``x-should-retry: true``
 RETRY_STATUSES = frozenset({408, 409, 429, 502, 503, 504})
@@ -406,16 +408,17 @@ class OpenAIChatAgent(ChatAgent):
     def preflight(self) -> dict:
         """One request before a run: checks the server and reports facts for the run manifest.
 
-        Makes ``GET {base_url}/models`` (a 404 is fine: not every server lists models) and the same
-        short completion twice (``max_tokens`` 8, the agent's sampling settings, temperature 1.0 if
-        unset, so that an ignored seed shows), within ``timeout`` each.
+        Makes ``GET {base_url}/models`` (a 404 is fine: not every server lists models) and a short
+        high-entropy completion (:data:`SEED_PROBE`, 24 tokens at temperature 1.0, the agent's other
+        settings): with a ``seed``, twice with it and once with ``seed + 1``, within ``timeout`` each.
 
         Returns:
             ``{"base_url", "model", "server_models" (ids or None), "model_listed" (``model`` is among
             them; llama.cpp lists its file path and serves any name), "reported_model" (the completion's
-            ``model``), "seed", "seed_honoured" (the two replies are identical; ``None`` without a
-            seed), "replies" (the two texts, cut to 80 characters), "latency_s", "openai_sdk",
-            "httpx"}``.
+            ``model``), "seed", "seed_honoured" (``True``: the two replies with the seed are identical
+            and the one with ``seed + 1`` differs; ``False``: the same seed gave two replies;
+            ``None``: no seed, or the reply does not depend on it), "replies" (cut to 80
+            characters), "latency_s", "openai_sdk", "httpx"}``.
 
         Raises:
             HarnessError: no server, a refused key, an unknown model, a reply that is not a chat
@@ -441,24 +444,27 @@ class OpenAIChatAgent(ChatAgent):
             note = f" (the server lists {models[:10]})"
         else:
             note = ""
-        kw = self.request_kwargs([{"role": "user", "content": "Say OK."}], None)
-        kw["max_tokens"] = 8
-        kw.setdefault("temperature", 1.0)
+        kw = self.request_kwargs([{"role": "user", "content": SEED_PROBE}], None)
+        kw.update(max_tokens=24, temperature=1.0)
         t0 = time.perf_counter()
         bodies = []
         try:
-            for _ in range(2 if self.seed is not None else 1):
+            bodies.append(self._post(dict(kw))[0])
+            if self.seed is not None:
                 bodies.append(self._post(dict(kw))[0])
+                bodies.append(self._post({**kw, "seed": int(self.seed) + 1})[0])
         except HarnessError as exc:
             raise HarnessError(scrub(f"preflight for model {self.model!r} at {where} failed{note}: {exc}", self.secrets()),
                                exc.kind) from None
         except ContextExhausted as exc:
             raise HarnessError(f"preflight for model {self.model!r} at {where} failed: {exc}", "bad_request") from None
         texts = [str((b["choices"][0].get("message") or {}).get("content") or "") for b in bodies]
+        honoured = None
+        if len(texts) == 3:
+            honoured = False if texts[0] != texts[1] else (True if texts[0] != texts[2] else None)
         return {"base_url": self.base_url, "model": self.model, "server_models": models,
                 "model_listed": None if models is None else self.model in models,
-                "reported_model": bodies[0].get("model"), "seed": self.seed,
-                "seed_honoured": (texts[0] == texts[1]) if len(texts) == 2 else None,
+                "reported_model": bodies[0].get("model"), "seed": self.seed, "seed_honoured": honoured,
                 "replies": [scrub(t[:80], self.secrets()) for t in texts],
                 "latency_s": round(time.perf_counter() - t0, 3), "openai_sdk": openai.__version__,
                 "httpx": getattr(httpx, "__version__", None)}

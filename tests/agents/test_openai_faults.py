@@ -221,17 +221,22 @@ def test_reply_cache_is_thread_safe(serve, env, case_id, plan_and_score, tmp_pat
 
 
 def test_preflight_reports_the_server_and_the_seed(serve):
-    srv = serve([completion("OK then"), completion("OK then")], models=["test-model", "other"])
+    srv = serve([completion("apple, pear"), completion("apple, pear"), completion("dog, cat")],
+                models=["test-model", "other"])
     facts = LLMAgentFactory(kind="openai", model="test-model", base_url=srv.url, seed=3).preflight()
-    assert facts["kind"] == "openai" and facts["server_models"] == ["other", "test-model"]
+    assert facts["kind"] == "openai" and facts["server_models"] == ["other", "test-model"] and facts["model_listed"]
     assert facts["seed_honoured"] is True and facts["reported_model"] == "test-model" and facts["openai_sdk"]
     posts = srv.posts()
-    assert len(posts) == 2 and posts[0]["body"] == posts[1]["body"] and posts[0]["body"]["max_tokens"] == 8
+    assert len(posts) == 3 and posts[0]["body"] == posts[1]["body"] and posts[0]["body"]["max_tokens"] == 24
+    assert posts[0]["body"]["temperature"] == 1.0 and posts[2]["body"]["seed"] == 4
     assert srv.requests[0]["method"] == "GET" and srv.requests[0]["path"] == "/v1/models"
-    srv2 = serve([completion("OK"), completion("Sure")], models=None)  # no /models endpoint; a seed ignored
+    srv2 = serve([completion("OK"), completion("Sure"), completion("x")], models=None)  # no /models; seed ignored
     facts = OpenAIChatAgent("m", base_url=srv2.url, seed=3).preflight()
-    assert facts["server_models"] is None and facts["seed_honoured"] is False
-    assert OpenAIChatAgent("m", base_url=serve([completion("x")]).url).preflight()["seed_honoured"] is None
+    assert facts["server_models"] is None and facts["model_listed"] is None and facts["seed_honoured"] is False
+    srv3 = serve([completion("same")] * 3)  # a reply that does not depend on the seed: inconclusive
+    assert OpenAIChatAgent("m", base_url=srv3.url, seed=3).preflight()["seed_honoured"] is None
+    srv4 = serve([completion("x")])
+    assert OpenAIChatAgent("m", base_url=srv4.url).preflight()["seed_honoured"] is None and len(srv4.posts()) == 1
 
 
 @pytest.mark.parametrize("script,kind,needle", [
