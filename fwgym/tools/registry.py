@@ -14,8 +14,9 @@ arguments are compact JSON Schema keywords beside the flat ``properties``: "exac
 listed once, because chat templates paste the schemas into the prompt (all ten: about 1,830
 SmolLM2 tokens). Grammar-constrained servers that do not read these keywords still constrain each
 argument; a call that breaks a rule is refused as a counted call. Beyond JSON Schema: a
-calendar-invalid date that matches the ISO pattern (``2024-02-30T00:00:00Z``) and a decision id
-given twice in ``decisions`` records.
+calendar-invalid date that matches the ISO pattern (``2024-02-30T00:00:00Z``), a decision id
+given twice in ``decisions`` records, and a ``replay`` context longer than the visible hours before
+its ``origin``.
 
 ``submit`` takes different arguments by task (:func:`tool_parameters`): ``decisions`` or ``levels``
 in decision envs, ``quantiles`` or ``samples`` in forecast envs; the registry's own ``submit`` schema
