@@ -7,14 +7,15 @@ import json
 import math
 from datetime import datetime, timedelta, timezone
 
-import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.tools import REGISTRY
-from fwgym.tools.registry import (ISO_HOUR_PATTERN, STRICT_KEYWORDS, TASKS, drop_null_arguments, strict_parameters,
-                                  tool_parameters)
+jsonschema = pytest.importorskip("jsonschema", reason="the schema tests validate with jsonschema")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
+from fwgym.tools import REGISTRY  # noqa: E402
+from fwgym.tools.registry import (ISO_HOUR_PATTERN, STRICT_KEYWORDS, TASKS, drop_null_arguments,  # noqa: E402
+                                  strict_parameters, tool_parameters)
 
 #: refusals that depend on the episode's content, which a schema cannot know
 CONTENT_CODES = {"out_of_range", "not_found", "invalid_plan", "insufficient_budget", "model_unavailable",
