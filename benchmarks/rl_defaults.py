@@ -52,7 +52,7 @@ def train(setting: dict, seed: int, steps: int, out: Path) -> tuple[Path, float]
     from stable_baselines3.common.env_util import make_vec_env
 
     from fwgym.wrappers import make_rl_env
-    from fwgym.wrappers.sb3_agent import save_policy
+    from fwgym.agents.sb3 import save_policy
 
     torch.set_num_threads(1)
     hp = ppo_hyperparams()
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
 
     from fwgym.evaluation import evaluate, leaderboard
     from fwgym.forecasters.classical import CLASSICAL_METHODS
-    from fwgym.wrappers.sb3_agent import SB3Agent
+    from fwgym.agents.sb3 import SB3Agent
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

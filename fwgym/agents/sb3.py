@@ -38,7 +38,7 @@ from typing import Any
 
 from fwgym.agents.isolation_worker import SB3Policy
 from fwgym.wrappers.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
-from fwgym.wrappers.macro import MENUS, MacroController
+from fwgym.wrappers.macro import MENUS, MacroController, menu_for
 
 #: ``algo`` values: ``"auto"`` (read from the zip) or an algorithm name
 ALGOS = ("auto", "PPO", "MaskablePPO")
@@ -48,15 +48,20 @@ _MASKABLE_MODULE = "sb3_contrib.common.maskable."
 _SB3_POLICY_MODULES = ("stable_baselines3.common.policies", "stable_baselines3.ppo.policies")
 
 
-def policy_spec(variant: str, algo: str, features="all") -> dict:
+def policy_spec(variant: str, algo: str, features="all", models=None) -> dict:
     """The metadata :func:`save_policy` stores with a model: variant, algorithm, menu names,
-    feature names (in input order) and feature version."""
+    feature names (in input order) and feature version; for a policy trained on an env whose ``models=``
+    pool holds models outside the protocol's (whose menu has extra entries, :func:`~fwgym.wrappers.macro.menu_for`),
+    also ``models``, that pool."""
     names = resolve_features(features)
-    return {"variant": variant, "algo": algo, "menu": [e.name for e in MENUS[variant]],
+    spec = {"variant": variant, "algo": algo, "menu": [e.name for e in menu_for(variant, models)],
             "features": list(names), "n_features": len(names), "feature_version": FEATURE_VERSION}
+    if len(spec["menu"]) != len(MENUS[variant]):
+        spec["models"] = list(models)
+    return spec
 
 
-def save_policy(model, path: str | Path, variant: str = "macro", features="all") -> Path:
+def save_policy(model, path: str | Path, variant: str = "macro", features="all", models=None) -> Path:
     """Save an SB3 model trained on a macro wrapper, with its fwgym spec (see :func:`policy_spec`).
 
     Args:
@@ -64,6 +69,9 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all")
         path: target file; ``.zip`` is appended when missing (SB3's convention).
         variant: ``"macro"`` or ``"sequential"`` (the wrapper it was trained on).
         features: the wrapper's feature set (``"all"``, ``"compact"`` or a sequence of names).
+        models: the training env's ``models=`` pool (default: the protocol's); models outside the
+            protocol's pool add menu entries (:func:`~fwgym.wrappers.macro.menu_for`), which the
+            agent then offers too.
 
     Returns:
         the path of the written zip.
@@ -74,8 +82,8 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all")
     if variant not in MENUS:
         raise ValueError(f"variant must be one of {list(MENUS)}, got {variant!r}")
     names = resolve_features(features)
-    _check_spaces(_model_spaces(model), variant, names)
-    model.fwgym_spec = policy_spec(variant, type(model).__name__, names)
+    _check_spaces(_model_spaces(model), variant, names, len(menu_for(variant, models)))
+    model.fwgym_spec = policy_spec(variant, type(model).__name__, names, models)
     path = Path(path)
     if path.suffix != ".zip":
         path = path.with_name(path.name + ".zip")
@@ -216,11 +224,13 @@ def _model_spaces(model) -> tuple[tuple[int, ...], int | None]:
     return shape, getattr(model.action_space, "n", None)
 
 
-def _check_spaces(spaces: tuple[tuple[int, ...], int | None], variant: str, names: tuple[str, ...]) -> None:
+def _check_spaces(spaces: tuple[tuple[int, ...], int | None], variant: str, names: tuple[str, ...],
+                  n_menu: int | None = None) -> None:
     shape, n = spaces
-    if tuple(shape) != (len(names),) or n != len(MENUS[variant]):
+    n_menu = len(MENUS[variant]) if n_menu is None else n_menu
+    if tuple(shape) != (len(names),) or n != n_menu:
         raise ValueError(f"the model's spaces (observation {tuple(shape)}, {n} actions) do not match the fwgym "
-                         f"{variant!r} wrapper (observation ({len(names)},), {len(MENUS[variant])} actions)")
+                         f"{variant!r} wrapper (observation ({len(names)},), {n_menu} actions)")
 
 
 class SB3Agent:
@@ -237,6 +247,10 @@ class SB3Agent:
             (in this process: only for files you trust).
         call_timeout, start_timeout, worker_command: the worker's deadlines (seconds) and command
             (:class:`fwgym.agents.isolation.RemoteObject`; ``isolated=True`` only; ``None``: the defaults).
+
+    A model saved with an extended pool (``save_policy(..., models=EXTENDED_MODELS)``) gets that pool's
+    menu (:func:`~fwgym.wrappers.macro.menu_for`); play it on an env with the same ``models=`` pool (in
+    another env its extra entries are masked: choosing one ends the episode invalid).
 
     Attributes:
         variant: ``"macro"`` or ``"sequential"``; feature_names: the policy's inputs;
@@ -287,13 +301,15 @@ class SB3Agent:
             names = resolve_features(spec["features"])
         else:
             names = next((v for v in FEATURE_SETS.values() if (len(v),) == spaces[0]), FEATURE_SETS["all"])
-        _check_spaces(spaces, variant, names)
-        if spec.get("menu") and spec["menu"] != [e.name for e in MENUS[variant]]:
+        models = spec.get("models")
+        menu = menu_for(variant, models)
+        _check_spaces(spaces, variant, names, len(menu))
+        if spec.get("menu") and spec["menu"] != [e.name for e in menu]:
             raise ValueError(f"{path}: the model's menu differs from this fwgym's {variant!r} menu")
         self.variant = variant
         self.name = name or (path.name[:-4] if path.name.endswith(".zip") else path.name)
         self.feature_names = names
-        self.controller = MacroController(variant, names)
+        self.controller = MacroController(variant, names, models)
         self.choices: list[str] = []
         self._last: Any = None
 
@@ -317,7 +333,7 @@ class SB3Agent:
         if not self.isolated:
             return self._policy.predict(obs, mask)
         choice = self._policy.call("predict", obs, mask)
-        n = len(MENUS[self.variant])
+        n = len(self.controller.menu)
         if type(choice) is not int or not 0 <= choice < n:
             from fwgym.agents.isolation import AgentFailure
 

@@ -18,7 +18,19 @@ Each turn renders the chat with the tokenizer's chat template (``apply_chat_temp
 prompt on; a system message is folded into the first user message if the template refuses the system
 role), generates at most ``max_new_tokens`` (greedy when ``temperature`` is 0 or ``None``), and
 decodes the new tokens. A prompt that leaves fewer than ``min_new_tokens`` of the model's window ends
-the episode with status ``context_exhausted``.
+the episode with status ``context_exhausted`` (the model's failure); a model that cannot be loaded
+raises :class:`fwgym.errors.HarnessError` (kind ``"load"``: the episode is not scored).
+
+KV cache across turns (``reuse_cache=True``, the default): the key/value cache of the previous turn
+(a ``transformers`` ``DynamicCache``) is kept with its token ids; the next turn's prompt is compared
+token by token, the cache is cropped to the common prefix (``DynamicCache.crop``) and passed as
+``past_key_values``, so only the new tokens (the tool result and the generation prompt) are encoded.
+The cache is dropped at every episode start, so episodes stay independent; greedy outputs equal those
+without the cache up to floating-point summation order.
+
+Threads: agents of one process share the loaded model (loading is locked); each agent keeps its own
+KV cache. ``seed`` reseeds torch's global generator, so sampled (temperature > 0) replies are
+reproducible only with one agent per process; greedy decoding is unaffected.
 """
 from __future__ import annotations
 
@@ -31,10 +43,20 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from fwgym.agents.chat import ChatAgent, ContextExhausted, LLMRequestError, ModelReply
+from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply
+from fwgym.errors import HarnessError
 
 _MODELS: dict[tuple, tuple[Any, Any]] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+def _cache_kwarg() -> str:
+    """The ``generate`` keyword of a KV cache: ``cache`` (transformers >= 5.x) or ``past_key_values``."""
+    try:
+        from transformers.generation.utils import ALL_CACHE_NAMES
+    except ImportError:
+        return "past_key_values"
+    return "cache" if "cache" in ALL_CACHE_NAMES else "past_key_values"
 
 
 def resolve_device(device: str | None) -> str:
@@ -116,8 +138,8 @@ def load_chat_model(model_path: str, *, gguf_file: str | None = None, device: st
     """``(tokenizer, model)`` for a local directory or hub id, cached per process.
 
     Raises:
-        LLMRequestError: the model or tokenizer cannot be loaded (message says why), or the
-            tokenizer has no chat template.
+        HarnessError: (kind ``"load"``) the model or tokenizer cannot be loaded (message says why), or
+            the tokenizer has no chat template.
     """
     key = (str(model_path), gguf_file, device, dtype, str(plain_cache_dir), trust_remote_code)
     with _LOAD_LOCK:
@@ -135,10 +157,10 @@ def load_chat_model(model_path: str, *, gguf_file: str | None = None, device: st
             model = AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(dtype, device),
                                                          trust_remote_code=trust_remote_code, **extra)
         except (OSError, ValueError, ImportError) as exc:
-            raise LLMRequestError(f"could not load the chat model {model_path!r}"
-                                  + (f" (gguf_file {gguf_file!r})" if gguf_file else "") + f": {exc}"[:1500]) from None
+            raise HarnessError(f"could not load the chat model {model_path!r}"
+                               + (f" (gguf_file {gguf_file!r})" if gguf_file else "") + f": {exc}"[:1500], "load") from None
         if not getattr(tok, "chat_template", None):
-            raise LLMRequestError(f"the tokenizer of {model_path!r} has no chat template; use an instruct/chat model")
+            raise HarnessError(f"the tokenizer of {model_path!r} has no chat template; use an instruct/chat model", "load")
         model.to(device)
         model.eval()
         _MODELS[key] = (tok, model)
@@ -163,13 +185,14 @@ class TransformersChatAgent(ChatAgent):
         plain_cache_dir: folder for a plain copy of a GGUF model (faster reloads); ``None``: no copy.
         trust_remote_code: passed to ``from_pretrained``.
         generation_kwargs: extra ``GenerationConfig`` fields, e.g. ``{"repetition_penalty": 1.1}``.
+        reuse_cache: keep the KV cache across the turns of an episode (see the module docstring).
         name: policy name (default ``"transformers:<model folder or id>"``).
         **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` options (``trace_out``,
             ``max_tool_chars``, ``max_turns``, ``tools``, ``system``, ``history_hours``).
 
     Raises:
         ValueError: bad ``max_new_tokens``/``min_new_tokens``/``temperature``.
-        LLMRequestError: (on first ``act``) the model cannot be loaded.
+        HarnessError: (on first ``act``) the model cannot be loaded.
     """
 
     backend = "transformers"
@@ -178,7 +201,8 @@ class TransformersChatAgent(ChatAgent):
                  max_new_tokens: int = 512, temperature: float | None = None, top_p: float | None = None,
                  seed: int | None = None, max_context: int | None = None, min_new_tokens: int = 16,
                  plain_cache_dir: str | os.PathLike | None = None, trust_remote_code: bool = False,
-                 generation_kwargs: dict | None = None, name: str | None = None, **chat_kwargs: Any):
+                 generation_kwargs: dict | None = None, reuse_cache: bool = True, name: str | None = None,
+                 **chat_kwargs: Any):
         if not model_path:
             raise ValueError("model_path must name a local model folder or a hub id")
         if max_new_tokens < 1 or min_new_tokens < 1:
@@ -199,12 +223,14 @@ class TransformersChatAgent(ChatAgent):
         self.plain_cache_dir = str(plain_cache_dir) if plain_cache_dir is not None else None
         self.trust_remote_code = trust_remote_code
         self.generation_kwargs = dict(generation_kwargs or {})
+        self.reuse_cache = bool(reuse_cache)
         self._tok = self._model = None
+        self._kv = None  # (token ids (list of int) the cache holds keys for + the last generated one, DynamicCache)
         self._system_ok: bool | None = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_tok"] = state["_model"] = None  # reloaded (from the process cache) on first use
+        state["_tok"] = state["_model"] = state["_kv"] = None  # reloaded (from the process cache) on first use
         return state
 
     def describe(self) -> dict:
@@ -212,19 +238,51 @@ class TransformersChatAgent(ChatAgent):
         return {"model_path": self.model_path, "gguf_file": self.gguf_file, "device": self.device, "dtype": self.dtype,
                 "max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed, "max_context": self.context_window if self._model is not None else self.max_context,
-                "generation_kwargs": self.generation_kwargs or None, "history_hours": self.history_hours}
+                "generation_kwargs": self.generation_kwargs or None, "history_hours": self.history_hours,
+                "reuse_cache": self.reuse_cache}
 
     def load(self) -> None:
         """Load the tokenizer and model now (otherwise done on the first turn).
 
         Raises:
-            LLMRequestError: the model cannot be loaded.
+            HarnessError: the model cannot be loaded.
         """
         if self._model is None:
             self._tok, self._model = load_chat_model(self.model_path, gguf_file=self.gguf_file,
                                                      device=resolve_device(self.device), dtype=self.dtype,
                                                      plain_cache_dir=self.plain_cache_dir,
                                                      trust_remote_code=self.trust_remote_code)
+
+    def preflight(self) -> dict:
+        """Load the model and generate the same short reply twice (facts for the run manifest).
+
+        Returns:
+            ``{"model_path", "gguf_file", "device", "dtype", "context_window", "seed", "seed_honoured"
+            (the two replies are equal), "transformers", "torch"}``.
+
+        Raises:
+            HarnessError: the model cannot be loaded.
+        """
+        import torch
+        import transformers
+
+        self.load()
+        msgs = [{"role": "user", "content": "Say OK."}]
+        saved = self.max_new_tokens, self._kv
+        self.max_new_tokens = 8
+        try:
+            texts = []
+            for _ in range(2):
+                if self.seed is not None:
+                    torch.manual_seed(int(self.seed))
+                self._kv = None
+                texts.append(self.complete(msgs, None).content or "")
+        finally:
+            self.max_new_tokens, self._kv = saved
+        return {"model_path": self.model_path, "gguf_file": self.gguf_file, "device": str(self._model.device),
+                "dtype": str(self._model.dtype), "context_window": self.context_window, "seed": self.seed,
+                "seed_honoured": texts[0] == texts[1], "replies": [t[:80] for t in texts],
+                "transformers": transformers.__version__, "torch": torch.__version__}
 
     @property
     def context_window(self) -> int:
@@ -240,8 +298,9 @@ class TransformersChatAgent(ChatAgent):
 
     def reset(self, info: Mapping | None = None) -> None:
         """Start a new episode (see :meth:`ChatAgent.reset <fwgym.agents.chat.agent.ChatAgent.reset>`);
-        reseeds torch with ``seed`` when it is set."""
+        reseeds torch with ``seed`` when it is set and drops the KV cache of the previous episode."""
         super().reset(info)
+        self._kv = None
         if self.seed is not None:
             import torch
 
@@ -295,12 +354,35 @@ class TransformersChatAgent(ChatAgent):
                                   if sample else {}), **self.generation_kwargs)
         device = self._model.device
         inputs = {k: v.to(device) for k, v in enc.items() if hasattr(v, "to")}
+        reused = 0
+        if self.reuse_cache:
+            from transformers import DynamicCache
+
+            ids = enc["input_ids"][0].tolist()
+            cache = None
+            if self._kv is not None:
+                prev, cache = self._kv
+                common = 0
+                for a, b in zip(prev, ids):
+                    if a != b:
+                        break
+                    common += 1
+                reused = min(common, n - 1, cache.get_seq_length())  # at least one new token to encode
+                if reused > 0 and getattr(cache, "is_croppable", True):
+                    cache.crop(reused - cache.get_seq_length())  # a negative count: tokens removed from the end
+                else:
+                    reused, cache = 0, None
+            if cache is None:
+                cache = DynamicCache(config=self._model.config)
+            inputs[_cache_kwarg()] = cache
         with torch.no_grad():
             out = self._model.generate(**inputs, generation_config=gen)
         new_ids = out[0, n:]
+        if self.reuse_cache:
+            self._kv = (out[0].tolist(), inputs[_cache_kwarg()])
         text = self._tok.decode(new_ids, skip_special_tokens=True)
         finish = "length" if len(new_ids) >= new and (not eos_ids or int(new_ids[-1]) not in eos_ids) else "stop"
-        meta = {"latency_s": round(time.perf_counter() - t0, 3),
+        meta = {"latency_s": round(time.perf_counter() - t0, 3), "requests": 1, "cached_prompt_tokens": reused,
                 "usage": {"prompt_tokens": n, "completion_tokens": int(len(new_ids))}}
         return ModelReply(content=text, finish_reason=finish, meta=meta)
 

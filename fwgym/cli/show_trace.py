@@ -6,13 +6,28 @@ Usage::
     fwgym show-trace results/test/traces.jsonl --list          # one line per episode
     fwgym show-trace results/test/traces.jsonl --case elec-PJM-2024-02-11-day_ahead
     fwgym show-trace traces.jsonl --episode 0 --full           # no truncation of long messages
+
+Everything in a trace may come from the model or the server, so control characters (ANSI escape
+sequences, carriage returns, backspaces, C1 controls) and bidirectional-override characters are
+shown escaped (``\x1b``, ``\u202e``), never passed to the terminal (:func:`safe_text`).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any, TextIO
+
+#: characters never written to the terminal: C0 controls but newline and tab, DEL, C1 controls,
+#: bidirectional embeddings/overrides/isolates, and the line/paragraph separators
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every terminal-control character escaped (``"\\x1b[31m"`` for ESC [31m); newlines and
+    tabs are kept."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 NAME = "show-trace"
 HELP = "print LLM-agent traces (JSONL) as readable transcripts"
@@ -42,7 +57,12 @@ def _fmt_num(v: Any, spec: str) -> str:
 
 
 def summary_line(i: int, t: dict) -> str:
-    """One line: index, policy, case, env status, agent status, valid, S, loss, credits, calls, turns."""
+    """One line: index, policy, case, env status, agent status, valid, S, loss, credits, calls, turns
+    (terminal controls escaped, newlines shown as ``\\n``)."""
+    return safe_text(_summary(i, t).replace("\n", "\\n").replace("\t", " "))
+
+
+def _summary(i: int, t: dict) -> str:
     sc = t.get("score") or {}
     return (f"[{i}] {t.get('policy')} | case {t.get('case_id') or '?'} | status {sc.get('status', '-')} "
             f"| agent {t.get('agent_status')} | valid {sc.get('valid', '-')} | S {_fmt_num(sc.get('S'), '.4f')} "
@@ -67,6 +87,15 @@ def _header(t: dict) -> list[str]:
                  f"credits {sc.get('credits', '-')}  calls {sc.get('calls', '-')}")
     lines.append(f"agent status {t.get('agent_status')}" + (f" ({t['agent_status_detail']})" if t.get("agent_status_detail") else "")
                  + f"  turns {t.get('turns', '-')}  wall {_fmt_num(t.get('wall_s'), '.1f')} s  usage {json.dumps(t.get('usage') or {})}")
+    if t.get("episode_id"):
+        lines.append(f"episode {t['episode_id']}")
+    if t.get("harness_error"):
+        he = t["harness_error"]
+        lines.append(f"harness error ({he.get('kind')}): {he.get('message')} — not scored")
+    if t.get("notices"):
+        lines += [f"notice: {n}" for n in t["notices"]]
+    if t.get("truncated"):
+        lines.append("note: this trace was cut to the trace-line bound")
     if sc.get("reason"):
         lines.append(f"reason: {sc['reason']}")
     fp = t.get("final_plan") or {}
@@ -110,7 +139,11 @@ def _assistant(m: dict, turn: int, reply: dict, steps: list, max_chars: int | No
 
 def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -> str:
     """A readable transcript of one trace record (``max_chars``: truncation of each message, ``None``: none;
-    ``system``: include the system message)."""
+    ``system``: include the system message); terminal controls are escaped (:func:`safe_text`)."""
+    return safe_text(_render(t, max_chars, system))
+
+
+def _render(t: dict, max_chars: int | None, system: bool) -> str:
     lines = _header(t)
     replies = {r.get("turn"): r for r in t.get("replies") or []}
     steps = t.get("steps") or []
@@ -173,4 +206,4 @@ def run(args, out: TextIO | None = None) -> int:
     return 0
 
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render_trace", "summary_line"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render_trace", "summary_line", "safe_text"]

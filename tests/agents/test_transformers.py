@@ -12,7 +12,7 @@ pytest.importorskip("torch", reason="the llm extra (torch, transformers) is not 
 pytest.importorskip("transformers")
 
 from fwgym.agents import run_episode  # noqa: E402
-from fwgym.agents.chat import LLMRequestError, read_traces  # noqa: E402
+from fwgym.agents.chat import HarnessError, read_traces  # noqa: E402
 from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
 from fwgym.agents.transformers import TransformersChatAgent, resolve_device  # noqa: E402
 from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
@@ -83,6 +83,24 @@ def test_tiny_random_lm_runs_an_episode_without_crashing(env, tiny_lm, tmp_path)
     assert time.perf_counter() - t0 < 20
 
 
+def test_kv_cache_reuse_gives_the_same_greedy_replies_and_skips_the_common_prefix(tiny_lm):
+    small = FWBenchEnv("electricity", split="dev", max_calls=2)
+    runs = {}
+    for reuse in (False, True):
+        agent = TransformersChatAgent(tiny_lm, max_new_tokens=12, reuse_cache=reuse, history_hours=24)
+        run_episode(small, agent, seed=0)
+        runs[reuse] = agent.trace["replies"]
+    assert [r["content"] for r in runs[True]] == [r["content"] for r in runs[False]]
+    assert [r["usage"] for r in runs[True]] == [r["usage"] for r in runs[False]]
+    cached = [r["cached_prompt_tokens"] for r in runs[True]]
+    assert cached[0] == 0 and all(c >= p["usage"]["prompt_tokens"] for c, p in zip(cached[1:], runs[True]))
+    assert all(r["cached_prompt_tokens"] == 0 for r in runs[False])
+    agent.reset({})
+    assert agent._kv is None  # episodes never share a cache
+    facts = LLMAgentFactory(kind="transformers", model_path=tiny_lm, max_new_tokens=8).preflight()
+    assert facts["kind"] == "transformers" and facts["seed_honoured"] is True and facts["context_window"] == 32768
+
+
 def test_tiny_lm_prompt_too_long_is_context_exhausted(env, tiny_lm):
     agent = TransformersChatAgent(tiny_lm, max_new_tokens=8, max_context=300)
     rec = run_episode(env, agent, seed=0).record
@@ -105,8 +123,9 @@ def test_agent_is_cheap_to_build_and_picklable(tmp_path):
     factory = LLMAgentFactory(kind="transformers", model_path=str(tmp_path / "missing"), max_new_tokens=8)
     agent = pickle.loads(pickle.dumps(factory))()  # no loading yet
     assert agent.name == "transformers:" + str(tmp_path / "missing") and agent._model is None
-    with pytest.raises(LLMRequestError, match="could not load"):
+    with pytest.raises(HarnessError, match="could not load") as ei:
         agent.load()
+    assert ei.value.kind == "load"
     with pytest.raises(ValueError):
         TransformersChatAgent("x", max_new_tokens=0)
     assert resolve_device("cpu") == "cpu" and resolve_device("auto") in ("cpu", "cuda", "mps")

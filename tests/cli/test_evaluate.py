@@ -58,7 +58,7 @@ import types  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from fwgym.errors import HarnessError  # noqa: E402
-from fwgym.testing.chat_server import ScriptedChatServer, Step, plan_then_answer, unused_url  # noqa: E402
+from fwgym.testing.chat_server import ScriptedChatServer, Step, completion, plan_then_answer, unused_url  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--no-progress"]
@@ -286,7 +286,9 @@ def test_a_401_mid_run_ends_the_remaining_episodes_unscored(tmp_path, capsys):
     answers = plan_then_answer("weekday_empirical")
     n = {"k": 0}
 
-    def respond(body):  # the first episode (2 requests) is served, then the key is revoked
+    def respond(body):  # the preflight and the first episode (2 requests) are served, then the key is revoked
+        if "tools" not in body:  # the preflight's short completion (no tools offered)
+            return completion("ok")
         n["k"] += 1
         return answers(body) if n["k"] <= 2 else Step({"error": {"message": "invalid api key"}}, status=401)
 

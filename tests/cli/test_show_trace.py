@@ -59,3 +59,24 @@ def test_show_trace_errors(tmp_path, capsys):
     one.write_text(json.dumps({"policy": "p", "messages": []}) + "\n")
     assert main(["show-trace", str(one), "--episode", "3"]) == 2
     assert "--episode 3 out of range (0..0)" in capsys.readouterr().err
+
+
+def test_model_controlled_terminal_escapes_are_shown_escaped(tmp_path, capsys):
+    """A reply or a server message with ANSI escapes, a carriage return or a bidi override cannot drive the terminal."""
+    evil = "\x1b[2J\x1b]0;pwned\x07ok\rX\u202egnp.exe\x9b31m"
+    t = {"policy": "p\x1b[31m", "case_id": "c1", "agent_status": "harness_error",
+         "harness_error": {"kind": "http_5xx", "message": "server said " + evil},
+         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                      {"role": "assistant", "content": evil, "tool_calls": [
+                          {"id": "x", "function": {"name": "n\x1b[0m", "arguments": evil}}]},
+                      {"role": "tool", "tool_call_id": "x", "content": evil}],
+         "replies": [{"turn": 1, "reasoning": evil, "finish_reason": "stop\x1b"}], "steps": []}
+    path = tmp_path / "evil.jsonl"
+    path.write_text(json.dumps(t) + "\n")
+    for argv in (["--list"], [], ["--full"]):
+        assert main(["show-trace", str(path), *argv]) == 0
+        out = capsys.readouterr().out
+        assert not any(ch in out for ch in "\x1b\x07\r\x9b\u202e"), argv
+        assert "\\x1b[2J" in out or argv == ["--list"]
+    main(["show-trace", str(path)])
+    assert "harness error (http_5xx): server said \\x1b[2J" in capsys.readouterr().out

@@ -5,59 +5,58 @@ implements :meth:`ChatAgent.complete` (messages in, one :class:`~fwgym.agents.ch
 out). Episodes run through :func:`fwgym.agents.run_episode` like every other agent, so scores always
 come from the env's records. An episode starts at :meth:`ChatAgent.reset`, which receives the env's
 reset ``info``; its ``"episode"`` entry (the structured facts of the episode: tools, task, call limit,
-budget, visible-history window) configures the session, so nothing is read back out of the context text.
+budget, visible-history and target windows) configures the session, so nothing is read back out of
+the context text, and its ``"episode_id"`` (set by the run layer) is written into the trace.
 
-Ending an episode early. When the backend cannot go on, :meth:`complete` raises
-:class:`ContextExhausted` (the prompt no longer fits: HTTP 400 mentioning the context, or a prompt
-longer than the local model's window): the agent records the status (``"context_exhausted"``; also
-``"max_turns"`` when the safety bound on model turns is hit) and abandons with the env's ``abstain``
-tool: the episode ends invalid with status ``abstained`` and ``reason`` starting with the agent
-status (e.g. ``"context_exhausted: ..."``), at no call and no credit. Failures that are not the
-model's raise a :class:`~fwgym.errors.HarnessError` out of :meth:`ChatAgent.act`:
-:class:`BackendUnavailable` (transport failures after the retries) and :class:`LLMRequestError`
-(bad API key, unknown model, a request the server refuses for another reason); the trace records
-``agent_status`` ``"backend_error"`` and :func:`fwgym.agents.run_episode` ends the episode as
-``harness_error``, never scored.
+Whose failure is it? (the contract with the run layer)
+
+* The model's: anything it says (unusable replies, over-long arguments, bad answers) is a counted
+  call with feedback. :class:`ContextExhausted` from :meth:`complete` (the prompt no longer fits the
+  window) and the safety bound on model turns (``max_turns``) end the episode through the env's
+  ``abstain`` tool: status ``abstained``, scored invalid, ``reason`` starting with the agent status
+  (``"context_exhausted: ..."`` / ``"max_turns: ..."``), at no call and no credit.
+* The harness's: :class:`fwgym.errors.HarnessError` (transport errors, timeouts, HTTP 5xx/429 after
+  the retries, non-JSON or schema-invalid bodies, 401/403/404 and 400s not about the context, a model
+  that cannot be loaded, the per-episode deadline ``episode_timeout``) propagates out of :meth:`act`
+  with its ``kind``. Before it does, the trace is completed (``agent_status`` ``"harness_error"``,
+  ``harness_error`` ``{"kind", "message"}``) and written. :func:`fwgym.agents.run_episode` ends the
+  episode as ``harness_error``, which is never scored.
+
+Bounds: replies longer than ``max_reply_chars`` are cut with a notice (what the harness parses and
+the trace keeps); tool-call arguments longer than ``max_argument_chars`` are cut in the trace and
+refused as the model's error; a trace line never exceeds ``max_trace_chars``
+(:func:`~fwgym.agents.chat.traces.bound_trace`). Secrets (:meth:`ChatAgent.secrets`, e.g. the API
+key) are scrubbed from every reply on receipt, from harness-error messages and from the trace.
+
+Threads: an agent instance serves one episode at a time (``--concurrency N`` builds N agents); the
+trace file is appended under a lock (:func:`fwgym.jsonl.append_jsonl`), so agents in threads and
+processes may share it.
 
 Traces (:mod:`fwgym.agents.chat.traces`). With ``trace_out`` set, one JSON line per episode is
-appended to that file (locked while writing, so evaluation worker processes can share it). The score
-and final plan come from the env record that :func:`fwgym.agents.run_episode` passes to
-:meth:`ChatAgent.end_episode` after the last step; an episode ended by other means is flushed without
-them at the next :meth:`ChatAgent.reset` or :meth:`ChatAgent.close`.
+appended to that file. The score and final plan come from the env record that
+:func:`fwgym.agents.run_episode` passes to :meth:`ChatAgent.end_episode` after the last step; an
+episode ended by other means is flushed without them at the next :meth:`ChatAgent.reset` or
+:meth:`ChatAgent.close`.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 from typing import Any, Mapping, Sequence
 
-from fwgym.agents.chat.session import REPLY_ERROR_TOOL, ChatSession, ModelReply
-from fwgym.agents.chat.traces import add_record, append_jsonl, finish_trace, new_trace, reply_json
+from fwgym.agents.chat.session import MAX_ARGUMENT_CHARS, REPLY_ERROR_TOOL, ChatSession, ModelReply
+from fwgym.agents.chat.traces import (MAX_TRACE_CHARS, add_record, append_jsonl, bound_trace, finish_trace, new_trace,
+                                      reply_json, scrub)
 from fwgym.errors import HarnessError
 
-ABANDON_STATUSES = ("context_exhausted", "backend_error", "max_turns")
+#: agent statuses that end an episode through ``abstain`` (the model's failures)
+ABANDON_STATUSES = ("context_exhausted", "max_turns")
 
 
 class ContextExhausted(RuntimeError):
-    """The conversation no longer fits the model's context window (ends the episode)."""
-
-
-class BackendUnavailable(HarnessError):
-    """The backend could not answer after the allowed retries: a :class:`~fwgym.errors.HarnessError`
-    (the episode ends as ``harness_error``, not scored)."""
-
-    def __init__(self, message: str, kind: str = "transport"):
-        super().__init__(message, kind)
-
-
-class LLMRequestError(HarnessError):
-    """The backend refused the request for a reason that is not the model's fault (bad key, unknown
-    model, unsupported parameter): a :class:`~fwgym.errors.HarnessError` (the episode ends as
-    ``harness_error``, not scored); fix the configuration and resume the run."""
-
-    def __init__(self, message: str, kind: str = "request_refused"):
-        super().__init__(message, kind)
+    """The conversation no longer fits the model's context window (ends the episode as the model's failure)."""
 
 
 class ChatAgent:
@@ -69,20 +68,31 @@ class ChatAgent:
         text_tool_calls: also accept JSON tool calls in reply text.
         tools: the tool names to offer (default: the episode's, from :meth:`reset`'s ``info``).
         max_tool_chars: truncate tool results longer than this in the chat (``None``: never).
-        max_reply_chars: truncate model replies longer than this (default 100,000 characters) and append a
-            notice saying so; the truncated text is what the harness parses and what the trace keeps.
+        max_reply_chars: truncate model replies (and reasoning) longer than this (default 100,000
+            characters) and append a notice saying so; the truncated text is what the harness parses
+            and what the trace keeps.
+        max_argument_chars: tool-call arguments longer than this are refused as the model's error
+            (``arguments_too_long``, one counted call) and cut in the trace (default 100,000).
+        max_trace_chars: longest trace line (default :data:`~fwgym.agents.chat.traces.MAX_TRACE_CHARS`).
         max_turns: safety bound on model replies per episode (default ``2 * calls + 4``).
+        episode_timeout: wall-clock seconds an episode may take (``None``: no bound); past it the
+            episode ends as a harness error (kind ``"timeout"``); backends bound their requests by
+            the time left (:meth:`time_left`).
         trace_out: JSONL file to append one trace per episode to (``None``: no file; the last
             episode's trace is still in :attr:`trace`).
         system: replace the system message.
         history_hours: show only the last N visible hours in the first message (``None``: all).
+        describe_tools, compact_results, strict_tools, tool_results_as: see
+            :class:`~fwgym.agents.chat.session.ChatSession`.
+        direct_prompt: the direct-prompt baseline (no tools; the model answers at once).
 
     Attributes:
         session: the current (or last finished) episode's :class:`~fwgym.agents.chat.session.ChatSession`.
         trace: the current (or last finished) episode's trace dict.
         status: ``"running"``, ``"answered"`` (the last action was a submit), ``"no_answer"`` (the env
-            ended the episode first, e.g. at the call limit), ``"context_exhausted"``, ``"backend_error"``,
-            ``"max_turns"``.
+            ended the episode first, e.g. at the call limit), ``"context_exhausted"``, ``"max_turns"``,
+            ``"harness_error"``.
+        episode_id: the run layer's id of the current episode (``info["episode_id"]``), or ``None``.
     """
 
     backend = "chat"
@@ -90,40 +100,72 @@ class ChatAgent:
     def __init__(self, name: str, *, native_tools: bool = True, text_tool_calls: bool = True,
                  tools: Sequence[str] | None = None, max_tool_chars: int | None = None, max_turns: int | None = None,
                  trace_out: str | os.PathLike | None = None, system: str | None = None,
-                 history_hours: int | None = None, max_reply_chars: int = 100_000):
+                 history_hours: int | None = None, max_reply_chars: int = 100_000,
+                 max_argument_chars: int = MAX_ARGUMENT_CHARS, max_trace_chars: int = MAX_TRACE_CHARS,
+                 episode_timeout: float | None = None, describe_tools: bool | None = None,
+                 compact_results: bool = False, strict_tools: bool = False, tool_results_as: str = "tool",
+                 direct_prompt: bool = False):
         self.name = str(name)
         self.native_tools = bool(native_tools)
         self.text_tool_calls = bool(text_tool_calls)
         self.tools = tuple(tools) if tools is not None else None
         self.max_tool_chars = max_tool_chars
-        if not isinstance(max_reply_chars, int) or max_reply_chars < 100:
-            raise ValueError(f"max_reply_chars must be an integer >= 100, got {max_reply_chars!r}")
-        self.max_reply_chars = max_reply_chars
+        for label, v, lo in (("max_reply_chars", max_reply_chars, 100), ("max_argument_chars", max_argument_chars, 2),
+                             ("max_trace_chars", max_trace_chars, 10_000)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ValueError(f"{label} must be an integer >= {lo}, got {v!r}")
+        if episode_timeout is not None and not episode_timeout > 0:
+            raise ValueError(f"episode_timeout must be None or > 0 seconds, got {episode_timeout!r}")
+        self.max_reply_chars, self.max_argument_chars, self.max_trace_chars = max_reply_chars, max_argument_chars, max_trace_chars
+        self.episode_timeout = float(episode_timeout) if episode_timeout is not None else None
         self.max_turns = max_turns
         self.trace_out = str(trace_out) if trace_out is not None else None
         self.system = system
         self.history_hours = history_hours
+        self.describe_tools = describe_tools
+        self.compact_results = bool(compact_results)
+        self.strict_tools = bool(strict_tools)
+        self.tool_results_as = tool_results_as
+        self.direct_prompt = bool(direct_prompt)
+        ChatSession(tool_results_as=tool_results_as)  # validates the session options now
         self.session: ChatSession | None = None
         self.trace: dict | None = None
         self.status = "idle"
+        self.episode_id: str | None = None
         self._episode: Mapping | None = None
-        self._episode_id: str | None = None
         self._flushed = True
         self._t0 = 0.0
+        self._stats: dict = _empty_stats()
 
     # -- backend -------------------------------------------------------------------------------
 
     def complete(self, messages: list[dict], tools: list[dict] | None) -> ModelReply:  # pragma: no cover - abstract
         """One model reply to ``messages`` (OpenAI message dicts); ``tools`` are function schemas or ``None``.
 
+        A backend puts ``latency_s``, ``usage`` (``prompt_tokens``, ``completion_tokens``) and
+        ``requests`` (HTTP requests made, retries included; 0 for a cached reply) into the reply's
+        ``meta`` where it knows them, and bounds its own waiting by :meth:`time_left`.
+
         Raises:
-            ContextExhausted, BackendUnavailable, LLMRequestError.
+            ContextExhausted: the prompt does not fit (the model's failure).
+            fwgym.errors.HarnessError: the backend could not give a reply (infrastructure).
         """
         raise NotImplementedError
 
     def describe(self) -> dict:
         """Backend settings recorded in traces (never credentials)."""
         return {}
+
+    def secrets(self) -> list[str]:
+        """Strings that must never be written anywhere (e.g. the API key); scrubbed from replies,
+        harness-error messages and traces. The base class has none."""
+        return []
+
+    def time_left(self) -> float | None:
+        """Seconds left of the episode's ``episode_timeout`` (``None``: no deadline)."""
+        if self.episode_timeout is None:
+            return None
+        return self.episode_timeout - (time.perf_counter() - self._t0)
 
     # -- agent protocol ------------------------------------------------------------------------
 
@@ -132,21 +174,24 @@ class ChatAgent:
 
         Args:
             info: the env's reset ``info`` (:func:`fwgym.agents.run_episode` passes it). Its
-                ``"episode"`` entry, the episode's structured facts, sets the tools, call limit, budget
-                and history window of the chat (:meth:`ChatSession.start
-                <fwgym.agents.chat.session.ChatSession.start>`); ``None`` or an info without it: the
-                defaults stated there.
+                ``"episode"`` entry, the episode's structured facts, sets the task, tools, call limit,
+                budget and history window of the chat (:meth:`ChatSession.start
+                <fwgym.agents.chat.session.ChatSession.start>`); its ``"episode_id"`` (the run
+                layer's id) goes into the trace. ``None`` or an info without them: the defaults stated there.
         """
         self._flush()
         self.session = None
         self.status = "idle"
-        self._episode = (info or {}).get("episode")
-        self._episode_id = (info or {}).get("episode_id")  # the runner's id: the trace line and the record share it
+        info = info or {}
+        self._episode = info.get("episode")
+        eid = info.get("episode_id")
+        self.episode_id = str(eid) if eid is not None else None
+        self._stats = _empty_stats()
 
     def act(self, observation: Mapping) -> dict:
         """The next env action (a dict ``{"tool": NAME, "args": {...}}``). Never raises for model output;
-        raises :class:`LLMRequestError` for configuration errors. The first call after :meth:`reset`
-        (or the very first call) starts the episode's chat."""
+        raises :class:`~fwgym.errors.HarnessError` for infrastructure failures (after writing the trace).
+        The first call after :meth:`reset` (or the very first call) starts the episode's chat."""
         if self.session is None:
             self._begin(observation)
         else:
@@ -160,23 +205,38 @@ class ChatAgent:
         if s.turns >= limit:
             return self._abandon("max_turns", f"{s.turns} model replies without the episode ending")
         try:
+            left = self.time_left()
+            if left is not None and left <= 0:
+                raise HarnessError(f"the episode took longer than its deadline of {self.episode_timeout:g} s "
+                                   f"({s.turns} model replies)", "timeout")
             reply = self.complete(list(s.messages), s.tool_schemas())
         except ContextExhausted as exc:
-            return self._abandon("context_exhausted", str(exc))
-        except HarnessError as exc:  # the backend failed, not the model: run_episode ends the episode unscored
-            self.status = "backend_error"
-            if self.trace is not None:
-                self.trace["agent_status"], self.trace["agent_status_detail"] = "backend_error", str(exc)[:2000]
-            raise
-        if reply.content and len(reply.content) > self.max_reply_chars:
-            n = len(reply.content)
-            reply = dataclasses.replace(
-                reply, content=reply.content[: self.max_reply_chars]
-                + f"\n[fwgym: reply truncated from {n} to {self.max_reply_chars} characters]",
-                meta={**reply.meta, "truncated_from_chars": n})
+            return self._abandon("context_exhausted", self._clean(str(exc)))
+        except HarnessError as exc:
+            self._harness_failure(exc)
+            raise HarnessError(self._clean(str(exc)), exc.kind) from None
+        reply = self._bound(reply)
+        self._count(reply)
         self.trace["replies"].append(reply_json(s.turns + 1, reply))
         s.add_reply(reply)
         return self._hand(s.next_action())
+
+    def episode_stats(self) -> dict:
+        """Accounting of the current (or just ended) episode.
+
+        Returns:
+            ``{"prompt_tokens", "completion_tokens"}`` (summed ``usage`` of the replies; ``None`` unless
+            every reply reported it), ``"model_turns"`` (replies), ``"requests"`` (backend requests,
+            retries included; cached replies make none), ``"cached_replies"``, ``"request_latency_s"``
+            (list of seconds, one per reply, retries and waits included) and ``"wall_s"`` (the
+            episode's wall time so far, s).
+        """
+        st = self._stats
+        return {"prompt_tokens": st["prompt_tokens"] if st["usage_complete"] and st["model_turns"] else None,
+                "completion_tokens": st["completion_tokens"] if st["usage_complete"] and st["model_turns"] else None,
+                "model_turns": st["model_turns"], "requests": st["requests"], "cached_replies": st["cached_replies"],
+                "request_latency_s": list(st["request_latency_s"]),
+                "wall_s": round(time.perf_counter() - self._t0, 3) if self.session is not None else 0.0}
 
     def _hand(self, action: dict) -> dict:
         self.status = "answered" if action.get("tool") == "submit" else "running"
@@ -184,7 +244,7 @@ class ChatAgent:
 
     def end_episode(self, record: Mapping) -> None:
         """Called by :func:`fwgym.agents.run_episode` with the env's final record: completes and writes the trace."""
-        if self.session is None or self.trace is None:
+        if self.session is None or self.trace is None or self._flushed:
             return
         self.session.record_final()
         if self.status == "running":
@@ -202,13 +262,64 @@ class ChatAgent:
         self._flush()
         self.session = ChatSession(native_tools=self.native_tools, text_tool_calls=self.text_tool_calls, tools=self.tools,
                                    max_tool_chars=self.max_tool_chars, system=self.system,
-                                   history_hours=self.history_hours)
+                                   history_hours=self.history_hours, describe_tools=self.describe_tools,
+                                   compact_results=self.compact_results, strict_tools=self.strict_tools,
+                                   tool_results_as=self.tool_results_as, max_argument_chars=self.max_argument_chars,
+                                   direct=self.direct_prompt)
         self.session.start(observation, self._episode)
         self.status = "running"
         self._t0 = time.perf_counter()
-        self.trace = new_trace(self.name, self.backend, self.describe(), self.native_tools, self.session.tools)
-        self.trace["episode_id"] = getattr(self, "_episode_id", None)
+        case_id = ((self._episode or {}).get("case") or {}).get("case_id")
+        self.trace = new_trace(self.name, self.backend, self.describe(), self.session.native_tools, self.session.tools,
+                               episode_id=self.episode_id, case_id=case_id)
         self._flushed = False
+
+    def _clean(self, text: str) -> str:
+        return scrub(text, self.secrets())
+
+    def _bound(self, reply: ModelReply) -> ModelReply:
+        """Scrub secrets from a reply and cut its text and tool-call arguments to the bounds."""
+        secrets = self.secrets()
+        meta = dict(reply.meta or {})
+        content, reasoning = reply.content, reply.reasoning
+        if secrets:
+            content, reasoning = scrub(content, secrets), scrub(reasoning, secrets)
+        if content and len(content) > self.max_reply_chars:
+            meta["truncated_from_chars"] = len(content)
+            content = (content[: self.max_reply_chars]
+                       + f"\n[fwgym: reply truncated from {len(content)} to {self.max_reply_chars} characters]")
+        if reasoning and len(reasoning) > self.max_reply_chars:
+            reasoning = reasoning[: self.max_reply_chars] + f"\n[fwgym: reasoning truncated from {len(reasoning)} characters]"
+        calls = []
+        for c in reply.tool_calls:
+            args = c.arguments
+            text = args if isinstance(args, str) else None
+            if text is None and not isinstance(args, (str, type(None))):
+                try:
+                    text = json.dumps(args)
+                except (TypeError, ValueError):
+                    text = None
+            if text is not None and len(text) > self.max_argument_chars:
+                c = dataclasses.replace(c, arguments=text[:1000] + f"...[fwgym: {len(text) - 1000} characters cut]",
+                                        original_chars=len(text))
+            elif secrets and text is not None and any(sec in text for sec in secrets if len(sec) >= 4):
+                c = dataclasses.replace(c, arguments=scrub(text, secrets))
+            calls.append(dataclasses.replace(c, name=scrub(str(c.name)[:200], secrets)))
+        return dataclasses.replace(reply, content=content, reasoning=reasoning, tool_calls=calls, meta=meta)
+
+    def _count(self, reply: ModelReply) -> None:
+        st, meta = self._stats, reply.meta or {}
+        st["model_turns"] += 1
+        st["requests"] += int(meta.get("requests", meta.get("attempts", 1)) or 0)
+        st["cached_replies"] += bool(meta.get("cached"))
+        if isinstance(meta.get("latency_s"), (int, float)):
+            st["request_latency_s"].append(float(meta["latency_s"]))
+        usage = meta.get("usage") or {}
+        if isinstance(usage.get("prompt_tokens"), int) and isinstance(usage.get("completion_tokens"), int):
+            st["prompt_tokens"] += usage["prompt_tokens"]
+            st["completion_tokens"] += usage["completion_tokens"]
+        else:
+            st["usage_complete"] = False
 
     def _abandon(self, status: str, detail: str) -> dict:
         self.status = status
@@ -221,6 +332,17 @@ class ChatAgent:
                                        "calls_left": None, "budget_left": None})
         return action
 
+    def _harness_failure(self, exc: HarnessError) -> None:
+        """Record an infrastructure failure in the trace and write it (the episode ends unscored)."""
+        self.status = "harness_error"
+        if self.trace is not None:
+            msg = self._clean(str(exc))[:2000]
+            self.trace["agent_status"], self.trace["agent_status_detail"] = "harness_error", msg
+            self.trace["harness_error"] = {"kind": exc.kind, "message": msg}
+        if self.session is not None:
+            self.session.record_final()
+        self._flush()
+
     def _last_submit(self) -> Any:
         for step in reversed(self.session.steps if self.session else []):
             if step["action"].get("tool") == "submit":
@@ -232,9 +354,16 @@ class ChatAgent:
             return
         self._flushed = True
         # settings refreshed: a lazily loaded backend knows more now
-        finish_trace(self.trace, self.session, self.status, self.describe(), time.perf_counter() - self._t0)
+        finish_trace(self.trace, self.session, self.status, self.describe(), time.perf_counter() - self._t0,
+                     self.episode_stats())
+        self.trace = bound_trace(scrub(self.trace, self.secrets()), self.max_trace_chars)
         if self.trace_out:
             append_jsonl(self.trace_out, self.trace)
 
 
-__all__ = ["ChatAgent", "ContextExhausted", "BackendUnavailable", "LLMRequestError", "ABANDON_STATUSES"]
+def _empty_stats() -> dict:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "usage_complete": True, "model_turns": 0, "requests": 0,
+            "cached_replies": 0, "request_latency_s": []}
+
+
+__all__ = ["ChatAgent", "ContextExhausted", "HarnessError", "ABANDON_STATUSES"]

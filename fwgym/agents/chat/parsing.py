@@ -14,10 +14,18 @@ Where the JSON may be (tried in this order):
 
 What a candidate may be:
 
-* an answer: an object with ``"decisions"`` (a list of ``{"decision_id", "value"}`` records, or an
-  object keyed exactly ``b00..b07``; other top-level keys are ignored, other per-record keys such as
-  ``forecast_id`` are dropped), a bare list of decision records, or an object keyed exactly
-  ``b00..b07``;
+* an answer, in the grammar of the ``submit`` tool's arguments for the episode's task (one grammar
+  for text answers and ``submit`` calls, :func:`normalise_answer`):
+
+  - decision episodes: ``{"decisions": ...}`` (a list of ``{"decision_id", "value"}`` records, or an
+    object keyed exactly ``b00..b07``; other per-record keys such as ``forecast_id`` are dropped) or
+    ``{"levels": [8 normalised grid levels]}``; in text also a bare list of decision records or an
+    object keyed exactly ``b00..b07``;
+  - forecast episodes: ``{"quantiles": [24 rows of 9 values at levels 0.1..0.9]}`` or
+    ``{"samples": [2..10,000 rows of 24 values]}``;
+
+  other top-level keys of a text answer (``"rationale"``) are ignored; both answer keys at once, or
+  the other task's answer, are refused;
 * a tool call (when ``allow_tool_calls``): ``{"tool": NAME, "args": {...}}`` (the env's own action
   format; ``args`` optional) or ``{"name": NAME, "arguments": {...} | "<json>"}`` (the common
   function-call format of open chat models).
@@ -62,6 +70,13 @@ Values are JSON numbers, or strings that match a strict JSON-number pattern (con
  32    ``[1, 2, 3, 4, 5, 6, 7, 8]`` / ``{"plan": "..."}``            reject    ``not_an_answer``
  33    ``{"tool": "submit", "args": ..., "extra": 1}``               reject    ``malformed_tool_call``
  34    ``{"name": "history", "arguments": "{bad"}``                  reject    ``malformed_tool_call``
+ 35    ``{"levels": [1.0, 1.05, ..., 1.0]}`` (8 numbers)             accept    grid levels (as ``submit``)
+ 36    ``{"decisions": [...], "levels": [...]}``                     reject    ``ambiguous_answer``
+ 37    ``{"levels": [1.0, 1.0]}``                                    reject    ``bad_levels``
+ 38    forecast: ``{"quantiles": [[9 numbers] x 24]}``               accept    quantile forecast
+ 39    forecast: ``{"samples": [[24 numbers] x n]}``, 2 <= n         accept    sample forecast
+ 40    forecast: ``{"quantiles": [[9 numbers] x 23]}``               reject    ``bad_forecast_shape``
+ 41    forecast: a decisions answer / decision: a quantiles answer   reject    ``wrong_task_answer``
 =====  ==========================================================  ========  ================================
 
 Values are never rounded, snapped, or recovered from earlier tool results.
@@ -74,13 +89,16 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from fwgym.contract import DECISION_IDS, PlanError, decision_values
+from fwgym.contract import DECISION_IDS, MAX_FORECAST_SAMPLES, TARGET_HOURS, PlanError, decision_values
 from fwgym.errors import CodedError
 
 #: A strict JSON number (RFC 8259): no sign ``+``, no leading zeros, no hex, no spaces.
 NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-#: Words whose presence marks a broken fragment as an attempted answer.
-ANSWER_MARKERS = ("decisions", "decision_id", "b00")
+#: Words whose presence marks a broken fragment as an attempted answer, by task.
+ANSWER_MARKERS = ("decisions", "decision_id", "b00", "levels")
+FORECAST_MARKERS = ("quantiles", "samples")
+#: the answer keys (the ``submit`` arguments) of each task
+ANSWER_KEYS: dict[str, tuple[str, str]] = {"decision": ("decisions", "levels"), "forecast": ("quantiles", "samples")}
 #: Replies longer than this are rejected unread.
 MAX_REPLY_CHARS = 200_000
 #: Integers with more digits than this are rejected (a capacity never needs them).
@@ -89,7 +107,14 @@ MAX_INT_DIGITS = 30
 _NUMBER_HINT = ("values must be plain JSON numbers such as 12345.6 (or a string holding exactly one): "
                 "no units, thousands separators, arithmetic, words or rounding marks")
 _FORMAT_HINT = ('answer with one JSON object {"decisions": [{"decision_id": "b00", "value": <number>}, ..., '
-                '{"decision_id": "b07", "value": <number>}]}')
+                '{"decision_id": "b07", "value": <number>}]} or {"levels": [<8 grid levels>]}')
+_FORECAST_HINT = ('answer with one JSON object {"quantiles": [[<9 values at levels 0.1..0.9>], ... 24 rows, one per '
+                  'target hour]} or {"samples": [[<24 values>], ... at least 2 rows]}')
+
+
+def answer_hint(task: str = "decision") -> str:
+    """The one-sentence answer format of ``task`` used in the parser's messages."""
+    return _FORECAST_HINT if task == "forecast" else _FORMAT_HINT
 
 
 class AnswerError(CodedError, ValueError):
@@ -107,7 +132,9 @@ class ParsedReply:
 
     Attributes:
         kind: ``"answer"``, ``"tool_call"`` or ``"error"``.
-        decisions: for answers, 8 records ``[{"decision_id": "b00", "value": float}, ...]`` in id order.
+        answer: for answers, the canonical ``submit`` arguments (:func:`normalise_answer`), e.g.
+            ``{"decisions": [{"decision_id": "b00", "value": float}, ...]}`` (8 records in id order),
+            ``{"levels": [8 floats]}``, ``{"quantiles": [24 x 9 floats]}`` or ``{"samples": [n x 24 floats]}``.
         tool: for tool calls, the tool name.
         args: for tool calls, the argument object.
         code: for errors, the reason code (see the module table).
@@ -117,17 +144,22 @@ class ParsedReply:
     """
 
     kind: str
-    decisions: tuple | None = None
+    answer: dict | None = None
     tool: str | None = None
     args: dict | None = None
     code: str | None = None
     message: str | None = None
     source: str | None = None
 
+    @property
+    def decisions(self) -> list | None:
+        """The 8 canonical decision records of a ``decisions`` answer (``None`` otherwise)."""
+        return (self.answer or {}).get("decisions")
+
     def action(self) -> dict | None:
         """The env action for an answer (a ``submit``) or a tool call; ``None`` for an error."""
         if self.kind == "answer":
-            return {"tool": "submit", "args": {"decisions": [dict(d) for d in self.decisions]}}
+            return {"tool": "submit", "args": _copy_answer(self.answer)}
         if self.kind == "tool_call":
             return {"tool": self.tool, "args": dict(self.args or {})}
         return None
@@ -139,9 +171,14 @@ class ParsedReply:
             v = getattr(self, k)
             if v is not None:
                 out[k] = v
-        if self.decisions is not None:
-            out["decisions"] = [dict(d) for d in self.decisions]
+        if self.answer is not None:
+            out["answer"] = _copy_answer(self.answer)
         return out
+
+
+def _copy_answer(answer: Mapping) -> dict:
+    return {k: [dict(x) if isinstance(x, Mapping) else list(x) if isinstance(x, list) else x for x in v]
+            for k, v in answer.items()}
 
 
 def _error(code: str, message: str) -> ParsedReply:
@@ -243,16 +280,17 @@ def _is_start(text: str, i: int) -> bool:
     return False
 
 
-def scan_json_values(text: str) -> _Scan:
+def scan_json_values(text: str, markers: tuple[str, ...] = ANSWER_MARKERS) -> _Scan:
     """Complete JSON values amid prose, and broken fragments that look like answers.
 
     A value may start at ``{`` or at ``[`` followed by ``{``; after a value the scan resumes at its
     end (nested values are not separate candidates). Broken fragments (bracket span that does not
-    decode) containing ``decisions``, ``decision_id`` or ``b00`` are reported as malformed.
+    decode) containing one of ``markers`` (default: ``decisions``, ``decision_id``, ``b00``,
+    ``levels``) are reported as malformed.
     """
     candidates, malformed = [], []
     i, n = 0, len(text)
-    marked = any(m in text for m in ANSWER_MARKERS)
+    marked = any(m in text for m in markers)
     while i < n:
         if not _is_start(text, i):
             i += 1
@@ -265,7 +303,7 @@ def scan_json_values(text: str) -> _Scan:
             continue
         if marked and not malformed:
             frag = text[i:_balanced_end(text, i)]
-            if any(m in frag for m in ANSWER_MARKERS):
+            if any(m in frag for m in markers):
                 malformed.append(frag)
         i += 1
     return _Scan(candidates, malformed)
@@ -336,26 +374,84 @@ def normalise_decisions(decisions: Any, what: str = '"decisions"') -> list[dict]
     return [{"decision_id": d, "value": parse_number(v, d)} for d, v in zip(DECISION_IDS, values)]
 
 
-def normalise_submit_args(args: Mapping) -> dict:
-    """Format check of ``submit`` arguments (same rules as text answers; no grid or ramp check).
-
-    ``decisions`` is normalised by :func:`normalise_decisions`; ``levels`` must be a list of 8
-    numbers (:func:`parse_number` rules). Other shapes (both keys, neither, extra keys) are returned
-    unchanged so the env answers them with its own counted error.
+def normalise_levels(levels: Any) -> list[float]:
+    """8 normalised grid levels as floats (:func:`parse_number` rules; grid membership is the env's to judge).
 
     Raises:
-        AnswerError: as :func:`normalise_decisions` / :func:`parse_number`.
+        AnswerError: ``bad_levels`` (not a list of 8) or any :func:`parse_number` code.
     """
-    keys = set(args)
-    if keys == {"decisions"}:
+    if not isinstance(levels, list) or len(levels) != len(DECISION_IDS):
+        raise AnswerError("bad_levels", f'"levels" must be a list of 8 normalised grid levels (0.40..2.00), got a '
+                          f'{_json_type(levels)}' + (f" of {len(levels)}" if isinstance(levels, list) else ""))
+    return [parse_number(v, f"levels[{i}]") for i, v in enumerate(levels)]
+
+
+def normalise_forecast(kind: str, rows: Any) -> list[list[float]]:
+    """A forecast answer's rows as floats: ``quantiles`` 24 rows of 9 values, ``samples`` 2..10,000 rows
+    of 24 values (:func:`parse_number` rules; monotonicity of quantiles is the env's to judge).
+
+    Raises:
+        AnswerError: ``bad_forecast_shape`` or any :func:`parse_number` code.
+    """
+    q = kind == "quantiles"
+    need = "24 rows (one per target hour) of 9 values (levels 0.1..0.9)" if q else \
+        f"2..{MAX_FORECAST_SAMPLES} rows (sample paths) of 24 values (one per target hour)"
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise AnswerError("bad_forecast_shape", f'"{kind}" must be a list of rows: {need}; got a {_json_type(rows)}')
+    if q and (len(rows) != TARGET_HOURS or any(len(r) != 9 for r in rows)) or \
+            not q and (not 2 <= len(rows) <= MAX_FORECAST_SAMPLES or any(len(r) != TARGET_HOURS for r in rows)):
+        shape = f"{len(rows)} rows of lengths {sorted({len(r) for r in rows})[:5]}" if rows else "no rows"
+        raise AnswerError("bad_forecast_shape", f'"{kind}" must be {need}; got {shape}')
+    return [[parse_number(v, f"{kind}[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(rows)]
+
+
+def normalise_answer(args: Mapping, task: str = "decision", *, extra_keys: str = "refuse") -> dict:
+    """The one answer grammar of text answers and ``submit`` calls: canonical ``submit`` arguments.
+
+    Args:
+        args: the answer object (``submit`` arguments, or a text answer's JSON object).
+        task: ``"decision"`` (``decisions`` or ``levels``) or ``"forecast"`` (``quantiles`` or ``samples``).
+        extra_keys: ``"refuse"`` (a ``submit`` call: other keys are an error) or ``"ignore"`` (a text
+            answer: commentary keys such as ``"rationale"`` are dropped).
+
+    Returns:
+        ``{"decisions": 8 canonical records}``, ``{"levels": 8 floats}``, ``{"quantiles": 24 x 9
+        floats}`` or ``{"samples": n x 24 floats}``. Values are never rounded or snapped.
+
+    Raises:
+        AnswerError: ``not_an_answer`` (no answer key), ``ambiguous_answer`` (both), ``wrong_task_answer``
+            (the other task's answer), ``unknown_answer_key`` (extra keys with ``extra_keys="refuse"``),
+            or the codes of :func:`normalise_decisions`, :func:`normalise_levels`, :func:`normalise_forecast`.
+    """
+    own = ANSWER_KEYS["forecast" if task == "forecast" else "decision"]
+    other = ANSWER_KEYS["decision" if task == "forecast" else "forecast"]
+    keys = [k for k in own if k in args]
+    if not keys:
+        if any(k in args for k in other):
+            raise AnswerError("wrong_task_answer", f"this is a {task} episode: {answer_hint(task)}")
+        raise AnswerError("not_an_answer", f"the answer has none of {list(own)}; {answer_hint(task)}")
+    if len(keys) > 1:
+        raise AnswerError("ambiguous_answer", f'give exactly one of "{own[0]}" or "{own[1]}", not both')
+    extra = [k for k in args if k not in own]
+    if extra and extra_keys == "refuse":
+        raise AnswerError("unknown_answer_key", f"submit takes only {' or '.join(repr(k) for k in own)}; unexpected "
+                          f"key(s) {sorted(map(str, extra))[:5]}")
+    key = keys[0]
+    if key == "decisions":
         return {"decisions": normalise_decisions(args["decisions"])}
-    if keys == {"levels"}:
-        lv = args["levels"]
-        if not isinstance(lv, list) or len(lv) != len(DECISION_IDS):
-            raise AnswerError("bad_levels", f'"levels" must be a list of 8 normalised grid levels (0.40..2.00), got a {_json_type(lv)}'
-                              + (f" of {len(lv)}" if isinstance(lv, list) else ""))
-        return {"levels": [parse_number(v, f"levels[{i}]") for i, v in enumerate(lv)]}
-    return dict(args)
+    if key == "levels":
+        return {"levels": normalise_levels(args["levels"])}
+    return {key: normalise_forecast(key, args[key])}
+
+
+def normalise_submit_args(args: Mapping, task: str = "decision") -> dict:
+    """Format check of ``submit`` arguments: :func:`normalise_answer` with extra keys refused (no grid,
+    ramp or monotonicity check: the env judges those).
+
+    Raises:
+        AnswerError: as :func:`normalise_answer`.
+    """
+    return normalise_answer(args, task, extra_keys="refuse")
 
 
 def _json_type(v: Any) -> str:
@@ -416,8 +512,10 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def classify(value: Any, flags: _Flags | None = None, *, allow_tool_calls: bool = True, source: str = "whole") -> ParsedReply:
-    """Classify one decoded JSON value as an answer, a tool call or an error (see module table)."""
+def classify(value: Any, flags: _Flags | None = None, *, allow_tool_calls: bool = True, source: str = "whole",
+             task: str = "decision") -> ParsedReply:
+    """Classify one decoded JSON value as an answer (of ``task``), a tool call or an error (see module table)."""
+    hint = answer_hint(task)
     if flags is not None:
         if flags.duplicates:
             return _error("duplicate_keys", f"the JSON has duplicate keys {sorted(set(map(str, flags.duplicates)))[:5]}; every key may appear once")
@@ -426,22 +524,23 @@ def classify(value: Any, flags: _Flags | None = None, *, allow_tool_calls: bool 
         if flags.overflow:
             code, num = flags.overflow[0]
             return _error(code, f"the JSON contains the number {num}, which is not a usable finite value")
+    answer_keys = ANSWER_KEYS["decision"] + ANSWER_KEYS["forecast"]
     try:
         if isinstance(value, Mapping):
             if allow_tool_calls:
                 call = _tool_call(value)
                 if call is not None:
                     return replace(call, source=source) if call.kind == "tool_call" else call
-            if "decisions" in value:
-                return ParsedReply(kind="answer", decisions=tuple(normalise_decisions(value["decisions"])), source=source)
-            if any(isinstance(k, str) and re.fullmatch(r"[bB]\d\d", k) for k in value):
-                return ParsedReply(kind="answer", decisions=tuple(normalise_decisions(value, "the answer object")), source=source)
+            if any(k in value for k in answer_keys):
+                return ParsedReply(kind="answer", answer=normalise_answer(value, task, extra_keys="ignore"), source=source)
+            if task != "forecast" and any(isinstance(k, str) and re.fullmatch(r"[bB]\d\d", k) for k in value):
+                return ParsedReply(kind="answer", answer={"decisions": normalise_decisions(value, "the answer object")},
+                                   source=source)
             return _error("not_an_answer", f"the JSON object (keys {sorted(map(str, value))[:6]}) is neither a tool call nor an answer; "
-                          + (_FORMAT_HINT if not allow_tool_calls else
-                             'call a tool with {"tool": NAME, "args": {...}} or ' + _FORMAT_HINT))
-        if isinstance(value, list) and value and all(isinstance(x, Mapping) for x in value):
-            return ParsedReply(kind="answer", decisions=tuple(normalise_decisions(value, "the list")), source=source)
-        return _error("not_an_answer", f"the reply's JSON is a {_json_type(value)}, not an answer; {_FORMAT_HINT}")
+                          + (hint if not allow_tool_calls else 'call a tool with {"tool": NAME, "args": {...}} or ' + hint))
+        if task != "forecast" and isinstance(value, list) and value and all(isinstance(x, Mapping) for x in value):
+            return ParsedReply(kind="answer", answer={"decisions": normalise_decisions(value, "the list")}, source=source)
+        return _error("not_an_answer", f"the reply's JSON is a {_json_type(value)}, not an answer; {hint}")
     except AnswerError as exc:
         return _error(exc.code, exc.message)
 
@@ -450,24 +549,26 @@ def classify(value: Any, flags: _Flags | None = None, *, allow_tool_calls: bool 
 # the entry point
 
 
-def parse_reply_text(text: Any, *, allow_tool_calls: bool = True) -> ParsedReply:
+def parse_reply_text(text: Any, *, allow_tool_calls: bool = True, task: str = "decision") -> ParsedReply:
     """Read a model's text reply (see the module docstring for the accepted and rejected forms).
 
     Args:
         text: the reply text (``None`` counts as empty).
         allow_tool_calls: also accept ``{"tool": ..., "args": ...}`` and ``{"name": ..., "arguments": ...}``
             tool calls (otherwise such objects are "not an answer").
+        task: the episode's task (``"decision"`` or ``"forecast"``): which answer grammar applies.
 
     Returns:
         :class:`ParsedReply` (``kind`` answer / tool_call / error). Never raises.
     """
     try:
-        return _parse(text, allow_tool_calls)
+        return _parse(text, allow_tool_calls, "forecast" if task == "forecast" else "decision")
     except Exception as exc:  # pragma: no cover - defensive: the parser must never crash an episode
         return _error("unreadable_reply", f"the reply could not be read ({type(exc).__name__})")
 
 
-def _parse(text: Any, allow_tool_calls: bool) -> ParsedReply:
+def _parse(text: Any, allow_tool_calls: bool, task: str) -> ParsedReply:
+    hint = answer_hint(task)
     if text is None:
         text = ""
     if not isinstance(text, str):
@@ -476,30 +577,31 @@ def _parse(text: Any, allow_tool_calls: bool) -> ParsedReply:
         return _error("reply_too_long", f"the reply has {len(text)} characters; the limit is {MAX_REPLY_CHARS}")
     body = text.strip().lstrip("\ufeff").strip()
     if not body:
-        return _error("empty_reply", "the reply is empty; " + _FORMAT_HINT)
+        return _error("empty_reply", "the reply is empty; " + hint)
     whole = _decode_at(body, 0)
     if whole is not None and whole[1] == len(body):
-        return classify(whole[0], whole[2], allow_tool_calls=allow_tool_calls, source="whole")
-    scan = scan_json_values(body)
+        return classify(whole[0], whole[2], allow_tool_calls=allow_tool_calls, source="whole", task=task)
+    scan = scan_json_values(body, FORECAST_MARKERS if task == "forecast" else ANSWER_MARKERS)
     if scan.malformed:
         frag = scan.malformed[0]
         shown = frag if len(frag) <= 120 else frag[:100] + " ... " + frag[-15:]
         return _error("malformed_decision_candidate",
                       f"the reply contains broken JSON that looks like an answer: {shown!r}. Write strict JSON: "
-                      "double-quoted keys, no trailing commas, no comments, complete brackets; " + _FORMAT_HINT)
+                      "double-quoted keys, no trailing commas, no comments, complete brackets; " + hint)
     if len(scan.candidates) > 1:
         return _error("ambiguous_candidates",
                       f"the reply contains {len(scan.candidates)} separate JSON values; it must contain exactly one "
                       "(one tool call, or the final answer)")
     if not scan.candidates:
         if whole is not None:  # e.g. a bare number or string followed by prose
-            return _error("no_json", "the reply has no JSON object; " + _FORMAT_HINT)
+            return _error("no_json", "the reply has no JSON object; " + hint)
         return _error("no_json", "the reply has neither a tool call nor a JSON answer; "
-                      + ('call a tool with {"tool": NAME, "args": {...}} or ' if allow_tool_calls else "") + _FORMAT_HINT)
+                      + ('call a tool with {"tool": NAME, "args": {...}} or ' if allow_tool_calls else "") + hint)
     value, flags, start, _ = scan.candidates[0]
     source = "fence" if re.search(r"```[A-Za-z]*[ \t]*\r?\n?[ \t]*$", body[:start]) else "prose"
-    return classify(value, flags, allow_tool_calls=allow_tool_calls, source=source)
+    return classify(value, flags, allow_tool_calls=allow_tool_calls, source=source, task=task)
 
 
-__all__ = ["AnswerError", "ParsedReply", "parse_reply_text", "parse_number", "normalise_decisions",
-           "normalise_submit_args", "scan_json_values", "classify", "NUMBER_RE"]
+__all__ = ["AnswerError", "ParsedReply", "parse_reply_text", "parse_number", "normalise_decisions", "normalise_levels",
+           "normalise_forecast", "normalise_answer", "normalise_submit_args", "answer_hint", "scan_json_values",
+           "classify", "NUMBER_RE", "ANSWER_KEYS"]

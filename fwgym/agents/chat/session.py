@@ -20,8 +20,17 @@ agent (:func:`fwgym.agents.run_episode`). :class:`ChatSession` sits on the agent
     arithmetic, NaN, bad tool-call arguments, a badly formatted submit) becomes one *wasted call*.
 
 * :meth:`ChatSession.next_action` hands the queued actions to the env one by one and
-  :meth:`ChatSession.observe` feeds each result back: a ``tool`` message for a native call, a
-  ``user`` message otherwise.
+  :meth:`ChatSession.observe` feeds each result back: a ``tool`` message for a native call (or, with
+  ``tool_results_as="user"``, one ``user`` message per reply), a ``user`` message otherwise.
+
+The prompts follow the episode's task: decision episodes (decision and context suites) answer 8
+capacities or levels, forecast episodes 24 x 9 quantiles or sample paths; the answer grammar is the
+``submit`` tool's for the task whatever the route (:func:`fwgym.agents.chat.parsing.normalise_answer`).
+
+Bounds: native tool-call arguments longer than ``max_argument_chars`` (default
+:data:`MAX_ARGUMENT_CHARS`, the env's longest action) are refused before they are parsed
+(``arguments_too_long``, one counted call); at most ``max_calls + 1`` calls of one reply are kept
+(the env ends the episode before any later one could run).
 
 Wasted calls and exact call accounting: an unusable reply is sent to the env as the action
 ``{"tool": "invalid_reply", "args": {}}`` (:data:`REPLY_ERROR_TOOL`). The env counts it like any
@@ -31,9 +40,9 @@ shown the env's generic "unknown tool" message but the parser's explanation of w
 its reply; the trace keeps both.
 
 Submissions are format-checked the same way whatever their route (text answer, text or native
-``submit`` call): format problems come back as a wasted call with an explanation; a well-formed plan
-goes to the env's ``submit`` unchanged (values are never rounded or snapped), and the env alone
-judges the grid and the ramp.
+``submit`` call): format problems (shape, numbers, both or neither answer key) come back as a wasted
+call with an explanation; a well-formed answer goes to the env's ``submit`` unchanged (values are
+never rounded or snapped), and the env alone judges the grid, the ramp and quantile monotonicity.
 """
 from __future__ import annotations
 
@@ -42,12 +51,20 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from fwgym.agents.chat.parsing import AnswerError, normalise_submit_args, parse_reply_text
-from fwgym.agents.chat.prompts import (budget_left, calls_left, first_user_message, history_start, system_prompt,
-                                       tool_schemas)
+from fwgym.agents.chat.prompts import (budget_left, calls_left, compact_result, direct_prompt, first_user_message,
+                                       history_start, result_json, system_prompt, tool_schemas)
 from fwgym.tools import REGISTRY, loads_strict
+from fwgym.tools.registry import drop_null_arguments
 
 #: Tool name of the action that stands for an unusable reply (counted by the env as one call).
 REPLY_ERROR_TOOL = "invalid_reply"
+#: Longest tool-call argument string passed on (characters): the env's longest action
+#: (:data:`fwgym.tools.actions.MAX_ACTION_CHARS`); a longer one is refused as ``arguments_too_long``.
+MAX_ARGUMENT_CHARS = 100_000
+#: How tool results go back to the model: ``tool`` messages, or ``user`` messages (for chat templates
+#: that drop ``tool`` messages, e.g. llama-cpp-python's ``chatml-function-calling``).
+TOOL_RESULT_ROLES = ("tool", "user")
+
 
 @dataclass(frozen=True)
 class ToolRequest:
@@ -57,11 +74,14 @@ class ToolRequest:
         id: the call id (echoed in the ``tool`` message), or ``None``.
         name: the function (tool) name.
         arguments: the arguments as the model sent them: a JSON string (OpenAI) or an object.
+        original_chars: set when ``arguments`` was cut to a bound: the length the model sent (the
+            call is then refused as ``arguments_too_long``, counted as one call).
     """
 
     id: str | None
     name: str
     arguments: Any = "{}"
+    original_chars: int | None = None
 
 
 @dataclass
@@ -96,6 +116,7 @@ class _Pending:
     error: tuple[str, str] | None = None
     parse: dict | None = None
     turn: int = 0
+    notes: dict | None = None
 
 
 class ChatSession:
@@ -109,25 +130,50 @@ class ChatSession:
         max_tool_chars: truncate tool results longer than this in the messages (``None``: never).
         system: replace the system message text (``None``: :func:`system_prompt`).
         history_hours: show only the last N visible hours in the first message (``None``: all 336).
+        describe_tools: list the tools and their arguments in the system message (default: only in
+            text mode; on for servers that take ``tools`` without showing them to the model).
+        compact_results: show tool results compactly (:func:`~fwgym.agents.chat.prompts.compact_result`).
+        strict_tools: send OpenAI strict-mode schemas where a tool has one; ``null`` values of optional
+            arguments in native calls are then dropped (:func:`fwgym.tools.registry.drop_null_arguments`).
+        tool_results_as: ``"tool"`` (default: ``tool`` messages after native calls) or ``"user"``
+            (results of one reply folded into one ``user`` message, for chat templates that drop
+            ``tool`` messages).
+        max_argument_chars: refuse native tool-call arguments longer than this (``arguments_too_long``).
+        direct: the direct-prompt baseline (:func:`~fwgym.agents.chat.prompts.direct_prompt`): no tools
+            offered, no tool calls accepted; the model answers at once (an unusable answer is a counted
+            call with feedback, as always).
 
     Attributes:
-        messages: the chat so far (OpenAI message dicts).
+        messages: the chat so far (OpenAI message dicts; ``content`` is always a string).
         steps: one dict per env action (reply turn, action, parse outcome, env result, feedback).
         tools, task, max_calls: the episode's tools, task and call limit (set by :meth:`start`).
         episode: the episode's structured facts given to :meth:`start` (``{}`` without them).
         turns: model replies so far.
+        notices: harness notices of the episode (dropped tool calls), for the trace.
     """
 
     def __init__(self, *, native_tools: bool = True, text_tool_calls: bool = True, tools: Sequence[str] | None = None,
-                 max_tool_chars: int | None = None, system: str | None = None, history_hours: int | None = None):
+                 max_tool_chars: int | None = None, system: str | None = None, history_hours: int | None = None,
+                 describe_tools: bool | None = None, compact_results: bool = False, strict_tools: bool = False,
+                 tool_results_as: str = "tool", max_argument_chars: int = MAX_ARGUMENT_CHARS, direct: bool = False):
         if tools is not None:
             tool_schemas(tools)  # validates names
-        self.native_tools = bool(native_tools)
-        self.text_tool_calls = bool(text_tool_calls) or not self.native_tools
+        if tool_results_as not in TOOL_RESULT_ROLES:
+            raise ValueError(f"tool_results_as must be one of {list(TOOL_RESULT_ROLES)}, got {tool_results_as!r}")
+        if not isinstance(max_argument_chars, int) or max_argument_chars < 2:
+            raise ValueError(f"max_argument_chars must be an integer >= 2, got {max_argument_chars!r}")
+        self.direct = bool(direct)
+        self.native_tools = bool(native_tools) and not self.direct
+        self.text_tool_calls = (bool(text_tool_calls) or not self.native_tools) and not self.direct
         self._tools_arg = tuple(tools) if tools is not None else None
         self.max_tool_chars = max_tool_chars
         self._system = system
         self.history_hours = history_hours
+        self.describe_tools = describe_tools
+        self.compact_results = bool(compact_results)
+        self.strict_tools = bool(strict_tools)
+        self.tool_results_as = tool_results_as
+        self.max_argument_chars = max_argument_chars
         self.messages: list[dict] = []
         self.steps: list[dict] = []
         self.episode: dict = {}
@@ -135,8 +181,10 @@ class ChatSession:
         self.task = "decision"
         self.max_calls = 0
         self.turns = 0
+        self.notices: list[str] = []
         self._queue: list[_Pending] = []
         self._outstanding: _Pending | None = None
+        self._result_turn: int | None = None
 
     # -- episode start -------------------------------------------------------------------------
 
@@ -147,36 +195,47 @@ class ChatSession:
             observation: the episode's first observation.
             episode: the episode's structured facts (``info["episode"]`` of the env's reset, see
                 :meth:`fwgym.envs.fwbench.FWBenchEnv.reset`): ``tools``, ``task``, ``max_calls``,
-                ``budget`` and the ``history`` window are read from it. Without it (another env),
-                the tools are every registered tool, the limits those of ``observation`` and the
-                history table counts hours back from the last visible hour.
+                ``budget``, the ``history`` window and the ``target`` steps are read from it. Without
+                it (another env), the tools are every registered tool, the task ``"decision"``, the
+                limits those of ``observation`` and the history table counts hours back from the
+                last visible hour.
         """
         facts = episode or {}
         self.episode = dict(facts)
         self.tools = self._tools_arg or tuple(facts.get("tools") or REGISTRY)
         tool_schemas(self.tools)  # validates names
-        self.task = str(facts.get("task", "decision"))
+        self.task = "forecast" if facts.get("task") == "forecast" else "decision"
         self.max_calls = int(facts["max_calls"]) if "max_calls" in facts else calls_left(observation)
         budget = facts["budget"] if "budget" in facts else budget_left(observation)
-        system = self._system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
-                                               native_tools=self.native_tools)
-        start = history_start(facts, len(observation.get("history", [])))
-        self.messages = [{"role": "system", "content": system},
-                         {"role": "user", "content": first_user_message(observation, history_start=start,
-                                                                         history_hours=self.history_hours,
-                                                                         native_tools=self.native_tools)}]
-        self.steps, self._queue, self._outstanding = [], [], None
+        if self.direct:
+            system, user = direct_prompt(observation, facts, task=self.task, history_hours=self.history_hours)
+            system = self._system or system
+        else:
+            system = self._system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
+                                                   native_tools=self.native_tools, task=self.task,
+                                                   describe_tools=self.describe_tools, compact=self.compact_results,
+                                                   episode=facts)
+            user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
+                                      history_hours=self.history_hours, native_tools=self.native_tools)
+        self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        self.steps, self._queue, self._outstanding, self.notices = [], [], None, []
         self.turns = 0
+        self._result_turn = None
         return self.messages
 
     def tool_schemas(self) -> list[dict] | None:
         """Function schemas for the request (``None`` when tools are not native)."""
-        return tool_schemas(self.tools) if self.native_tools else None
+        return tool_schemas(self.tools, self.task, strict=self.strict_tools) if self.native_tools else None
 
     # -- replies -------------------------------------------------------------------------------
 
     def add_reply(self, reply: ModelReply) -> int:
         """Append the assistant message and queue its actions.
+
+        The assistant message always has a string ``content`` (``""`` beside tool calls: strict servers
+        refuse ``null``) and only JSON-object arguments (an unusable argument string is shown as ``"{}"``;
+        the model is told what was wrong in the result). Calls beyond ``max_calls + 1`` in one reply are
+        dropped with a notice: the env ends the episode before they could run.
 
         Returns:
             The number of queued actions (always >= 1: an unusable reply queues one wasted call).
@@ -189,11 +248,15 @@ class ChatSession:
         self.turns += 1
         content = reply.content or ""
         calls = list(reply.tool_calls) if self.native_tools else []
-        msg: dict[str, Any] = {"role": "assistant", "content": content if content or not calls else None}
+        keep = self.max_calls + 1
+        if len(calls) > keep:
+            self.notices.append(f"turn {self.turns}: {len(calls) - keep} of {len(calls)} tool calls dropped (at most "
+                                f"{keep} can run before the call limit ends the episode)")
+            calls = calls[:keep]
+        msg: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             msg["tool_calls"] = [{"id": c.id or f"call_{self.turns}_{i}", "type": "function",
-                                  "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str)
-                                               else json.dumps(c.arguments)}}
+                                  "function": {"name": c.name, "arguments": _chat_arguments(c)}}
                                  for i, c in enumerate(calls)]
         self.messages.append(msg)
         if calls:
@@ -204,23 +267,41 @@ class ChatSession:
         return len(self._queue)
 
     def _native_call(self, call: ToolRequest, call_id: str) -> _Pending:
+        name = str(call.name)[:200]
+        if call.original_chars is not None:
+            return self._err("arguments_too_long", f"the arguments of your {name[:40]!r} call have {call.original_chars} "
+                             f"characters; the limit is {self.max_argument_chars}, so the call was not run", "native",
+                             call_id)
         args = call.arguments
         if isinstance(args, str):
+            if len(args) > self.max_argument_chars:
+                return self._err("arguments_too_long", f"the arguments of your {name[:40]!r} call have {len(args)} "
+                                 f"characters; the limit is {self.max_argument_chars}, so the call was not run",
+                                 "native", call_id)
             text = args.strip() or "{}"
             try:
                 args = loads_strict(text)
             except (ValueError, RecursionError) as exc:
-                return self._err("malformed_tool_call", f"the arguments of your {call.name[:40]!r} call are not valid "
+                return self._err("malformed_tool_call", f"the arguments of your {name[:40]!r} call are not valid "
                                  f"JSON ({str(exc)[:160]}); send a JSON object", "native", call_id)
         if args is None:
             args = {}
         if not isinstance(args, Mapping):
-            return self._err("malformed_tool_call", f"the arguments of your {call.name[:40]!r} call must be a JSON object",
+            return self._err("malformed_tool_call", f"the arguments of your {name[:40]!r} call must be a JSON object",
                              "native", call_id)
-        return self._tool(str(call.name), dict(args), "native", call_id)
+        args = dict(args)
+        notes = None
+        if self.strict_tools and name in REGISTRY:
+            plain = drop_null_arguments(name, args, self.task)
+            if plain != args:
+                notes = {"dropped_null_arguments": sorted(set(args) - set(plain))}
+                args = plain
+        p = self._tool(name, args, "native", call_id)
+        p.notes = notes
+        return p
 
     def _text(self, content: str) -> _Pending:
-        parsed = parse_reply_text(content, allow_tool_calls=self.text_tool_calls)
+        parsed = parse_reply_text(content, allow_tool_calls=self.text_tool_calls, task=self.task)
         if parsed.kind == "error":
             p = self._err(parsed.code, parsed.message, "text", None)
         elif parsed.kind == "tool_call":
@@ -233,7 +314,7 @@ class ChatSession:
     def _tool(self, name: str, args: dict, source: str, call_id: str | None) -> _Pending:
         if name == "submit":
             try:
-                args = normalise_submit_args(args)
+                args = normalise_submit_args(args, self.task)
             except AnswerError as exc:
                 return self._err(exc.code, f"submit was not sent: {exc.message}", source, call_id)
             return _Pending(action={"tool": "submit", "args": args}, kind="answer", source=source,
@@ -277,18 +358,29 @@ class ChatSession:
             env_result = raw
         calls, budget = calls_left(observation), budget_left(observation)
         status = f"[calls left: {calls} of {self.max_calls}; credits left: {budget}]"
+        how = "Reply with the final answer JSON." if self.direct else "Reply with one tool call or the final answer."
         if p.kind == "error":
             code, message = p.error
             body = json.dumps({"ok": False, "error": {"code": code, "message": message}})
             text_msg = (f"Your reply could not be used ({code}): {message}\nThis counted as one tool call. {status}\n"
-                        "Reply with one tool call or the final answer.")
+                        + how)
         else:
             body = raw
+            if self.compact_results and isinstance(env_result, dict):
+                body = result_json(compact_result(env_result, p.action.get("args")))
             if self.max_tool_chars is not None and len(body) > self.max_tool_chars:
-                body = body[: self.max_tool_chars] + f"...[truncated: {len(raw)} characters in all]"
+                n = len(body)
+                body = body[: self.max_tool_chars] + f"...[truncated: {n} characters in all]"
             text_msg = f"Result of {p.action.get('tool')}:\n{body}\n{status}"
-        if p.tool_call_id is not None and self.native_tools:
+        if p.tool_call_id is not None and self.native_tools and self.tool_results_as == "tool":
             self.messages.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": f"{body}\n{status}"})
+        elif p.tool_call_id is not None and self.native_tools:  # folded into one user message per reply, in call order
+            last = self.messages[-1]
+            if self._result_turn == p.turn and last.get("role") == "user":
+                last["content"] += "\n\n" + text_msg
+            else:
+                self.messages.append({"role": "user", "content": text_msg})
+            self._result_turn = p.turn
         else:
             self.messages.append({"role": "user", "content": text_msg})
         self.steps.append(self._step(p, env_result, calls, budget))
@@ -307,9 +399,29 @@ class ChatSession:
             step["parse"] = p.parse
         if p.error is not None:
             step["error"] = {"code": p.error[0], "message": p.error[1]}
+        if p.notes:
+            step.update(p.notes)
         step["env_result"] = env_result
         step["calls_left"], step["budget_left"] = calls, budget
         return step
 
 
-__all__ = ["ChatSession", "ModelReply", "ToolRequest", "REPLY_ERROR_TOOL"]
+def _chat_arguments(call: ToolRequest) -> str:
+    """The arguments as the chat history shows them: the model's JSON object text, or ``"{}"`` when it
+    is not a usable JSON object (strict servers parse the history's arguments) or was cut to a bound."""
+    if call.original_chars is not None:
+        return "{}"
+    args = call.arguments
+    if not isinstance(args, str):
+        try:
+            return json.dumps(args, allow_nan=False) if isinstance(args, Mapping) else "{}"
+        except (TypeError, ValueError):
+            return "{}"
+    try:
+        ok = isinstance(loads_strict(args.strip() or "{}"), dict)
+    except (ValueError, RecursionError):
+        ok = False
+    return args if ok else "{}"
+
+
+__all__ = ["ChatSession", "ModelReply", "ToolRequest", "REPLY_ERROR_TOOL", "MAX_ARGUMENT_CHARS", "TOOL_RESULT_ROLES"]

@@ -1,9 +1,9 @@
 """Options and helpers shared by the LLM agent kinds (``--agent openai``, ``--agent transformers``).
 
 The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
-``--agent-name``, ``--max-tool-chars``, ``--history-hours``) are added once by whichever LLM kind
-registers first; ``--llm-seed`` and ``--hf-device`` carry a prefix because other kinds (SB3) may want
-``--seed`` / ``--device``.
+``--agent-name``, ``--max-tool-chars``, ``--history-hours``, ``--compact-results``, ``--direct-prompt``,
+``--episode-timeout``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
+``--hf-device`` carry a prefix because other kinds (SB3) may want ``--seed`` / ``--device``.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--top-p",), {"type": float, "default": None, "dest": "top_p", "help": "LLM nucleus sampling mass"}),
     (("--llm-seed",), {"type": int, "default": None, "dest": "llm_seed", "help": "LLM sampling seed"}),
     (("--max-tokens",), {"type": int, "default": None, "dest": "max_tokens",
-                         "help": "max tokens per LLM reply (transformers default 512)"}),
+                         "help": "max tokens per LLM reply (default: openai 2048, transformers 512)"}),
     (("--trace-out",), {"default": None, "dest": "trace_out",
                         "help": "JSONL file for one trace per episode (default <run directory>/traces.jsonl; appended)"}),
     (("--agent-name",), {"default": None, "dest": "agent_name", "help": "policy name of the LLM agent in results"}),
@@ -25,6 +25,15 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
                              "help": "truncate tool results longer than this in the chat (default: never)"}),
     (("--history-hours",), {"type": int, "default": None, "dest": "history_hours",
                             "help": "show only the last N visible hours in the first LLM message (default: all 336)"}),
+    (("--compact-results",), {"action": "store_true", "dest": "compact_results",
+                              "help": "show tool results compactly (6 significant digits, plans as levels, no echo of "
+                                      "inputs): fewer tokens for small context windows"}),
+    (("--direct-prompt",), {"action": "store_true", "dest": "direct_prompt",
+                            "help": "direct-prompt baseline (Context is Key style): no tools, the model answers at once "
+                                    "(forecast suite: quantiles or samples)"}),
+    (("--episode-timeout",), {"type": float, "default": None, "dest": "episode_timeout",
+                              "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
+                                      "(never scored; default: no bound)"}),
 )
 
 
@@ -56,7 +65,10 @@ def common_kwargs(args) -> dict:
     """Agent kwargs from the shared options."""
     kw = {"temperature": getattr(args, "temperature", None), "top_p": getattr(args, "top_p", None),
           "seed": getattr(args, "llm_seed", None), "max_tool_chars": getattr(args, "max_tool_chars", None),
-          "history_hours": getattr(args, "history_hours", None)}
+          "history_hours": getattr(args, "history_hours", None),
+          "compact_results": bool(getattr(args, "compact_results", False)),
+          "direct_prompt": bool(getattr(args, "direct_prompt", False)),
+          "episode_timeout": getattr(args, "episode_timeout", None)}
     if getattr(args, "agent_name", None):
         kw["name"] = args.agent_name
     return kw

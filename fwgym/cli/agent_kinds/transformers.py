@@ -30,6 +30,8 @@ def add_arguments(group) -> None:
                        help="float32, bfloat16, float16 or auto (default float32 on CPU, bfloat16 on CUDA)")
     group.add_argument("--max-context", type=int, default=None, dest="max_context",
                        help="context window in tokens (default: the model config's)")
+    group.add_argument("--hf-no-kv-cache", action="store_true", dest="hf_no_kv_cache",
+                       help="re-encode the whole chat every turn instead of reusing the KV cache of the last turn")
     add_common_arguments(group)
 
 
@@ -49,6 +51,7 @@ def build(args):
     factory = LLMAgentFactory(kind="transformers", model_path=model, gguf_file=args.gguf_file,
                               plain_cache_dir=args.gguf_cache_dir, device=args.hf_device, dtype=args.hf_dtype,
                               max_context=args.max_context, max_new_tokens=getattr(args, "max_tokens", None) or 512,
+                              reuse_cache=not getattr(args, "hf_no_kv_cache", False),
                               trace_out=path, **kw)
     factory()  # validates the settings now (cheap: the model loads on the first turn)
     start_trace_file(path)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fwgym.agents import run_episode
-from fwgym.agents.chat import (REPLY_ERROR_TOOL, BackendUnavailable, ChatAgent, ChatSession, ContextExhausted,
+from fwgym.agents.chat import (REPLY_ERROR_TOOL, ChatAgent, ChatSession, ContextExhausted, HarnessError,
                                ModelReply, ToolRequest)
 from fwgym.agents.chat.prompts import tool_schemas
 from fwgym.envs.fwbench import FWBenchEnv
@@ -217,21 +217,69 @@ def test_off_grid_answer_goes_to_the_env_unchanged(env, case_id, plan_and_score)
     assert not rec["valid"] and rec["status"] == "invalid_submission" and "off_grid" in rec["reason"]
 
 
-def test_context_exhausted_and_backend_error_end_the_episode_with_a_status(env, case_id, tmp_path):
+def test_context_exhausted_is_the_models_and_ends_the_episode_abstained(env, case_id, tmp_path):
     trace = tmp_path / "t.jsonl"
-    for exc, status in ((ContextExhausted("HTTP 400: maximum context length is 4096 tokens"), "context_exhausted"),
-                        (BackendUnavailable("no reply after 4 attempts"), "backend_error")):
-        agent = ScriptedChatAgent(['{"tool": "catalog"}', exc], trace_out=trace)
-        rec = run_episode(env, agent, options={"case_id": case_id}).record
-        if status == "backend_error":  # the backend's failure, not the model's: a harness error, never scored
-            assert rec["status"] == "harness_error" and not rec["scored"] and rec["S"] is None
-            assert rec["harness_kind"] == "transport" and rec["reason"] == "no reply after 4 attempts"
-        else:
-            assert not rec["valid"] and rec["status"] == "abstained" and rec["reason"].startswith(status)
-        assert rec["calls"] == 1 and agent.trace["agent_status"] == status
-    lines = [json.loads(x) for x in trace.read_text().splitlines()]
-    assert [t["agent_status"] for t in lines] == ["context_exhausted", "backend_error"]
-    assert lines[0]["steps"][-1]["kind"] == "abandon"
+    agent = ScriptedChatAgent(['{"tool": "catalog"}', ContextExhausted("HTTP 400: maximum context length is 4096 tokens")],
+                              trace_out=trace)
+    rec = run_episode(env, agent, options={"case_id": case_id}).record
+    assert not rec["valid"] and rec["status"] == "abstained" and rec["reason"].startswith("context_exhausted")
+    assert rec["calls"] == 1 and agent.trace["agent_status"] == "context_exhausted"
+    (t,) = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert t["agent_status"] == "context_exhausted" and t["steps"][-1]["kind"] == "abandon" and t["harness_error"] is None
+
+
+def test_harness_error_propagates_after_the_trace_is_written(env, case_id, tmp_path):
+    """An infrastructure failure is not the model's: act() raises HarnessError (the run layer ends the episode
+    as harness_error, never scored) and the trace is complete and written before it does."""
+    trace = tmp_path / "t.jsonl"
+    agent = ScriptedChatAgent(['{"tool": "catalog"}', HarnessError("no reply after 4 attempts", "http_5xx")],
+                              trace_out=trace)
+    obs, info = env.reset(options={"case_id": case_id})
+    agent.reset({**info, "episode_id": "ep-0007"})
+    obs, *_ = env.step(agent.act(obs))
+    with pytest.raises(HarnessError, match="no reply after 4 attempts") as ei:
+        agent.act(obs)
+    assert ei.value.kind == "http_5xx" and agent.status == "harness_error"
+    (t,) = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert t["agent_status"] == "harness_error" and t["harness_error"] == {"kind": "http_5xx",
+                                                                           "message": "no reply after 4 attempts"}
+    assert t["episode_id"] == "ep-0007" and t["case_id"] == case_id and t["score"] is None
+    assert [s["kind"] for s in t["steps"]] == ["tool"] and t["stats"]["model_turns"] == 1
+    agent.end_episode({"case_id": case_id, "status": "harness_error"})  # a late end_episode writes nothing more
+    assert len(trace.read_text().splitlines()) == 1
+
+
+def test_episode_deadline_is_a_harness_error(env, case_id):
+    class Slow(ScriptedChatAgent):
+        def complete(self, messages, tools):
+            import time
+
+            time.sleep(0.3)
+            return super().complete(messages, tools)
+
+    agent = Slow(['{"tool": "catalog"}'] * 5, native_tools=False, episode_timeout=0.5)
+    rec = run_episode(env, agent, options={"case_id": case_id}).record  # the run layer: harness_error, not scored
+    assert rec["status"] == "harness_error" and not rec["scored"] and rec["S"] is None
+    assert rec["harness_kind"] == "timeout" and "deadline of 0.5 s" in rec["reason"] and len(agent.requests) == 2
+    with pytest.raises(ValueError, match="episode_timeout"):
+        ScriptedChatAgent([], episode_timeout=0)
+
+
+def test_episode_stats_account_tokens_turns_and_latency(env, case_id, plan_and_score):
+    decisions, _ = plan_and_score
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30}
+    agent = ScriptedChatAgent([ModelReply(content='{"tool": "catalog"}', meta={"usage": usage, "latency_s": 0.25,
+                                                                               "requests": 2}),
+                               ModelReply(content=_answer(decisions), meta={"usage": usage, "latency_s": 0.5,
+                                                                            "requests": 0, "cached": True})])
+    run_episode(env, agent, options={"case_id": case_id})
+    st = agent.episode_stats()
+    assert st["prompt_tokens"] == 2400 and st["completion_tokens"] == 60 and st["model_turns"] == 2
+    assert st["requests"] == 2 and st["cached_replies"] == 1 and st["request_latency_s"] == [0.25, 0.5]
+    assert st["wall_s"] >= 0 and agent.trace["stats"]["prompt_tokens"] == 2400
+    agent2 = ScriptedChatAgent(['{"tool": "catalog"}', _answer(decisions)])  # no usage from the backend
+    run_episode(env, agent2, options={"case_id": case_id})
+    assert agent2.episode_stats()["prompt_tokens"] is None and agent2.episode_stats()["model_turns"] == 2
 
 
 def test_abandon_ends_the_episode_even_when_invalid_submissions_are_retryable(case_id):

@@ -97,7 +97,51 @@ TABLE = [
     ("tool-call-args-list", '{"tool": "catalog", "args": [1]}', "error", "malformed_tool_call"),
     ("function-call-bad-args", '{"name": "history", "arguments": "{last: 24"}', "error", "malformed_tool_call"),
     ("brace-in-prose-with-marker", "The block {b00} should be high.", "error", "malformed_decision_candidate"),
+    ("levels-and-decisions", json.dumps({"decisions": RECORDS, "levels": [1.0] * 8}), "error", "ambiguous_answer"),
+    ("levels-too-short", json.dumps({"levels": [1.0, 1.0]}), "error", "bad_levels"),
+    ("quantiles-in-a-decision-episode", json.dumps({"quantiles": [[1.0] * 9] * 24}), "error", "wrong_task_answer"),
+    ("broken-levels", 'Final: {"levels": [1.0, 1.05,', "error", "malformed_decision_candidate"),
 ]
+
+LEVELS = [1.0, 1.05, 1.1, 1.3, 1.6, 1.3, 1.0, 0.85]
+QUANTILES = [[100.0 + h + 5 * k for k in range(9)] for h in range(24)]
+SAMPLES = [[100.0 + h + s for h in range(24)] for s in range(3)]
+#: (case id, task, reply text, expected kind, expected code / canonical submit args)
+TASK_TABLE = [
+    ("levels", "decision", json.dumps({"levels": LEVELS}), "answer", {"levels": LEVELS}),
+    ("levels-strings", "decision", json.dumps({"levels": [str(x) for x in LEVELS]}), "answer", {"levels": LEVELS}),
+    ("levels-with-rationale", "decision", "Plan:\n```json\n" + json.dumps({"why": "peak", "levels": LEVELS}) + "\n```",
+     "answer", {"levels": LEVELS}),
+    ("quantiles", "forecast", json.dumps({"quantiles": QUANTILES}), "answer", {"quantiles": QUANTILES}),
+    ("samples-in-prose", "forecast", "My paths: " + json.dumps({"samples": SAMPLES}) + " done", "answer",
+     {"samples": SAMPLES}),
+    ("quantiles-23-rows", "forecast", json.dumps({"quantiles": QUANTILES[:23]}), "error", "bad_forecast_shape"),
+    ("quantiles-8-levels", "forecast", json.dumps({"quantiles": [r[:8] for r in QUANTILES]}), "error", "bad_forecast_shape"),
+    ("one-sample", "forecast", json.dumps({"samples": SAMPLES[:1]}), "error", "bad_forecast_shape"),
+    ("quantiles-and-samples", "forecast", json.dumps({"quantiles": QUANTILES, "samples": SAMPLES}), "error",
+     "ambiguous_answer"),
+    ("quantile-unit", "forecast", json.dumps({"quantiles": [["100 MW"] + r[1:] for r in QUANTILES]}), "error",
+     "not_a_number"),
+    ("decisions-in-a-forecast-episode", "forecast", ANSWER, "error", "wrong_task_answer"),
+    ("keyed-in-a-forecast-episode", "forecast", KEYED, "error", "not_an_answer"),
+    ("broken-quantiles", "forecast", 'here {"quantiles": [[1, 2', "error", "malformed_decision_candidate"),
+    ("forecast-tool-call", "forecast", '{"tool": "forecast", "args": {"model": "chronos2"}}', "tool_call", None),
+]
+
+
+@pytest.mark.parametrize("case_id,task,text,kind,detail", TASK_TABLE, ids=[t[0] for t in TASK_TABLE])
+def test_parse_table_by_task(case_id, task, text, kind, detail):
+    """One answer grammar: a text answer is the submit tool's arguments of the episode's task."""
+    r = parse_reply_text(text, task=task)
+    assert r.kind == kind, (case_id, r)
+    if kind == "error":
+        assert r.code == detail and len(r.message) > 20
+        if task == "forecast":
+            assert "quantiles" in r.message or "samples" in r.message or r.code == "not_a_number"
+    elif kind == "answer":
+        assert r.answer == detail and r.action() == {"tool": "submit", "args": detail}
+        assert r.action()["args"] is not r.answer  # a copy
+        assert normalise_submit_args(detail, task) == detail  # the same grammar as the submit tool
 
 
 def test_table_is_large_enough():
@@ -167,8 +211,12 @@ def test_normalise_decisions_and_submit_args():
     assert ei.value.code == "bad_levels"
     with pytest.raises(AnswerError):
         normalise_submit_args({"decisions": RECORDS[:3]})
-    odd = {"decisions": RECORDS, "levels": [1.0] * 8}
-    assert normalise_submit_args(odd) == odd  # left for the env to refuse (counted error)
+    for odd, code in [({"decisions": RECORDS, "levels": [1.0] * 8}, "ambiguous_answer"), ({}, "not_an_answer"),
+                      ({"levels": [1.0] * 8, "note": 1}, "unknown_answer_key"),
+                      ({"quantiles": [[1.0] * 9] * 24}, "wrong_task_answer")]:
+        with pytest.raises(AnswerError) as ei:
+            normalise_submit_args(odd)
+        assert ei.value.code == code, odd
 
 
 @settings(max_examples=300, deadline=None)

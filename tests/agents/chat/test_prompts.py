@@ -6,7 +6,9 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from fwgym.agents.chat.prompts import first_user_message, history_start, history_table, system_prompt, tool_schemas
+from fwgym.agents.chat.prompts import (compact_result, describe_args, direct_prompt, first_user_message, history_start,
+                                       history_table, system_prompt, tool_schemas)
+from fwgym.tools.registry import tool_parameters
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.tools import REGISTRY
 
@@ -26,10 +28,79 @@ def test_system_prompt_states_role_objective_contract_limit_and_format():
 
 def test_tool_schemas_come_from_the_registry_and_follow_the_env_tools():
     schemas = tool_schemas(["classical_plan", "submit"])
-    assert schemas == [REGISTRY["classical_plan"].schema(), REGISTRY["submit"].schema()]
+    assert schemas[0] == REGISTRY["classical_plan"].schema()
+    assert schemas[1]["function"]["parameters"] == tool_parameters("submit", "decision")
+    assert set(tool_schemas(["submit"], "forecast")[0]["function"]["parameters"]["properties"]) == {"quantiles", "samples"}
     assert all(s["type"] == "function" and s["function"]["parameters"]["type"] == "object" for s in schemas)
+    strict = {s["function"]["name"]: s["function"] for s in tool_schemas(list(REGISTRY), strict=True)}
+    assert strict["classical_plan"]["strict"] is True and "strict" not in strict["submit"]
+    assert strict["history"]["parameters"]["required"] == ["last"]
+    assert strict["history"]["parameters"]["properties"]["last"]["type"] == ["integer", "null"]
     with pytest.raises(ValueError, match="unknown tools"):
         tool_schemas(["nope"])
+
+
+def test_prompts_follow_the_task():
+    """Every suite is playable: a forecast episode is asked for quantiles or samples and told the RCRPS."""
+    facts = {"target": {"steps": [27, 50]}}
+    f = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=False, task="forecast",
+                      episode=facts)
+    for needle in ("RCRPS", "capped at 5", '{"quantiles": [[<q0.1>', '{"samples"', "rows 27..50 cover the target",
+                   "Tool-call limit: 12", "context note"):
+        assert needle in f, needle
+    assert "b00..b07" not in f and "8 capacities" not in f
+    assert "submit: " in f and "quantiles: list of 24 list of 9 number" in f  # the task's submit arguments
+    d = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=True)
+    assert '{"levels": [<b00 level>' in d and "RCRPS" not in d and "- history:" not in d
+    described = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=True, describe_tools=True)
+    assert "Available tools:\n- catalog:" in described and "method: one of" in described
+    compact = system_prompt(max_calls=12, budget=113726, tools=list(REGISTRY), native_tools=True, compact=True)
+    assert "shown compactly" in compact and compact.index('{"levels"') < compact.index('{"decisions"')
+
+
+def test_describe_args_renders_branches():
+    assert describe_args(tool_parameters("catalog")) == "no arguments"
+    assert describe_args(tool_parameters("classical_plan")).startswith("method: one of ") and "(required)" in \
+        describe_args(tool_parameters("classical_plan"))
+    plan = describe_args(tool_parameters("plan"))
+    assert plan.startswith("method: one of") and plan.endswith("[exactly one of method | forecast_id]")
+    assert "[last or start/end, not both]" in describe_args(tool_parameters("history"))
+    assert "context_steps >= 168 when model is seasonal_empirical" in describe_args(tool_parameters("quote"))
+    ev = describe_args(tool_parameters("evaluate_plan"))
+    assert "exactly one of decisions | levels; exactly one of method | forecast_id" in ev
+
+
+def test_compact_result_drops_echoes_decisions_timestamps_and_digits():
+    plan = {"tool": "classical_plan", "ok": True, "result": {
+        "method": "hour_of_day_empirical", "expected_loss": 0.05434925429067261, "credits": 0,
+        "plan": {"decisions": [{"decision_id": "b00", "value": 3518.4392857142857}], "levels": [1.2], "unit": "MW"}}}
+    c = compact_result(plan, {"method": "hour_of_day_empirical"})
+    assert c == {"ok": True, "result": {"expected_loss": 0.0543493, "credits": 0, "plan": {"levels": [1.2], "unit": "MW"}}}
+    hist = {"tool": "history", "ok": True, "result": {"series_id": "X", "unit": "MW", "values": [3418.123456789, 3538.0],
+                                                      "timestamps": ["2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"]}}
+    assert compact_result(hist, {"last": 2})["result"] == {"series_id": "X", "unit": "MW", "values": [3418.12, 3538.0],
+                                                           "start": "2024-01-01T00:00:00Z", "end": "2024-01-01T01:00:00Z"}
+    fc = {"tool": "forecast", "ok": True, "result": {"forecast_id": "f1", "model": "m", "horizon": 50, "covers_target": True,
+                                                     "target_steps": [27, 50], "start": "a", "end": "b",
+                                                     "quantiles": [[float(i)] * 9 for i in range(50)]}}
+    cf = compact_result(fc, {"model": "m"})["result"]
+    assert cf["target_quantiles"] == [[float(i)] * 9 for i in range(26, 50)] and "quantiles" not in cf and "model" not in cf
+    err = {"tool": "plan", "ok": False, "error": {"code": "not_found", "message": "no forecast f9"}}
+    assert compact_result(err, {"forecast_id": "f9"}) == {"ok": False, "error": err["error"]}
+    assert compact_result("not json") == "not json"
+
+
+def test_direct_prompt_is_context_is_key_style(env):
+    obs, info = env.reset(seed=3)
+    facts = info["episode"]
+    system, user = direct_prompt(obs, facts, task="forecast")
+    assert "no tools" in system and user.startswith("I have a time series forecasting task for you.")
+    assert "<context>\n" + obs["context"] in user and "<history>\n(" + facts["history"]["start"].replace("+00:00", "Z") in user
+    assert user.count("\n(") == 336 and facts["target"]["start"].replace("+00:00", "Z") in user
+    ask = user.split("</history>")[1]
+    assert '{"quantiles"' in ask and '{"decisions"' not in ask
+    _, dec = direct_prompt(obs, facts, task="decision", history_hours=48)
+    assert dec.count("\n(") == 48 and '{"levels"' in dec and repr(facts["contract"]["scale"]) in dec
 
 
 def test_history_table_by_utc_date_and_fallback():
