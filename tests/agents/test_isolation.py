@@ -378,7 +378,6 @@ def test_cli_module_factory_kind(tmp_path, capsys, monkeypatch):
             ("nope.mod:make", ["--in-process"], "No module named 'nope'"),
             ("./missing.py:make", [], "no such file"),
             ("mypkg.agents:PlanAgent", ["--agent-kwargs", "[1]"], "JSON object"),
-            ("mypkg.agents:PlanAgent", ["--agent-timeout", "0"], "> 0"),
             ("python", [], "name your agent's factory"),
             ("nokind", [], "unknown agent kind 'nokind'")):
         assert main(["evaluate", "--agent", agent, *extra, "--out", str(tmp_path / "x"), *common]) == 2, agent

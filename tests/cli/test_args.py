@@ -48,6 +48,10 @@ def test_nonnegative_int_int_range_positive_float():
     (["plot", "frontier", "r", "-o", "x.pdf", "--height", "0"], "--height"),
     (["plot", "case", "r", "-o", "x.pdf", "--case-id", "c", "--policy", "p", "--hours", "0"], "--hours"),
     (["cases", "export", "--split", "dev", "--suite", "forecast", "-o", "d", "--limit", "0"], "--limit"),
+    (["evaluate", "--agent-timeout", "0"], "--agent-timeout"),
+    (["evaluate", "--agent-start-timeout", "-5"], "--agent-start-timeout"),
+    (["evaluate", "--episode-timeout", "nan"], "--episode-timeout"),
+    (["evaluate", "--timeout", "-1"], "--timeout"),
 ])
 def test_bad_counts_are_usage_errors(argv, option, capsys):
     with pytest.raises(SystemExit) as exc:

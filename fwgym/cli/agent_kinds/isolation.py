@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 
+from fwgym.cli.args import positive_float
+
 #: (flags, argparse kwargs) of the shared options
 ISOLATION_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
-    (("--agent-timeout",), {"type": float, "default": None, "dest": "agent_timeout", "metavar": "SECONDS",
+    (("--agent-timeout",), {"type": positive_float, "default": None, "dest": "agent_timeout", "metavar": "SECONDS",
                             "help": "seconds an isolated agent has to answer each call (default 60); an agent that "
                                     "takes longer is killed and the episode is its failure"}),
-    (("--agent-start-timeout",), {"type": float, "default": None, "dest": "agent_start_timeout", "metavar": "SECONDS",
+    (("--agent-start-timeout",), {"type": positive_float, "default": None, "dest": "agent_start_timeout", "metavar": "SECONDS",
                                   "help": "seconds an isolated agent's worker has to start and build the agent "
                                           "(default 300)"}),
     (("--agent-worker-command",), {"default": None, "dest": "agent_worker_command", "metavar": "CMD",

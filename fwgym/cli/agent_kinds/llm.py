@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fwgym.cli.args import positive_float
+
 #: Options shared by the ``openai`` and ``transformers`` kinds: (flags, argparse kwargs).
 COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--temperature",), {"type": float, "default": None,
@@ -31,7 +33,7 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--direct-prompt",), {"action": "store_true", "dest": "direct_prompt",
                             "help": "direct-prompt baseline (Context is Key style): no tools, the model answers at once "
                                     "(forecast suite: quantiles or samples)"}),
-    (("--episode-timeout",), {"type": float, "default": None, "dest": "episode_timeout",
+    (("--episode-timeout",), {"type": positive_float, "default": None, "dest": "episode_timeout",
                               "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
                                       "(never scored; default: no bound)"}),
 )

@@ -18,6 +18,7 @@ import argparse
 import json
 
 from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
+from fwgym.cli.args import positive_float
 
 KIND = "openai"
 HELP = "a chat model behind an OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama, hosted): --base-url URL --model NAME"
@@ -28,7 +29,7 @@ def add_arguments(group) -> None:
     group.add_argument("--base-url", default=None, dest="base_url",
                        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: the OpenAI API)")
     group.add_argument("--model", default=None, help="model name on the server (--agent transformers: a model folder or hub id)")
-    group.add_argument("--timeout", type=float, default=120.0,
+    group.add_argument("--timeout", type=positive_float, default=120.0,
                        help="wall-clock deadline in seconds per model reply, retries included (default 120)")
     group.add_argument("--max-retries", type=int, default=3, dest="max_retries",
                        help="the openai SDK's retries of a transient failure (429 honouring Retry-After, 502-504, "
