@@ -1186,7 +1186,7 @@ def tools_figure(records: Sequence[dict], title: str | None = None, style: str =
             left += h
         ax.set_yticks(ys, policies)
         ax.invert_yaxis()
-        ax.set_xlabel("mean tool calls per case")
+        ax.set_xlabel("mean actions per case (submit included)")
         n = len(next(iter(by.values())))
         if title is not False:
             ax.set_title(title or f"tool-use mix ({n:,} cases per policy)")

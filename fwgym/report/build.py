@@ -443,7 +443,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
                           "svg": charts.svg_text(fig, label=f"{metric.y_label} against mean credits per case, "
                                                             f"{t['title']} ({split_txt})")})
     tools_fig = charts.svg_text(plots.tools_figure(records, style="screen", columns=1, title=False),
-                                label="mean tool calls per case, by tool")
+                                label="mean actions per case (submit included), by tool")
     from fwgym.evaluation import write_csv
 
     write_csv(tabs[0]["rows"], out / "leaderboard.csv")
