@@ -30,6 +30,7 @@ from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
 from fwgym.evaluation.rundir import RunDir, append_record, episode_id
+from fwgym.validation import check_int
 
 __all__ = ["SUITES", "select_cases", "policy_label", "policy_labels", "evaluate", "run_preflight"]
 
@@ -255,8 +256,7 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    concurrency = check_int("concurrency", concurrency, minimum=1)
     labels = policy_labels(policies, env_kwargs)  # validates names before any work
     selected = select_cases(split, domains, lead, limit, case_ids)
     if not selected:

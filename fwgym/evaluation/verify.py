@@ -36,6 +36,7 @@ from fwgym.evaluation.records import is_scored
 from fwgym.scenarios import make_scenario
 from fwgym.scorer import score_submission
 from fwgym.scoring import BUDGET
+from fwgym.validation import is_int, is_number
 
 __all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_record", "rescore"]
 
@@ -74,7 +75,7 @@ def _scenario(case_id: str, domain: str, split: str, seed: int):
 def _close(stored, fresh) -> bool:
     if fresh is None or stored is None:
         return stored is None and fresh is None
-    if isinstance(stored, bool) or not isinstance(stored, (int, float)):
+    if not is_number(stored):
         return False
     if not math.isfinite(stored):
         return False
@@ -99,7 +100,7 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
             raise ValueError(f"{f} {record[f]!r} is not the case's ({getattr(case, f)!r})")
     budget = int(settings.get("budget", BUDGET))
     credits = record["credits"]
-    if isinstance(credits, bool) or not isinstance(credits, int) or not 0 <= credits <= max(budget, 0):
+    if not is_int(credits) or not 0 <= credits <= max(budget, 0):
         raise ValueError(f"credits {credits!r} is not an integer in [0, {budget}]")
     if "budget_left" in record and record["budget_left"] != budget - credits:
         raise ValueError(f"budget_left {record['budget_left']!r} != budget - credits = {budget - credits}")
@@ -165,7 +166,7 @@ def verify_record(record: Mapping, settings: RunSettings, where: str = "") -> No
             f"{record.get('case_id')!r}")
     for f in VERIFIED_FIELDS[settings.task][:4]:
         v = record.get(f)
-        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not is_number(v) or not math.isfinite(v):
             raise ValueError(f"{head}: {f} = {v!r} is not a finite number (refused)")
     try:
         fresh = rescore(record, settings)

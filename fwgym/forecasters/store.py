@@ -76,6 +76,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from fwgym.forecasters.base import N_QUANTILES, QuantileForecaster
+from fwgym.validation import check_int
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "StoreError", "StoreIntegrityError", "StoreMismatch",
            "ForecastRequest", "ForecastStore", "context_digest", "fingerprint_digest", "open_store", "use_store",
@@ -724,16 +725,13 @@ def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests
     from fwgym import __version__
     from fwgym.forecasters.base import ModelUnavailable
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise StoreError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise StoreError(f"workers must be a positive integer, got {workers!r}")
+    batch_size = check_int("batch_size", batch_size, minimum=1, error=StoreError)
+    workers = check_int("workers", workers, minimum=1, error=StoreError)
     if backend not in ("local", "ray"):
         raise StoreError(f"backend must be 'local' or 'ray', got {backend!r}")
     if check not in ("first", "all"):
         raise StoreError(f"check must be 'first' or 'all', got {check!r}")
-    if isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, int) or rows_per_shard < 1:
-        raise StoreError(f"rows_per_shard must be a positive integer, got {rows_per_shard!r}")
+    rows_per_shard = check_int("rows_per_shard", rows_per_shard, minimum=1, error=StoreError)
     model = forecaster.name
     av = forecaster.availability()
     if not av.available:
