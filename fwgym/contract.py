@@ -27,7 +27,6 @@ from fwgym.validation import check_int, is_number
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
 _GRID_LEVELS: tuple[float, ...] = tuple(float(g) for g in GRID)
-N_LEVELS = 33
 #: spacing of GRID (normalised units)
 GRID_STEP = 0.05
 ALPHA = 0.3  #: surplus (reservation) price per normalised unit-hour

@@ -35,6 +35,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from fwgym.cases import CHART_HISTORY_HOURS
 from fwgym.metrics import SUITE_NAMES, SuiteMetric, credit_weight_of, infer_suite, suite_metric
 from fwgym.scoring import BUDGET, aggregate
 
@@ -858,7 +859,7 @@ def fit_limits(values: Iterable, pad: float = 0.06) -> tuple[float, float]:
     return out_lo, out_hi
 
 
-def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = 168, bands: Sequence[dict] = (),
+def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = CHART_HISTORY_HOURS, bands: Sequence[dict] = (),
               policy_band: tuple[np.ndarray, str] | None = None, submitted: tuple[str, np.ndarray] | None = None,
               roi=None, gid: str | None = None, fs: float = 7.0) -> list[dict]:
     """Draw a case onto an overview axes ``ax`` and/or a target-day axes ``zx`` (either may be ``None``).
@@ -1031,7 +1032,7 @@ def _format_time_axes(ax, zx, case) -> None:
 
 
 def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, quantiles: np.ndarray | None = None,
-                history_hours: int = 168, suite: str | None = None, traces=None, zoom: bool | None = None,
+                history_hours: int = CHART_HISTORY_HOURS, suite: str | None = None, traces=None, zoom: bool | None = None,
                 style: str = "paper", columns: int = 2, title: str | None = None, height: float | None = None):
     """The case view as a matplotlib ``Figure`` (see :func:`plot_case` for the arguments)."""
     from fwgym.cases import HISTORY_HOURS
@@ -1105,7 +1106,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
 
 
 def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Path, roi=None,
-              quantiles: np.ndarray | None = None, history_hours: int = 168, suite: str | None = None,
+              quantiles: np.ndarray | None = None, history_hours: int = CHART_HISTORY_HOURS, suite: str | None = None,
               traces=None, zoom: bool | None = None, style: str = "paper", columns: int = 2,
               title: str | None = None, height: float | None = None) -> Path:
     """Case view of one (case, policy) record.

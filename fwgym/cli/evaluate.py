@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from fwgym.cases import LEADS, SPLITS
+from fwgym.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
@@ -42,7 +42,7 @@ EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym evaluate``, and those of every agent kind (one argument group per kind)."""
-    p.add_argument("--split", default="test", choices=SPLITS)
+    p.add_argument("--split", default=TEST_SPLIT, choices=SPLITS)
     add_domain_argument(p)
     p.add_argument("--lead", choices=tuple(LEADS), default=None)
     p.add_argument("--policies", nargs="+", default=None,

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from fwgym.cases import CHART_HISTORY_HOURS
 from fwgym.plots import submitted_forecast, suite_metric
 from fwgym.report import charts
 from fwgym.report.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
@@ -342,7 +343,7 @@ def _done(job: dict, result: tuple[str, str], report: Report, notes: Counter, ba
 def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str | Path,
                  traces: Iterable[str | Path] | str | Path | None = None,
                  max_episode_pages: int | None = DEFAULT_EPISODE_PAGES, reference: str | None = "auto",
-                 n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = 168,
+                 n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = CHART_HISTORY_HOURS,
                  title: str | None = None, progress: bool = False, workers: int = 1) -> Report:
     """Write a self-contained static HTML report of result files into ``out_dir``.
 

@@ -72,7 +72,6 @@ from fwgym.wrappers.features import (
 #: the longest replay horizon used by ``replay:<model>`` entries
 REPLAY_MAX_HORIZON = 168
 FINAL_KINDS = ("plan_submit", "buy_plan_submit")
-INFO_KINDS = ("inspect", "replay", "buy")
 _TOOLS = {"plan_submit": ("classical_plan",), "inspect": ("classical_plan",), "buy_plan_submit": ("forecast", "plan"),
           "buy": ("forecast", "plan"), "replay": ("replay",)}
 
