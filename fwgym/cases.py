@@ -30,6 +30,10 @@ from fwgym.contract import TARGET_HOURS, shortage_weights
 from fwgym.data import load_series
 from fwgym.series import Series, datetime_to_hour, hour_to_iso
 
+__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT", "SPLITS",
+           "CHART_HISTORY_HOURS", "LONDON", "DOMAIN_PREFIX", "SPLIT_DOC", "target_start_hour", "Case", "make_case_id",
+           "parse_case_id", "case_quality", "busiest_stations", "build_cases", "get_case"]
+
 HISTORY_HOURS = 336
 GAP_HOURS = 2  #: hours between the last visible hour and as_of (as_of-2h, as_of-1h are never visible)
 LEADS: dict[str, int] = {"day_ahead": 1, "week_ahead": 7}

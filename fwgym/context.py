@@ -19,6 +19,8 @@ from fwgym.cases import Case
 from fwgym.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capacity_grid
 from fwgym.series import date_to_hour, hour_to_datetime, hour_to_iso
 
+__all__ = ["holidays_between", "historical_facts", "calendar_facts", "render_context"]
+
 _DOMAIN_TEXT = {
     "electricity": (
         "hourly electricity demand (MW, hourly integrated mean) of the {name} ({sid}) balancing authority "

@@ -23,6 +23,12 @@ import numpy as np
 from fwgym.errors import CodedError
 from fwgym.validation import check_int, is_number
 
+__all__ = ["GRID", "GRID_STEP", "ALPHA", "RAMP", "MAX_RAMP_STEPS", "BLOCK_HOURS", "N_BLOCKS", "TARGET_HOURS",
+           "DECISION_IDS", "PRIORITY_PATTERN", "VALUE_ABS_TOL", "VALUE_REL_TOL", "INVALID_PENALTY", "shortage_weights",
+           "safe_repr", "names_text", "PlanError", "Plan", "plan_from_indices", "capacity_grid", "is_mapping",
+           "decision_values", "validate_decisions", "validate_levels", "MAX_FORECAST_SAMPLES", "MAX_FORECAST_MAGNITUDE",
+           "ForecastSubmission", "validate_forecast"]
+
 #: Normalised capacity grid, 33 levels 0.40..2.00 step 0.05 (float64, shape (33,)).
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False

@@ -1050,7 +1050,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
     case = data.case
     bands, actions = [], []
     if traces is not None:
-        from fwgym.report.traces import bands_from_calls, load_traces, trace_results
+        from fwgym.traces import bands_from_calls, load_traces, trace_results
 
         tmap, _ = load_traces(traces)
         trace = tmap.get((policy, case_id))
@@ -1129,7 +1129,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
             fixed classical or available priced policy, else none.
         history_hours: hours of visible history shown before the cut-off (1..336).
         suite: the record's suite (default: :func:`infer_suite`; their run manifest names it).
-        traces: agent trace JSONL file(s) (:mod:`fwgym.report.traces`): the forecasts the policy bought
+        traces: agent trace JSONL file(s) (:mod:`fwgym.traces`): the forecasts the policy bought
             on this case are drawn, and in the forecast suite its submitted forecast.
         zoom: add a target-day panel (default: week-ahead cases only).
         style, columns: :data:`STYLES` and 1 or 2 columns (default 2: 7.0 in wide in the paper style).

@@ -11,6 +11,9 @@ from functools import lru_cache
 
 import numpy as np
 
+__all__ = ["EPOCH", "hour_to_datetime", "hour_to_iso", "datetime_to_hour", "iso_to_hour", "date_to_hour", "utc_weekday",
+           "utc_hour_of_day", "Series"]
+
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 

@@ -25,6 +25,10 @@ from typing import Mapping
 
 from fwgym.validation import check_int, is_int
 
+__all__ = ["CONTEXT_BUCKETS", "HORIZON_BUCKETS", "TARIFF", "EXTENDED_TARIFF_PATH", "EXTENDED_TARIFF_SHA256", "UNIT",
+           "validate_rows", "load_extended_tariff", "extended_tariff", "register_prices", "unregister_prices",
+           "tariff_rows", "tariff_source", "priced_models", "price", "credits_for"]
+
 CONTEXT_BUCKETS: tuple[int, ...] = (96, 336)
 HORIZON_BUCKETS: tuple[int, ...] = (24, 64, 96, 192, 240, 336)
 

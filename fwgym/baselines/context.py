@@ -17,6 +17,8 @@ from fwgym.forecasters.classical import classical_distribution
 from fwgym.optimizer import optimal_plan
 from fwgym.series import iso_to_hour
 
+__all__ = ["parse_scenario", "ContextAwareAgent"]
+
 _SPAN = re.compile(r"\((\d{2}):00-(\d{2}):00 UTC\)")
 _RULES = (
     ("scale", re.compile(r"about (\d+(?:\.\d+)?)% above"), lambda v: 1.0 + v / 100.0),

@@ -63,6 +63,11 @@ from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
 from fwgym.optimizer import cost_table, optimal_plan, plan_loss
 from fwgym.validation import is_int
 
+__all__ = ["AS_OF_INDEX", "MIN_METHOD_HISTORY", "LEAD_MATCHED_HISTORY", "LEAD_MATCHED_WINDOWS",
+           "LEAD_MATCHED_MAX_LEAD_DAYS", "SHORT_LEAD_SPAN", "METHODS", "Window", "short_lead_windows",
+           "lead_matched_windows", "window_shortage", "window_losses", "select_method", "contract_from_episode",
+           "contract_from_catalog", "BacktestSelector", "backtest_selector", "lead_matched_selector"]
+
 #: index the case's as_of would have in the visible history (last visible index 335 = as_of - 3 h)
 AS_OF_INDEX = HISTORY_HOURS + GAP_HOURS  # 338
 #: shortest cropped history on which all 8 classical methods are defined (hours)

@@ -160,7 +160,7 @@ def _agent_settings(policy) -> object:
 
 
 def _execute(args, out: Path, manifest: dict | None) -> int:
-    from fwgym import __version__
+    from fwgym.version import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.baselines.registry import EXTENDED_POLICIES, suite_policies, unavailable_policies
     from fwgym.errors import HarnessError

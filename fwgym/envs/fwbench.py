@@ -64,6 +64,8 @@ from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY
                          parse_action, result_json)
 from fwgym.validation import check_int, is_number
 
+__all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv"]
+
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
 CHARSET = string.printable
 MAX_TEXT = 1 << 17

@@ -337,7 +337,7 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
 def run_meta(split: str, policies: Sequence, workers: int, sigma: dict | None = None) -> dict:
     """Provenance for :func:`write_results`: fwgym version, split, policies, workers, sigma, creation
     time (UTC, ISO 8601) and the machine's CPU count."""
-    from fwgym import __version__
+    from fwgym.version import __version__
 
     return {"fwgym_version": __version__, "split": split, "policies": [str(p) for p in policies], "workers": workers,
             "sigma": sigma or load_sigma(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

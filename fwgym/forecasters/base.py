@@ -16,6 +16,9 @@ import numpy as np
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.validation import check_int
 
+__all__ = ["N_QUANTILES", "ModelUnavailable", "ForecastBackendError", "Availability", "QuantileForecaster", "fill_gaps",
+           "package_versions"]
+
 N_QUANTILES = len(QUANTILE_LEVELS)
 
 

@@ -44,6 +44,9 @@ from typing import Sequence
 from fwgym.tariff import CONTEXT_BUCKETS, EXTENDED_TARIFF_PATH, HORIZON_BUCKETS, UNIT
 from fwgym.validation import check_int
 
+__all__ = ["THREAD_VARS", "DEFAULT_CASES", "DEFAULT_REPEATS", "DEFAULT_VERSION", "TARIFF_MODULE", "pricing_cases",
+           "machine", "measure", "tariff_rows_from", "build_document", "document_text", "pin_sha256", "main"]
+
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 DEFAULT_CASES = 12
 DEFAULT_REPEATS = 3

@@ -39,6 +39,11 @@ from fwgym.forecasters.statistical import STATISTICAL_FORECASTERS
 from fwgym.forecasters.tsfm import Chronos2, ChronosBoltTiny, TimesFM25
 from fwgym.validation import check_int
 
+__all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
+           "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
+           "known_models", "check_models", "plugin_spec", "describe_pool", "get_forecaster", "set_forecaster",
+           "ForecastCache", "FORECAST_CACHE"]
+
 #: priced model names in menu order (the protocol's forecast pool)
 PRICED_MODELS: tuple[str, ...] = ("seasonal_empirical", "chronos_bolt_tiny", "chronos2", "timesfm25")
 #: the statsmodels forecasters, priced by the extended tariff (fwgym/config/tariff_extended.json)

@@ -79,6 +79,10 @@ from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnav
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.validation import check_int
 
+__all__ = ["DAY", "WEEK", "INSTALL_HINT", "REQUIRED", "Z_LEVELS", "IMPLEMENTATION", "TRANSFORMS", "FitTimeout",
+           "statsmodels_version", "gaussian_quantiles", "StatsmodelsForecaster", "ETS", "Theta", "SARIMA", "MSTLETS",
+           "STATISTICAL_FORECASTERS"]
+
 DAY, WEEK = 24, 168
 INSTALL_HINT = "statsmodels or threadpoolctl is not installed: pip install 'statsmodels>=0.14' 'threadpoolctl>=3'"
 REQUIRED = ("statsmodels", "threadpoolctl")

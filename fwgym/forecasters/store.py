@@ -722,7 +722,7 @@ def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests
         StoreIntegrityError: an existing shard of the model is tampered.
         ModelUnavailable: the forecaster's weights cannot be found.
     """
-    from fwgym import __version__
+    from fwgym.version import __version__
     from fwgym.forecasters.base import ModelUnavailable
 
     batch_size = check_int("batch_size", batch_size, minimum=1, error=StoreError)

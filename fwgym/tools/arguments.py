@@ -9,6 +9,8 @@ from fwgym.errors import ToolError
 from fwgym.series import iso_to_hour
 from fwgym.validation import is_number
 
+__all__ = ["LEVEL_LABELS", "check_keys", "int_arg", "time_arg", "plan_from_args"]
+
 #: GRID as agents read and write it (0.4, 0.45, ..., 2.0)
 LEVEL_LABELS: tuple[float, ...] = tuple(round(float(g), 2) for g in GRID)
 

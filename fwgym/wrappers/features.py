@@ -77,6 +77,11 @@ from fwgym.series import iso_to_hour
 from fwgym.tariff import credits_for
 from fwgym.tools import parse_action, ToolCall
 
+__all__ = ["FEATURE_VERSION", "CATALOG_CALL", "HISTORY_MAX", "LOSS_MAX", "PRICE_MAX", "MODEL_FIELDS", "METHOD_FIELDS",
+           "WEEKDAYS", "FEATURE_NAMES", "N_FEATURES", "feature_index", "FEATURE_SETS", "resolve_features",
+           "feature_space", "CaseMeta", "EpisodeTracker", "feature_vector", "check_raw_env", "start_episode",
+           "FeatureObservation"]
+
 #: bumped whenever the meaning or order of a feature changes (stored with trained models)
 FEATURE_VERSION = 1
 #: the call every feature-based episode makes right after ``reset`` (free; counts as one call)

@@ -16,7 +16,7 @@ Bounds and secrets: a trace line never exceeds :data:`MAX_TRACE_CHARS` character
 agent): :func:`bound_trace` cuts the longest strings (with a notice ``...[fwgym: N characters cut]``)
 until it fits, and sets ``truncated``. :func:`scrub` replaces every secret (the API key) in every
 string with ``[redacted]``; the agent applies it to everything it writes. Credentials are never
-part of a trace. :mod:`fwgym.report.traces` and ``fwgym show-trace`` read these files.
+part of a trace. :mod:`fwgym.traces` and ``fwgym show-trace`` read these files.
 """
 from __future__ import annotations
 

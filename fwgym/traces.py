@@ -1,4 +1,4 @@
-"""Reading LLM-agent traces (JSONL) for the report, and turning traces or replays into page data.
+"""Reading agent traces (JSONL) for the report and the figures, and turning traces or replays into page data.
 
 Trace schema (one JSON object per line; any other field is ignored, so the richer traces written by
 :class:`fwgym.agents.chat.ChatAgent` are read as they are):
