@@ -479,7 +479,7 @@ def _panel_points(recs: Sequence[dict], metric: SuiteMetric) -> list[dict]:
     return out
 
 
-def _frontier_panel(sf, label, recs, exact, pts, free, paid, metric: SuiteMetric, budget, kinds, number, mode,
+def _frontier_panel(sf, label, recs, exact, pts, free, paid, metric: SuiteMetric, budget, kinds, number, mode,  # noqa: C901 - matplotlib drawing: one branch per optional artist and legend key
                     n_lines, reference, n_boot, seed, handles, fs, free_in, panel_w):
     """Draw one panel into subfigure ``sf``; returns a callable placing the point labels after layout."""
     from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
@@ -859,7 +859,7 @@ def fit_limits(values: Iterable, pad: float = 0.06) -> tuple[float, float]:
     return out_lo, out_hi
 
 
-def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = CHART_HISTORY_HOURS, bands: Sequence[dict] = (),
+def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = CHART_HISTORY_HOURS, bands: Sequence[dict] = (),  # noqa: C901 - matplotlib drawing: one branch per optional artist and legend key
               policy_band: tuple[np.ndarray, str] | None = None, submitted: tuple[str, np.ndarray] | None = None,
               roi=None, gid: str | None = None, fs: float = 7.0) -> list[dict]:
     """Draw a case onto an overview axes ``ax`` and/or a target-day axes ``zx`` (either may be ``None``).

@@ -178,21 +178,25 @@ def _make_transport(max_body: int):
                 if deadline is not None and time.monotonic() >= deadline - 0.05:
                     raise DeadlineExceeded("the reply's deadline passed while waiting for the server") from exc
                 raise
-            stream = resp.extensions.get("network_stream")
-            sock = None
-            if stream is not None and hasattr(stream, "get_extra_info"):
-                try:
-                    sock = stream.get_extra_info("socket")
-                except Exception:  # noqa: BLE001 - any backend: the watchdog is best effort, reads are still checked
-                    sock = None
             return httpx.Response(status_code=resp.status_code, headers=resp.headers,
-                                  stream=BoundedStream(resp.stream, deadline, request, sock),
+                                  stream=BoundedStream(resp.stream, deadline, request, _socket_of(resp)),
                                   extensions=resp.extensions, request=request)
 
         def close(self):
             self.inner.close()
 
     return DeadlineTransport()
+
+
+def _socket_of(resp):
+    """The socket under an httpx response (for the deadline watchdog), ``None`` where the backend does not say."""
+    stream = resp.extensions.get("network_stream")
+    if stream is None or not hasattr(stream, "get_extra_info"):
+        return None
+    try:
+        return stream.get_extra_info("socket")
+    except Exception:  # noqa: BLE001 - any backend: the watchdog is best effort, reads are still checked
+        return None
 
 
 def _shutdown(sock) -> None:

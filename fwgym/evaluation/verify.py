@@ -116,36 +116,46 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
     if bool(valid) != (status == "submitted"):
         raise ValueError(f"valid {valid!r} contradicts status {status!r}")
     task = settings.task
-    submission = None
-    if task == "decision":
-        if "rcrps" in record:
-            raise ValueError("a forecast-task record (it has rcrps) in a decision-suite run")
-        levels = record["levels"]
-        if valid:
-            try:
-                submission = validate_levels(levels, case.scale)
-            except PlanError as exc:
-                raise ValueError(f"levels {levels!r} are not a valid plan ({exc.code}: {exc.message})") from None
-            if [float(GRID[i]) for i in submission.indices] != [float(x) for x in levels]:
-                raise ValueError(f"levels {levels!r} are not exactly grid levels")
-        elif levels is not None:
-            raise ValueError(f"an invalid episode has levels {levels!r}")
-    else:
-        if "rcrps" not in record:
-            raise ValueError("a decision-task record (no rcrps) in a forecast-suite run")
-        sub = record.get("submission")
-        if valid:
-            if not isinstance(sub, Mapping) or sub.get("kind") not in ("quantiles", "samples"):
-                raise ValueError("a valid forecast record holds no submission {'kind', 'values'} to re-score")
-            try:
-                submission = validate_forecast({sub["kind"]: sub.get("values")}, case.scale)
-            except PlanError as exc:
-                raise ValueError(f"its submission is not a valid forecast ({exc.code}: {exc.message})") from None
-        elif sub is not None:
-            raise ValueError("an invalid episode holds a submission")
+    submission = _decision_submission(record, case, valid) if task == "decision" else \
+        _forecast_submission(record, case, valid)
     sigma = settings["sigma"][domain]
     return score_submission(case, scenario, task, submission, credits, sigma=sigma, budget=budget,
                             credit_weight=float(settings.get("credit_weight", 0.0)))
+
+
+def _decision_submission(record: Mapping, case, valid: bool):
+    """The decision record's plan, re-validated from its ``levels`` (``None`` for an invalid episode)."""
+    if "rcrps" in record:
+        raise ValueError("a forecast-task record (it has rcrps) in a decision-suite run")
+    levels = record["levels"]
+    if not valid:
+        if levels is not None:
+            raise ValueError(f"an invalid episode has levels {levels!r}")
+        return None
+    try:
+        submission = validate_levels(levels, case.scale)
+    except PlanError as exc:
+        raise ValueError(f"levels {levels!r} are not a valid plan ({exc.code}: {exc.message})") from None
+    if [float(GRID[i]) for i in submission.indices] != [float(x) for x in levels]:
+        raise ValueError(f"levels {levels!r} are not exactly grid levels")
+    return submission
+
+
+def _forecast_submission(record: Mapping, case, valid: bool):
+    """The forecast record's submission, re-validated (``None`` for an invalid episode)."""
+    if "rcrps" not in record:
+        raise ValueError("a decision-task record (no rcrps) in a forecast-suite run")
+    sub = record.get("submission")
+    if not valid:
+        if sub is not None:
+            raise ValueError("an invalid episode holds a submission")
+        return None
+    if not isinstance(sub, Mapping) or sub.get("kind") not in ("quantiles", "samples"):
+        raise ValueError("a valid forecast record holds no submission {'kind', 'values'} to re-score")
+    try:
+        return validate_forecast({sub["kind"]: sub.get("values")}, case.scale)
+    except PlanError as exc:
+        raise ValueError(f"its submission is not a valid forecast ({exc.code}: {exc.message})") from None
 
 
 def verify_record(record: Mapping, settings: RunSettings, where: str = "") -> None:

@@ -681,7 +681,7 @@ def _torch_threads() -> int | None:
     return int(torch.get_num_threads()) if torch is not None else None
 
 
-def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests: Sequence[ForecastRequest], *,
+def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests: Sequence[ForecastRequest], *,  # noqa: C901 - argument checks, resume/overwrite rules and the local/Ray task loop of one build; split with the store refactor (issue 20)
                 batch_size: int = 64, workers: int = 1, backend: str = "local", ray_address: str | None = None,
                 rows_per_shard: int = ROWS_PER_SHARD, overwrite: bool = False, check: str = "first",
                 progress: Callable[[int], None] | None = None, info: Mapping | None = None) -> dict:

@@ -340,7 +340,7 @@ def _done(job: dict, result: tuple[str, str], report: Report, notes: Counter, ba
 # the build
 
 
-def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str | Path,
+def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str | Path,  # noqa: C901 - one branch per optional page part (traces, replay, per-suite columns)
                  traces: Iterable[str | Path] | str | Path | None = None,
                  max_episode_pages: int | None = DEFAULT_EPISODE_PAGES, reference: str | None = "auto",
                  n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = CHART_HISTORY_HOURS,
