@@ -92,7 +92,8 @@ _ABOVE = ("fwgym.envs", "fwgym.wrappers", "fwgym.tools", "fwgym.agents", "fwgym.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     **{low: _ABOVE for low in ("fwgym.data", "fwgym.contract", "fwgym.optimizer", "fwgym.scoring", "fwgym.series",
                                "fwgym.cases", "fwgym.tariff", "fwgym.validation", "fwgym.jsonl", "fwgym.errors",
-                               "fwgym.version", "fwgym.scenarios", "fwgym.context", "fwgym.forecasters")},
+                               "fwgym.version", "fwgym.ray_session", "fwgym.scenarios", "fwgym.context",
+                               "fwgym.forecasters")},
     "fwgym.tools": ("fwgym.envs", "fwgym.wrappers", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli",
                     "fwgym.report", "fwgym.plots"),
     "fwgym.envs": ("fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),

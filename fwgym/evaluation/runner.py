@@ -14,7 +14,6 @@ instances: LLM agents waiting on one endpoint).
 from __future__ import annotations
 
 import json
-import os
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
 from fwgym.evaluation.rundir import RunDir, append_record, episode_id
+from fwgym.ray_session import ray_session
 from fwgym.validation import check_int
 
 __all__ = ["SUITES", "select_cases", "policy_label", "policy_labels", "evaluate", "run_preflight"]
@@ -346,17 +346,7 @@ def _run_local(tasks: list, workers: int, advance: Callable[[int], None]) -> lis
 def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[int], None],
              sink: Callable[[dict], None] | None) -> list[list[dict]]:
     """Run the tasks as Ray remote functions, reporting progress (and appending records) as they finish."""
-    try:
-        import ray
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError("backend='ray' needs the ray package: pip install 'fwgym[ray]'") from exc
-    started = False
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        kw = {"address": address} if address else {"num_cpus": max(1, workers)}
-        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, **kw)
-        started = True
-    try:
+    with ray_session(workers, address) as ray:
         remote = ray.remote(_run_chunk)
         pending = {remote.remote(t): len(t[1]) for t in tasks}
         out = []
@@ -370,9 +360,6 @@ def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[
                 out.append(recs)
                 advance(pending.pop(ref))
         return out
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def _advance(bar, progress, n: int) -> None:

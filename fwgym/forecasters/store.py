@@ -76,6 +76,7 @@ from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from fwgym.forecasters.base import N_QUANTILES, QuantileForecaster
+from fwgym.ray_session import ray_session
 from fwgym.validation import check_int
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "StoreError", "StoreIntegrityError", "StoreMismatch",
@@ -869,26 +870,13 @@ def _run_tasks(forecaster, tasks, batch_size, workers, backend, ray_address, pro
     payloads = [(forecaster, [r.context for r in reqs], ctx_h[1], batch_size, check) for ctx_h, reqs, check in tasks]
     done = []
     if backend == "ray":
-        try:
-            import ray
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError("backend='ray' needs the ray package: pip install 'fwgym[ray]'") from exc
-        started = False
-        if not ray.is_initialized():
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            kw = {"address": ray_address} if ray_address else {"num_cpus": max(1, workers)}
-            ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, **kw)
-            started = True
-        try:
+        with ray_session(workers, ray_address) as ray:
             remote = ray.remote(_task)
             refs = [remote.remote(p) for p in payloads]
             for ref, p in zip(refs, payloads):
                 done.append(ray.get(ref))
                 if progress:
                     progress(len(p[1]))
-        finally:
-            if started:
-                ray.shutdown()
         return done
     if workers == 1:
         unequal: set = set()  # groups where batching changed a bit: their later chunks go one series at a time
