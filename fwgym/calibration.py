@@ -27,7 +27,7 @@ CALIBRATION_SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT)
 SIGMA_POLICY = DEFAULT_REFERENCE
 
 
-def calibrate_sigma(split: str = "dev", policy: str = SIGMA_POLICY, workers: int = 1,
+def calibrate_sigma(split: str = DEV_SPLIT, policy: str = SIGMA_POLICY, workers: int = 1,
                     progress: bool = True) -> dict:
     """Per-domain sigma = case-weighted mean excess loss (loss - floor) of ``policy`` on ``split``.
 

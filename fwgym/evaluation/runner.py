@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Sequence
 from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models
-from fwgym.cases import build_cases
+from fwgym.cases import TEST_SPLIT, build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
@@ -42,7 +42,7 @@ SUITES: dict[str, dict] = {
 }
 
 
-def select_cases(split: str = "test", domains: Sequence[str] = DOMAINS, lead: str | None = None,
+def select_cases(split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS, lead: str | None = None,
                  limit: int | None = None, case_ids: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """``[(domain, case_id), ...]`` to evaluate, in split order.
 
@@ -215,7 +215,7 @@ def _run_chunk(task: tuple) -> list[dict]:
     return _run_items(items, job)
 
 
-def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", domains: Sequence[str] = DOMAINS,
+def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS,
              lead: str | None = None, limit: int | None = None, case_ids: Iterable[str] | None = None,
              workers: int = 1, progress: bool | Callable[[int], None] = True,
              sigma: dict[str, float] | None = None, env_kwargs: dict | None = None,
