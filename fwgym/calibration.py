@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
+from fwgym.cases import DEV_SPLIT, TRAIN_SPLIT
 from fwgym.data import DOMAINS
 from fwgym.evaluation.leaderboard import DEFAULT_REFERENCE
 from fwgym.evaluation.runner import evaluate
@@ -21,12 +22,12 @@ from fwgym.scoring import REFERENCE_SIGMA, aggregate
 __all__ = ["CALIBRATION_SPLITS", "SIGMA_POLICY", "calibrate_sigma", "sigma_config"]
 
 #: splits sigma may be calibrated on (before the test period)
-CALIBRATION_SPLITS: tuple[str, ...] = ("train", "dev")
+CALIBRATION_SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT)
 #: the policy whose mean excess loss is sigma (the protocol's choice)
 SIGMA_POLICY = DEFAULT_REFERENCE
 
 
-def calibrate_sigma(split: str = "dev", policy: str = SIGMA_POLICY, workers: int = 1,
+def calibrate_sigma(split: str = DEV_SPLIT, policy: str = SIGMA_POLICY, workers: int = 1,
                     progress: bool = True) -> dict:
     """Per-domain sigma = case-weighted mean excess loss (loss - floor) of ``policy`` on ``split``.
 

@@ -30,23 +30,22 @@ from fwgym.contract import TARGET_HOURS, shortage_weights
 from fwgym.data import load_series
 from fwgym.series import Series, datetime_to_hour, hour_to_iso
 
+__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT", "SPLITS",
+           "CHART_HISTORY_HOURS", "LONDON", "DOMAIN_PREFIX", "SPLIT_DOC", "target_start_hour", "Case", "make_case_id",
+           "parse_case_id", "case_quality", "busiest_stations", "build_cases", "get_case"]
+
 HISTORY_HOURS = 336
 GAP_HOURS = 2  #: hours between the last visible hour and as_of (as_of-2h, as_of-1h are never visible)
 LEADS: dict[str, int] = {"day_ahead": 1, "week_ahead": 7}
 #: steps from the first forecast step needed to cover the target: 50 (day-ahead), 194 (week-ahead)
 HORIZONS: dict[str, int] = {lead: 24 * days + GAP_HOURS + 1 + TARGET_HOURS - 1 for lead, days in LEADS.items()}
-SPLITS: tuple[str, ...] = ("train", "dev", "test")
+TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT = "train", "dev", "test"
+SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT)
+#: hours of visible history an episode chart shows by default (one week of the 336 visible)
+CHART_HISTORY_HOURS = 168
 LONDON = ZoneInfo("Europe/London")
 DOMAIN_PREFIX = {"electricity": "elec", "cycle_hire": "cycle"}
 _PREFIX_DOMAIN = {v: k for k, v in DOMAIN_PREFIX.items()}
-
-#: Cohort weights of the test split (each electricity cohort 1/6, cycle hire 1/2).
-TEST_COHORT_WEIGHTS: dict[str, float] = {
-    "electricity-february": 1 / 6,
-    "electricity-july": 1 / 6,
-    "electricity-august": 1 / 6,
-    "cycle_hire-october": 1 / 2,
-}
 
 SPLIT_DOC = """\
 electricity (54 balancing authorities; a BA/date/lead enters only if its window is complete)
@@ -65,7 +64,6 @@ cycle hire (TfL, 2015; test/dev: the 20 stations with most departures in the tra
 class _SplitCalendar:
     dates: tuple[date, ...]
     cohort_of_month: dict[int, str]
-    all_series: bool
 
 
 def _calendar(domain: str, split: str) -> _SplitCalendar:
@@ -74,15 +72,14 @@ def _calendar(domain: str, split: str) -> _SplitCalendar:
             return _SplitCalendar(
                 tuple(date(2024, m, d) for m in (2, 7, 8) for d in (3, 11, 19, 27)),
                 {2: "electricity-february", 7: "electricity-july", 8: "electricity-august"},
-                True,
             )
         if split == "dev":
-            return _SplitCalendar(tuple(date(2024, 1, d) for d in range(3, 32, 4)), {1: "electricity-january"}, True)
+            return _SplitCalendar(tuple(date(2024, 1, d) for d in range(3, 32, 4)), {1: "electricity-january"})
     elif domain == "cycle_hire":
         if split == "test":
-            return _SplitCalendar(tuple(date(2015, 10, d) for d in (1, 5, 9, 13)), {10: "cycle_hire-october"}, False)
+            return _SplitCalendar(tuple(date(2015, 10, d) for d in (1, 5, 9, 13)), {10: "cycle_hire-october"})
         if split == "dev":
-            return _SplitCalendar(tuple(date(2015, 8, d) for d in (3, 4, 5, 6)), {8: "cycle_hire-august"}, False)
+            return _SplitCalendar(tuple(date(2015, 8, d) for d in (3, 4, 5, 6)), {8: "cycle_hire-august"})
     raise ValueError(f"no fixed calendar for domain={domain!r} split={split!r}")
 
 

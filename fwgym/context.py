@@ -17,7 +17,9 @@ import numpy as np
 
 from fwgym.cases import Case
 from fwgym.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capacity_grid
-from fwgym.series import hour_to_datetime, hour_to_iso
+from fwgym.series import date_to_hour, hour_to_datetime, hour_to_iso
+
+__all__ = ["holidays_between", "historical_facts", "calendar_facts", "render_context"]
 
 _DOMAIN_TEXT = {
     "electricity": (
@@ -63,8 +65,7 @@ def historical_facts(case: Case) -> str:
         td = case.target_date
         start = date(td.year - 1, td.month, 1)
         end = date(td.year - 1 + (td.month == 12), td.month % 12 + 1, 1)
-        h0 = int((np.datetime64(start) - np.datetime64("1970-01-01")).astype("timedelta64[h]").astype(int))
-        h1 = int((np.datetime64(end) - np.datetime64("1970-01-01")).astype("timedelta64[h]").astype(int))
+        h0, h1 = date_to_hour(start), date_to_hour(end)
         label = f"In {start:%B %Y} (same month last year)"
     else:
         h1 = case.history_start

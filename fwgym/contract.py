@@ -21,12 +21,18 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from fwgym.errors import CodedError
+from fwgym.validation import check_int, is_number
+
+__all__ = ["GRID", "GRID_STEP", "ALPHA", "RAMP", "MAX_RAMP_STEPS", "BLOCK_HOURS", "N_BLOCKS", "TARGET_HOURS",
+           "DECISION_IDS", "PRIORITY_PATTERN", "VALUE_ABS_TOL", "VALUE_REL_TOL", "INVALID_PENALTY", "shortage_weights",
+           "safe_repr", "names_text", "PlanError", "Plan", "plan_from_indices", "capacity_grid", "is_mapping",
+           "decision_values", "validate_decisions", "validate_levels", "MAX_FORECAST_SAMPLES", "MAX_FORECAST_MAGNITUDE",
+           "ForecastSubmission", "validate_forecast"]
 
 #: Normalised capacity grid, 33 levels 0.40..2.00 step 0.05 (float64, shape (33,)).
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
 _GRID_LEVELS: tuple[float, ...] = tuple(float(g) for g in GRID)
-N_LEVELS = 33
 #: spacing of GRID (normalised units)
 GRID_STEP = 0.05
 ALPHA = 0.3  #: surplus (reservation) price per normalised unit-hour
@@ -61,10 +67,7 @@ def shortage_weights(target_weekday: int) -> np.ndarray:
     Raises:
         ValueError: ``target_weekday`` not an integer in 0..6.
     """
-    if (isinstance(target_weekday, bool) or not isinstance(target_weekday, (int, np.integer))
-            or not 0 <= target_weekday <= 6):
-        raise ValueError(f"target_weekday must be an integer 0..6 (Monday = 0), got {target_weekday!r}")
-    shift = int(target_weekday) % 4
+    shift = check_int("target_weekday (Monday = 0)", target_weekday, minimum=0, maximum=6) % 4
     pattern = PRIORITY_PATTERN[-shift:] + PRIORITY_PATTERN[:-shift] if shift else PRIORITY_PATTERN
     return np.repeat(np.asarray(pattern, dtype=np.float64), 6)
 
@@ -123,14 +126,6 @@ def capacity_grid(scale: float) -> list[float]:
     validator compares submissions with (``repr`` of each gives it at full precision)."""
     s = float(scale)
     return [g * s for g in _GRID_LEVELS]
-
-
-def is_number(x: Any) -> bool:
-    """True for a real number (int, float or a NumPy integer/float scalar); False for bools and anything else."""
-    t = type(x)
-    if t is float or t is int:
-        return True
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 def is_mapping(x: Any) -> bool:

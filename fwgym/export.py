@@ -164,7 +164,7 @@ def export_cases(out: str | os.PathLike, split: str, suite: str = "forecast", do
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from fwgym import __version__
+    from fwgym.version import __version__
     from fwgym.envs.fwbench import FWBenchEnv
     from fwgym.evaluation.runner import SUITES, select_cases
     from fwgym.scorer import realised_target

@@ -52,9 +52,9 @@ from fwgym.contract import (
     N_BLOCKS,
     TARGET_HOURS,
     Plan,
-    is_number,
     safe_repr,
 )
+from fwgym.validation import is_number
 
 #: Quantile levels of every quantile forecast in fwgym.
 QUANTILE_LEVELS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

@@ -35,6 +35,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from fwgym.cases import CHART_HISTORY_HOURS
 from fwgym.metrics import SUITE_NAMES, SuiteMetric, credit_weight_of, infer_suite, suite_metric
 from fwgym.scoring import BUDGET, aggregate
 
@@ -478,7 +479,7 @@ def _panel_points(recs: Sequence[dict], metric: SuiteMetric) -> list[dict]:
     return out
 
 
-def _frontier_panel(sf, label, recs, exact, pts, free, paid, metric: SuiteMetric, budget, kinds, number, mode,
+def _frontier_panel(sf, label, recs, exact, pts, free, paid, metric: SuiteMetric, budget, kinds, number, mode,  # noqa: C901 - matplotlib drawing: one branch per optional artist and legend key
                     n_lines, reference, n_boot, seed, handles, fs, free_in, panel_w):
     """Draw one panel into subfigure ``sf``; returns a callable placing the point labels after layout."""
     from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter
@@ -858,7 +859,7 @@ def fit_limits(values: Iterable, pad: float = 0.06) -> tuple[float, float]:
     return out_lo, out_hi
 
 
-def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = 168, bands: Sequence[dict] = (),
+def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = CHART_HISTORY_HOURS, bands: Sequence[dict] = (),  # noqa: C901 - matplotlib drawing: one branch per optional artist and legend key
               policy_band: tuple[np.ndarray, str] | None = None, submitted: tuple[str, np.ndarray] | None = None,
               roi=None, gid: str | None = None, fs: float = 7.0) -> list[dict]:
     """Draw a case onto an overview axes ``ax`` and/or a target-day axes ``zx`` (either may be ``None``).
@@ -1031,7 +1032,7 @@ def _format_time_axes(ax, zx, case) -> None:
 
 
 def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, quantiles: np.ndarray | None = None,
-                history_hours: int = 168, suite: str | None = None, traces=None, zoom: bool | None = None,
+                history_hours: int = CHART_HISTORY_HOURS, suite: str | None = None, traces=None, zoom: bool | None = None,
                 style: str = "paper", columns: int = 2, title: str | None = None, height: float | None = None):
     """The case view as a matplotlib ``Figure`` (see :func:`plot_case` for the arguments)."""
     from fwgym.cases import HISTORY_HOURS
@@ -1049,7 +1050,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
     case = data.case
     bands, actions = [], []
     if traces is not None:
-        from fwgym.report.traces import bands_from_calls, load_traces, trace_results
+        from fwgym.traces import bands_from_calls, load_traces, trace_results
 
         tmap, _ = load_traces(traces)
         trace = tmap.get((policy, case_id))
@@ -1105,7 +1106,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
 
 
 def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Path, roi=None,
-              quantiles: np.ndarray | None = None, history_hours: int = 168, suite: str | None = None,
+              quantiles: np.ndarray | None = None, history_hours: int = CHART_HISTORY_HOURS, suite: str | None = None,
               traces=None, zoom: bool | None = None, style: str = "paper", columns: int = 2,
               title: str | None = None, height: float | None = None) -> Path:
     """Case view of one (case, policy) record.
@@ -1128,7 +1129,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
             fixed classical or available priced policy, else none.
         history_hours: hours of visible history shown before the cut-off (1..336).
         suite: the record's suite (default: :func:`infer_suite`; their run manifest names it).
-        traces: agent trace JSONL file(s) (:mod:`fwgym.report.traces`): the forecasts the policy bought
+        traces: agent trace JSONL file(s) (:mod:`fwgym.traces`): the forecasts the policy bought
             on this case are drawn, and in the forecast suite its submitted forecast.
         zoom: add a target-day panel (default: week-ahead cases only).
         style, columns: :data:`STYLES` and 1 or 2 columns (default 2: 7.0 in wide in the paper style).

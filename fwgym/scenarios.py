@@ -32,6 +32,8 @@ from fwgym.contract import TARGET_HOURS
 from fwgym.data import read_csv_rows
 from fwgym.series import hour_to_datetime
 
+__all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario"]
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     "electricity": ("temperature_advisory", "industrial_outage", "transmission_limit"),
     "cycle_hire": ("station_closure", "event_surge", "heavy_rain"),

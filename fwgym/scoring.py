@@ -26,6 +26,11 @@ import numpy as np
 
 from fwgym.optimizer import QUANTILE_LEVELS
 
+__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
+           "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
+           "pinball_loss", "crps_quantiles", "bound_violation", "rcrps", "rcrps_quantiles", "score_forecast",
+           "ALPHA_SCENARIO_SEED", "ALPHA_SCENARIO_CASES", "rcrps_alpha"]
+
 BUDGET = 113_726  #: credits per case
 #: version of the scoring rules (every formula from a submission to loss, floor, R, S, CRPS and RCRPS:
 #: this module, :mod:`fwgym.scorer` and the optimizer's plan and floor). Bump it with any change that can

@@ -11,6 +11,9 @@ from functools import lru_cache
 
 import numpy as np
 
+__all__ = ["EPOCH", "hour_to_datetime", "hour_to_iso", "datetime_to_hour", "iso_to_hour", "date_to_hour", "utc_weekday",
+           "utc_hour_of_day", "Series"]
+
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -65,6 +68,38 @@ def datetime_to_hour(dt: datetime) -> int:
     if seconds % 3600:
         raise ValueError(f"datetime {dt.isoformat()} is not on the hour")
     return int(seconds // 3600)
+
+
+@lru_cache(maxsize=1 << 14)
+def iso_to_hour(text: str) -> int:
+    """ISO 8601 time with a time zone (``"2024-07-24T21:00:00Z"``, ``"...+01:00"``) on the hour -> epoch hour.
+
+    The env's canonical form ``YYYY-MM-DDTHH:00:00Z`` (:func:`hour_to_iso`) is read by slicing; any
+    other form goes through :meth:`datetime.fromisoformat` (``Z`` read as ``+00:00``). Cached: cases of
+    many series share their times.
+
+    Raises:
+        TypeError: not a string. ValueError: not ISO 8601, no time zone, or not on the hour.
+        OverflowError: a time outside what ``datetime`` holds after the offset is applied.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"an ISO 8601 time must be a string, got {type(text).__name__}")
+    if (len(text) == 20 and text.isascii() and text[4] == text[7] == "-" and text[10] == "T" and text[13:] == ":00:00Z"
+            and (text[0:4] + text[5:7] + text[8:10] + text[11:13]).isdigit()):
+        hour = int(text[11:13])
+        try:
+            days = date(int(text[0:4]), int(text[5:7]), int(text[8:10])).toordinal() - _EPOCH_ORDINAL
+        except ValueError:  # e.g. month 13: fromisoformat below names it
+            pass
+        else:
+            if hour < 24:
+                return days * 24 + hour
+    return datetime_to_hour(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def date_to_hour(day: date) -> int:
+    """Epoch hour of 00:00 UTC of ``day`` (a :class:`datetime.date`)."""
+    return (day.toordinal() - _EPOCH_ORDINAL) * 24
 
 
 def utc_weekday(hours: np.ndarray | int) -> np.ndarray | int:

@@ -23,6 +23,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
+from fwgym.validation import check_int, is_int
+
+__all__ = ["CONTEXT_BUCKETS", "HORIZON_BUCKETS", "TARIFF", "EXTENDED_TARIFF_PATH", "EXTENDED_TARIFF_SHA256", "UNIT",
+           "validate_rows", "load_extended_tariff", "extended_tariff", "register_prices", "unregister_prices",
+           "tariff_rows", "tariff_source", "priced_models", "price", "credits_for"]
+
 CONTEXT_BUCKETS: tuple[int, ...] = (96, 336)
 HORIZON_BUCKETS: tuple[int, ...] = (24, 64, 96, 192, 240, 336)
 
@@ -66,7 +72,7 @@ def validate_rows(model: str, rows: Mapping) -> dict[int, tuple[int, ...]]:
     out = {}
     for key, prices in rows.items():
         try:
-            if isinstance(key, bool) or not isinstance(key, (int, str)):
+            if not (is_int(key) or isinstance(key, str)):
                 raise ValueError
             cb = int(key)
             if str(cb) != str(key):
@@ -78,7 +84,7 @@ def validate_rows(model: str, rows: Mapping) -> dict[int, tuple[int, ...]]:
         if isinstance(prices, (str, bytes)) or not hasattr(prices, "__len__") or len(prices) != len(HORIZON_BUCKETS):
             raise ValueError(f"tariff rows of {model!r}, context bucket {cb}: expected {len(HORIZON_BUCKETS)} prices "
                              f"(horizon buckets {list(HORIZON_BUCKETS)}), got {prices!r:.100}")
-        if any(isinstance(p, bool) or not isinstance(p, int) or p < 1 for p in prices):
+        if any(not is_int(p) or p < 1 for p in prices):
             raise ValueError(f"tariff rows of {model!r}, context bucket {cb}: prices must be positive integers, got {list(prices)}")
         out[cb] = tuple(int(p) for p in prices)
     return dict(sorted(out.items()))
@@ -240,10 +246,7 @@ def price(model: str, context_steps: int, horizon: int) -> dict:
     """
     if _rows(model) is None:
         raise ValueError(f"unknown model {model!r}; priced models are {priced_models()}")
-    for name, v in (("context_steps", context_steps), ("horizon", horizon)):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError(f"{name} must be an integer, got {v!r}")
-    return dict(_price(model, int(context_steps), int(horizon)))
+    return dict(_price(model, check_int("context_steps", context_steps), check_int("horizon", horizon)))
 
 
 def credits_for(model: str, context_steps: int, horizon: int) -> int:

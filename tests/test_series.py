@@ -48,3 +48,38 @@ def test_datetime_to_hour_errors():
         datetime_to_hour(datetime(2024, 1, 1))
     with pytest.raises(ValueError, match="on the hour"):
         datetime_to_hour(datetime(2024, 1, 1, 0, 30, tzinfo=timezone.utc))
+
+
+def test_iso_to_hour_reads_every_canonical_time_back_exactly_and_refuses_malformed_ones():
+    from datetime import datetime
+
+    from fwgym.series import datetime_to_hour, hour_to_iso, iso_to_hour
+
+    rng = np.random.default_rng(0)
+    for h in [0, -1, 23, 24, 478189, -200000, 300000, *rng.integers(-300000, 400000, 2000).tolist()]:
+        assert iso_to_hour(hour_to_iso(h)) == h  # the canonical form, read by slicing
+    assert iso_to_hour("2024-07-20T13:00:00+00:00") == datetime_to_hour(datetime.fromisoformat("2024-07-20T13:00:00+00:00"))
+    for bad in ["2024-13-20T13:00:00Z", "2024-07-20T25:00:00Z", "2024x07-20T13:00:00Z", "2024-07-20T13:30:00Z",
+                "2024-07-24T 9:00:00Z", "+024-07-24T21:00:00Z", "2_24-07-24T21:00:00Z", "2024-07-24T9 :00:00Z",
+                "\u0662\u0660\u0662\u0664-07-24T21:00:00Z"]:
+        with pytest.raises(ValueError):
+            iso_to_hour(bad)
+
+
+def test_iso_to_hour_reads_offsets_and_refuses_non_strings_and_naive_times():
+    from fwgym.series import iso_to_hour
+
+    assert iso_to_hour("2015-10-01T12:00:00+01:00") == iso_to_hour("2015-10-01T11:00:00Z")
+    with pytest.raises(TypeError):
+        iso_to_hour(123)
+    with pytest.raises(ValueError, match="no time zone"):
+        iso_to_hour("2024-07-20T13:00:00")
+
+
+def test_date_to_hour_is_midnight_utc():
+    from datetime import date, datetime, timezone
+
+    from fwgym.series import date_to_hour, datetime_to_hour
+
+    for d in (date(1970, 1, 1), date(2015, 10, 1), date(2024, 2, 29), date(1969, 12, 31)):
+        assert date_to_hour(d) == datetime_to_hour(datetime(d.year, d.month, d.day, tzinfo=timezone.utc))

@@ -76,6 +76,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import gymnasium as gym
 
 from fwgym.errors import AGENT_ERROR_PREFIX, HarnessError
+from fwgym.validation import is_int, is_number
 
 #: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
 EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "model_turns", "requests",
@@ -293,14 +294,13 @@ def _episode_stats(agent: Any) -> dict:
         return out
     for k in ("prompt_tokens", "completion_tokens", "model_turns", "requests"):
         v = stats.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        if is_int(v) and v >= 0:
             out[k] = int(v)
     wall = stats.get("wall_s")
-    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall) and wall >= 0:
+    if is_number(wall) and math.isfinite(wall) and wall >= 0:
         out["wall_s"] = float(wall)
     lat = stats.get("request_latency_s")
-    if isinstance(lat, (list, tuple)) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                              and math.isfinite(x) for x in lat):
+    if isinstance(lat, (list, tuple)) and all(is_number(x) and math.isfinite(x) for x in lat):
         out["request_latency_s"] = [float(x) for x in lat]
     return out
 

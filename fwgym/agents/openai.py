@@ -64,6 +64,7 @@ from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply, ToolReque
 from fwgym.agents.chat.cache import ReplyCache
 from fwgym.agents.chat.traces import scrub
 from fwgym.errors import HarnessError
+from fwgym.validation import check_int, is_number
 
 #: Placeholder key sent when the key variable is unset (local servers ignore it).
 DUMMY_API_KEY = "sk-no-key-required"
@@ -177,21 +178,25 @@ def _make_transport(max_body: int):
                 if deadline is not None and time.monotonic() >= deadline - 0.05:
                     raise DeadlineExceeded("the reply's deadline passed while waiting for the server") from exc
                 raise
-            stream = resp.extensions.get("network_stream")
-            sock = None
-            if stream is not None and hasattr(stream, "get_extra_info"):
-                try:
-                    sock = stream.get_extra_info("socket")
-                except Exception:  # noqa: BLE001 - any backend: the watchdog is best effort, reads are still checked
-                    sock = None
             return httpx.Response(status_code=resp.status_code, headers=resp.headers,
-                                  stream=BoundedStream(resp.stream, deadline, request, sock),
+                                  stream=BoundedStream(resp.stream, deadline, request, _socket_of(resp)),
                                   extensions=resp.extensions, request=request)
 
         def close(self):
             self.inner.close()
 
     return DeadlineTransport()
+
+
+def _socket_of(resp):
+    """The socket under an httpx response (for the deadline watchdog), ``None`` where the backend does not say."""
+    stream = resp.extensions.get("network_stream")
+    if stream is None or not hasattr(stream, "get_extra_info"):
+        return None
+    try:
+        return stream.get_extra_info("socket")
+    except Exception:  # noqa: BLE001 - any backend: the watchdog is best effort, reads are still checked
+        return None
 
 
 def _shutdown(sock) -> None:
@@ -264,12 +269,11 @@ class OpenAIChatAgent(ChatAgent):
                  max_response_bytes: int = MAX_RESPONSE_BYTES, name: str | None = None, **chat_kwargs: Any):
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty model name")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        max_retries = check_int("max_retries", max_retries, minimum=0)
         if not timeout or timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-            raise ValueError(f"max_tokens must be None or an integer >= 1, got {max_tokens!r}")
+        if max_tokens is not None:
+            max_tokens = check_int("max_tokens (or None)", max_tokens, minimum=1)
         super().__init__(name or f"openai:{model}", native_tools=native_tools, **chat_kwargs)
         self.model, self.base_url = model, base_url
         self.temperature, self.top_p, self.seed, self.max_tokens = temperature, top_p, seed, max_tokens
@@ -517,7 +521,7 @@ def _reply(body: dict, *, latency: float, requests: int, cached: bool = False) -
         meta["cached"] = True
     usage = body.get("usage")
     if isinstance(usage, dict):
-        meta["usage"] = {k: v for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        meta["usage"] = {k: v for k, v in usage.items() if is_number(v)}
     choice = body["choices"][0]
     msg = choice["message"]
     calls = []

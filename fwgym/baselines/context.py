@@ -15,7 +15,9 @@ import numpy as np
 
 from fwgym.forecasters.classical import classical_distribution
 from fwgym.optimizer import optimal_plan
-from fwgym.series import datetime_to_hour
+from fwgym.series import iso_to_hour
+
+__all__ = ["parse_scenario", "ContextAwareAgent"]
 
 _SPAN = re.compile(r"\((\d{2}):00-(\d{2}):00 UTC\)")
 _RULES = (
@@ -77,10 +79,7 @@ class ContextAwareAgent:
             return {"tool": "catalog"}
         cat = json.loads(observation["last_result"])["result"]
         case, contract = cat["case"], cat["contract"]
-        from datetime import datetime
-
-        last = datetime_to_hour(datetime.fromisoformat(case["last_visible"].replace("Z", "+00:00")))
-        start = datetime_to_hour(datetime.fromisoformat(case["target_start"].replace("Z", "+00:00")))
+        last, start = iso_to_hour(case["last_visible"]), iso_to_hour(case["target_start"])
         history = np.asarray(observation["history"], dtype=np.float64)
         hours = np.arange(last - len(history) + 1, last + 1)
         samples = classical_distribution(self.method, history, hours, np.arange(start, start + 24)).copy()

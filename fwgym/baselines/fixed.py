@@ -5,6 +5,8 @@ import json
 
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 
+__all__ = ["FixedMethodAgent"]
+
 
 class FixedMethodAgent:
     """Calls ``classical_plan(method)`` and submits the returned plan unchanged.

@@ -5,6 +5,8 @@ import json
 
 from fwgym.forecasters.registry import check_models
 
+__all__ = ["FALLBACK_METHOD", "FALLBACK_CODES", "FixedForecastAgent", "RoutingAgent"]
+
 FALLBACK_METHOD = "hour_of_day_empirical"
 #: refusals after which a fixed forecast policy plans with FALLBACK_METHOD instead (the protocol's fixed-TimesFM row)
 FALLBACK_CODES = ("insufficient_budget", "model_unavailable", "backend_error", "unknown_tool")

@@ -29,6 +29,9 @@ from fwgym.optimizer import plan_loss
 from fwgym.scoring import BUDGET, case_score, load_sigma
 from fwgym.tools import classical_plan_result
 
+__all__ = ["PerfectDemandOracle", "priced_candidate", "MenuOracle", "catalog_oracle", "free_menu_oracle",
+           "ORACLE_CLASSES", "oracle_grant"]
+
 
 class PerfectDemandOracle:
     """Submits the optimal feasible plan for the realised demand: loss = floor F, credits 0, so S = 0."""

@@ -11,6 +11,10 @@ from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS, known_models
 
+__all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
+           "policy_models", "CONTEXT_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
+           "unavailable_policies", "policy_names", "make_policy"]
+
 _FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
 _FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS + STATISTICAL_MODELS})
 _FACTORIES["routing_reference"] = RoutingAgent

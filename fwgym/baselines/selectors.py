@@ -61,6 +61,12 @@ from fwgym.cases import GAP_HOURS, HISTORY_HOURS, parse_case_id
 from fwgym.contract import N_BLOCKS, TARGET_HOURS, shortage_weights
 from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
 from fwgym.optimizer import cost_table, optimal_plan, plan_loss
+from fwgym.validation import is_int
+
+__all__ = ["AS_OF_INDEX", "MIN_METHOD_HISTORY", "LEAD_MATCHED_HISTORY", "LEAD_MATCHED_WINDOWS",
+           "LEAD_MATCHED_MAX_LEAD_DAYS", "SHORT_LEAD_SPAN", "METHODS", "Window", "short_lead_windows",
+           "lead_matched_windows", "window_shortage", "window_losses", "select_method", "contract_from_episode",
+           "contract_from_catalog", "BacktestSelector", "backtest_selector", "lead_matched_selector"]
 
 #: index the case's as_of would have in the visible history (last visible index 335 = as_of - 3 h)
 AS_OF_INDEX = HISTORY_HOURS + GAP_HOURS  # 338
@@ -108,8 +114,7 @@ def short_lead_windows(n_windows: int, history_hours: int | None = None) -> tupl
     Raises:
         ValueError: any other value.
     """
-    if isinstance(n_windows, bool) or not isinstance(n_windows, (int, np.integer)) or n_windows < 1 \
-            or SHORT_LEAD_SPAN % n_windows:
+    if not is_int(n_windows) or n_windows < 1 or SHORT_LEAD_SPAN % n_windows:
         raise ValueError(f"n_windows must be a positive divisor of {SHORT_LEAD_SPAN} (e.g. 4 or 8), got {n_windows!r}")
     s = SHORT_LEAD_SPAN // int(n_windows)
     first = AS_OF_INDEX - 48

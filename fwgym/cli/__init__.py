@@ -46,7 +46,7 @@ EXIT_USER_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
 def _version() -> str:
-    from fwgym import __version__
+    from fwgym.version import __version__
 
     return f"fwgym {__version__}"
 

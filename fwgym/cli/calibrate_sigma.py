@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from fwgym.calibration import CALIBRATION_SPLITS
+from fwgym.cases import DEV_SPLIT
 from fwgym.cli.args import positive_int
 
 NAME = "calibrate-sigma"
@@ -11,7 +12,7 @@ HELP = "recompute the per-domain sigma on the dev split"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym calibrate-sigma``."""
-    p.add_argument("--split", default="dev", choices=CALIBRATION_SPLITS)
+    p.add_argument("--split", default=DEV_SPLIT, choices=CALIBRATION_SPLITS)
     p.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
     p.add_argument("--write", action="store_true", help="write fwgym/config/sigma.json (or --output)")
     p.add_argument("--output", default=None)

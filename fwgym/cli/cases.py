@@ -12,7 +12,7 @@ import sys
 import textwrap
 from collections import Counter
 
-from fwgym.cases import LEADS, SPLITS
+from fwgym.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 
@@ -39,7 +39,7 @@ def _export_help() -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym cases`` and of ``fwgym cases export``."""
-    p.add_argument("--split", default="test", choices=SPLITS)
+    p.add_argument("--split", default=TEST_SPLIT, choices=SPLITS)
     add_domain_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="also print the split calendar")
     p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
@@ -91,8 +91,8 @@ def run_export(args) -> int:
     """``fwgym cases export``: write the Parquet files and the manifest; print what was written."""
     from fwgym.export import export_cases
 
-    targets = not args.no_targets if args.split != "test" else args.include_test_targets
-    if args.split == "test" and args.include_test_targets:
+    targets = not args.no_targets if args.split != TEST_SPLIT else args.include_test_targets
+    if args.split == TEST_SPLIT and args.include_test_targets:
         print("warning: --include-test-targets writes the TEST split's targets, the benchmark's answer key: keep them "
               "away from any model, prompt or tuning run, or the test scores no longer measure forecasting",
               file=sys.stderr)

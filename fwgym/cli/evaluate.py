@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from fwgym.cases import LEADS, SPLITS
+from fwgym.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
@@ -42,7 +42,7 @@ EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym evaluate``, and those of every agent kind (one argument group per kind)."""
-    p.add_argument("--split", default="test", choices=SPLITS)
+    p.add_argument("--split", default=TEST_SPLIT, choices=SPLITS)
     add_domain_argument(p)
     p.add_argument("--lead", choices=tuple(LEADS), default=None)
     p.add_argument("--policies", nargs="+", default=None,
@@ -160,15 +160,13 @@ def _agent_settings(policy) -> object:
 
 
 def _execute(args, out: Path, manifest: dict | None) -> int:
-    from fwgym import __version__
+    from fwgym.version import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
-    from fwgym.baselines.registry import EXTENDED_POLICIES, suite_policies, unavailable_policies
     from fwgym.errors import HarnessError
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
     from fwgym.cli.tables import print_table
     from fwgym.evaluation.leaderboard import format_breakdowns, leaderboard_table
-    from fwgym.evaluation.manifest import (MANIFEST_VERSION, environment, model_revisions, new_run_id, now,
-                                           settings_differences)
+    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
     from fwgym.forecasters.registry import PRICED_MODELS
@@ -185,25 +183,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     try:
         for torn in (run.torn if run else ()):
             print(f"note: {torn}", file=sys.stderr)
-        if args.agent:
-            kind = resolve_kind(args.agent, agent_kinds())
-            policies = [kind.build(args)] + list(args.policies or [])
-        elif args.policies:
-            policies = list(args.policies)
-        else:
-            policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm, pool=pool)
-            for policy, reason in skipped.items():
-                print(f"skipping policy {policy}: {reason}", file=sys.stderr)
-        without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so
-        for policy, reason in without_model.items():
-            print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
-                  f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
-        env_kwargs = dict(SUITES[args.suite])
-        if pool != "protocol":
-            env_kwargs["models"] = list(POOLS[pool])
-        outside = [p for p in policies if isinstance(p, str) and p in EXTENDED_POLICIES and pool == "protocol"]
-        if outside:
-            raise ValueError(f"policies {outside} buy models of the extended forecast pool; run them with --pool extended")
+        policies, without_model, env_kwargs = _policies(args, pool)
         labels = policy_labels(policies, env_kwargs)
         selected = select_cases(args.split, args.domain, args.lead, args.limit)
         if not selected:
@@ -220,14 +200,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
             "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
         if resume:
-            diff = settings_differences(manifest.get("settings") or {}, settings)
-            if diff:
-                raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
-                                 "episodes would not be comparable (start a new run): " + "; ".join(diff))
-            old_git = (manifest.get("environment") or {}).get("git")
-            if old_git != env["git"]:
-                print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
-                      "in the manifest's sessions", file=sys.stderr)
+            _check_resume(out, manifest, settings, env)
         try:
             preflight = run_preflight(policies)
         except HarnessError as exc:
@@ -308,6 +281,52 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def _policies(args, pool: str) -> tuple[list, dict, dict]:
+    """``(policies, {policy asked for by name that runs without its model: reason}, env_kwargs)`` of the
+    command line (skipped and model-less policies are reported on stderr).
+
+    Raises:
+        ValueError: a policy of the extended forecast pool asked for with the protocol pool.
+    """
+    from fwgym.baselines.forecast import FALLBACK_METHOD
+    from fwgym.baselines.registry import EXTENDED_POLICIES, suite_policies, unavailable_policies
+
+    if args.agent:
+        kind = resolve_kind(args.agent, agent_kinds())
+        policies = [kind.build(args)] + list(args.policies or [])
+    elif args.policies:
+        policies = list(args.policies)
+    else:
+        policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm, pool=pool)
+        for policy, reason in skipped.items():
+            print(f"skipping policy {policy}: {reason}", file=sys.stderr)
+    without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so
+    for policy, reason in without_model.items():
+        print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
+              f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
+    env_kwargs = dict(SUITES[args.suite])
+    if pool != "protocol":
+        env_kwargs["models"] = list(POOLS[pool])
+    outside = [p for p in policies if isinstance(p, str) and p in EXTENDED_POLICIES and pool == "protocol"]
+    if outside:
+        raise ValueError(f"policies {outside} buy models of the extended forecast pool; run them with --pool extended")
+    return policies, without_model, env_kwargs
+
+
+def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
+    """Refuse ``--resume`` when the run's settings differ from this run's; note a changed checkout."""
+    from fwgym.evaluation.manifest import settings_differences
+
+    diff = settings_differences(manifest.get("settings") or {}, settings)
+    if diff:
+        raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
+                         "episodes would not be comparable (start a new run): " + "; ".join(diff))
+    old_git = (manifest.get("environment") or {}).get("git")
+    if old_git != env["git"]:
+        print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
+              "in the manifest's sessions", file=sys.stderr)
 
 
 def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:

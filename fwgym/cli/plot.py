@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from fwgym.cases import HISTORY_HOURS
+from fwgym.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_float, positive_int
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT
 
@@ -75,8 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _suite(pc)
     pc.add_argument("--case-id", required=True)
     pc.add_argument("--policy", required=True)
-    pc.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=168,
-                    help=f"hours of visible history shown (1..{HISTORY_HOURS}, default 168)")
+    pc.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=CHART_HISTORY_HOURS,
+                    help=f"hours of visible history shown (1..{HISTORY_HOURS}, default {CHART_HISTORY_HOURS})")
     pc.add_argument("--traces", nargs="+", default=None, metavar="FILE",
                     help="agent trace JSONL files: draw the forecasts the policy bought on this case (and, in the "
                          "forecast suite, its submitted forecast)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fwgym.cases import HISTORY_HOURS
+from fwgym.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_int
 from fwgym.evaluation import BOOT_SEED, N_BOOT
 from fwgym.report import DEFAULT_EPISODE_PAGES
@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=episodes, default=DEFAULT_EPISODE_PAGES,
                    help=f"episode pages per policy: the worst, best and random by S (default {DEFAULT_EPISODE_PAGES}), "
                         "or 'all'")
-    p.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=168, help="hours of visible history in episode charts (default 168)")
+    p.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=CHART_HISTORY_HOURS,
+                   help=f"hours of visible history in episode charts (default {CHART_HISTORY_HOURS})")
     p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
     p.add_argument("--seed", type=nonnegative_int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
     p.add_argument("--title", default=None, help="report title")

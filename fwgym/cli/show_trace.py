@@ -19,6 +19,8 @@ import re
 import sys
 from typing import Any, TextIO
 
+from fwgym.validation import is_number
+
 #: characters never written to the terminal: C0 controls but newline and tab, DEL, C1 controls,
 #: bidirectional embeddings/overrides/isolates, and the line/paragraph separators
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -53,7 +55,7 @@ def _short(text: Any, limit: int | None) -> str:
 
 
 def _fmt_num(v: Any, spec: str) -> str:
-    return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+    return format(v, spec) if is_number(v) else "-"
 
 
 def summary_line(i: int, t: dict) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from fwgym.validation import is_number
+
 __all__ = ["trace_problem", "check_traces"]
 
 #: top-level fields and their JSON types (``None`` allowed for each)
@@ -16,13 +18,9 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {"score": dict, "settings": dict, 
                                               "replies": list, "steps": list, "messages": list}
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _kind(v: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(v), "a number" if _number(v) else type(v).__name__)
+        type(v), "a number" if is_number(v) else type(v).__name__)
 
 
 def trace_problem(t: Any) -> str | None:
@@ -33,12 +31,12 @@ def trace_problem(t: Any) -> str | None:
         if t.get(key) is not None and not isinstance(t[key], typ):
             return f"field {key!r} is {_kind(t[key])}, expected {_kind(typ())}"
     levels = (t.get("final_plan") or {}).get("levels")
-    if levels is not None and not (isinstance(levels, list) and all(_number(x) for x in levels)):
+    if levels is not None and not (isinstance(levels, list) and all(is_number(x) for x in levels)):
         return "final_plan.levels is not a list of numbers"
     for i, r in enumerate(t.get("replies") or []):
         if not isinstance(r, dict):
             return f"replies[{i}] is {_kind(r)}, expected an object"
-        if r.get("attempts") is not None and not _number(r["attempts"]):
+        if r.get("attempts") is not None and not is_number(r["attempts"]):
             return f"replies[{i}].attempts is {_kind(r['attempts'])}, expected a number"
     for i, m in enumerate(t.get("messages") or []):
         if not isinstance(m, dict):

@@ -34,6 +34,10 @@ import numpy as np
 
 from fwgym.series import Series
 
+__all__ = ["DATA_DIR", "PACKAGE_DIR", "MANIFEST_PATH", "DATA_FILES", "DOMAINS", "SCORE_FILES", "DataIntegrityError",
+           "sha256_file", "verify_file", "expected_sha256", "verified_bytes", "verify_packaged", "record_sha256",
+           "read_csv_rows", "load_series"]
+
 DATA_DIR = Path(__file__).resolve().parent
 #: the fwgym package directory: the paths of :data:`SCORE_FILES` are relative to it
 PACKAGE_DIR = DATA_DIR.parent

@@ -48,7 +48,7 @@ from gymnasium import spaces
 
 from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
 from fwgym.context import render_context
-from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP, is_number
+from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP
 from fwgym.data import DOMAINS
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
@@ -62,6 +62,9 @@ from fwgym.scorer import score_submission
 from fwgym.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
                          parse_action, result_json)
+from fwgym.validation import check_int, is_number
+
+__all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv"]
 
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
 CHARSET = string.printable
@@ -186,10 +189,7 @@ class FWBenchEnv(gym.Env):
         for name, v in (("invalid_submission", invalid_submission), ("call_limit", call_limit)):
             if v not in (TERMINATE, ERROR):
                 raise ValueError(f"{name} must be {TERMINATE!r} or {ERROR!r}, got {v!r}")
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
-            raise ValueError(f"budget must be a non-negative integer, got {budget!r}")
-        if isinstance(max_calls, bool) or not isinstance(max_calls, (int, np.integer)) or max_calls < 0:
-            raise ValueError(f"max_calls must be a non-negative integer, got {max_calls!r}")
+        budget, max_calls = check_int("budget", budget, minimum=0), check_int("max_calls", max_calls, minimum=0)
         tools = tuple(DEFAULT_TOOLS if tools is None else tools)
         unknown = [t for t in tools if t not in REGISTRY]
         if unknown:

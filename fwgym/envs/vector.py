@@ -59,6 +59,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from fwgym.validation import check_int, is_int
+
 #: uniforms drawn per sub-env generator at a time (the same sequence as one draw per reset)
 _DRAW_BLOCK = 256
 _MODES = {**{m.value: m for m in AutoresetMode}, **{m.name.lower(): m for m in AutoresetMode}}
@@ -584,8 +586,7 @@ class MacroVectorEnv(VectorEnv):
         from fwgym.wrappers.features import feature_index
         from fwgym.wrappers.rl import make_rl_env
 
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        num_envs = check_int("num_envs", num_envs, minimum=1)
         if not isinstance(autoreset_mode, AutoresetMode):
             if autoreset_mode not in _MODES:
                 raise ValueError(f"autoreset_mode must be one of {list(_MODES)}, got {autoreset_mode!r}")
@@ -783,7 +784,7 @@ class MacroVectorEnv(VectorEnv):
         n = self.num_envs
         if seed is None:
             seeds = [None] * n
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        elif is_int(seed):
             seeds = [int(seed) + i for i in range(n)]
         else:
             seeds = list(seed)

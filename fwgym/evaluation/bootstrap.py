@@ -14,6 +14,7 @@ import numpy as np
 
 from fwgym.evaluation.records import by_policy, check_result_set
 from fwgym.scoring import aggregate
+from fwgym.validation import check_int
 
 __all__ = ["N_BOOT", "BOOT_SEED", "ClusterBootstrap", "paired_bootstrap"]
 
@@ -46,8 +47,7 @@ class ClusterBootstrap:
     """
 
     def __init__(self, cases: Sequence[Mapping], n_boot: int, seed: int):
-        if isinstance(n_boot, bool) or int(n_boot) != n_boot or n_boot < 1:
-            raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+        n_boot = check_int("n_boot", n_boot, minimum=1)
         self.n_cases = len(cases)
         rng = np.random.default_rng(seed)
         self.domains = []

@@ -20,6 +20,7 @@ from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, pair
 from fwgym.evaluation.records import by_policy, check_result_set
 from fwgym.metrics import suite_metric
 from fwgym.scoring import aggregate
+from fwgym.validation import is_int
 
 __all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
            "Table", "leaderboard_table", "breakdown_tables", "markdown_table", "latex_table", "latex_escape",
@@ -70,7 +71,7 @@ def token_means(records: Sequence[Mapping]) -> dict[str, float | None]:
     have them, so cost compares across models; ``None`` for a policy without token counts, e.g. a baseline)."""
     out: dict[str, float | None] = {}
     for k in ("prompt_tokens", "completion_tokens"):
-        vals = [r[k] for r in records if isinstance(r.get(k), int) and not isinstance(r.get(k), bool)]
+        vals = [r[k] for r in records if is_int(r.get(k))]
         out[k] = float(sum(vals) / len(vals)) if vals else None
     return out
 

@@ -114,7 +114,7 @@ def git_info(path: str | None = None) -> dict | None:
 def environment() -> dict:
     """Versions of what produced the records: fwgym, the scorer, Python, the platform, :data:`PACKAGES`
     (installed ones) and the git commit of the fwgym checkout (``None`` outside one)."""
-    from fwgym import __version__
+    from fwgym.version import __version__
     from fwgym.scoring import SCORER_VERSION
 
     packages = {}

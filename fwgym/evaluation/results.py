@@ -42,6 +42,7 @@ from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
 from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
+from fwgym.validation import is_int, is_number
 
 __all__ = ["RESULTS_FILE", "ResultSource", "ResultSet", "load_source", "load_results", "read_results",
            "write_results", "run_meta", "infer_suite"]
@@ -112,7 +113,7 @@ def _check_settings(settings: Mapping, where: Path) -> None:
     """Refuse a manifest whose scoring settings have the wrong JSON types (an edited or foreign file),
     before any record is re-scored with them."""
     def number(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        return is_number(v) and math.isfinite(v)
 
     sigma = settings.get("sigma")
     problems = []
@@ -123,8 +124,8 @@ def _check_settings(settings: Mapping, where: Path) -> None:
         problems.append(f"split {settings.get('split')!r}")
     if not (isinstance(sigma, dict) and sigma and all(isinstance(k, str) and number(v) and v > 0 for k, v in sigma.items())):
         problems.append(f"sigma {sigma!r} (expected {{domain: a number > 0}})")
-    for key, ok in (("budget", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
-                    ("scenario_seed", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    for key, ok in (("budget", lambda v: is_int(v) and v >= 0),
+                    ("scenario_seed", is_int),
                     ("credit_weight", lambda v: number(v) and v >= 0)):
         if not ok(settings.get(key)):
             problems.append(f"{key} {settings.get(key)!r}")
@@ -336,7 +337,7 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
 def run_meta(split: str, policies: Sequence, workers: int, sigma: dict | None = None) -> dict:
     """Provenance for :func:`write_results`: fwgym version, split, policies, workers, sigma, creation
     time (UTC, ISO 8601) and the machine's CPU count."""
-    from fwgym import __version__
+    from fwgym.version import __version__
 
     return {"fwgym_version": __version__, "split": split, "policies": [str(p) for p in policies], "workers": workers,
             "sigma": sigma or load_sigma(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -14,7 +14,6 @@ instances: LLM agents waiting on one endpoint).
 from __future__ import annotations
 
 import json
-import os
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -24,12 +23,14 @@ from typing import Callable, Iterable, Sequence
 from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models
-from fwgym.cases import build_cases
+from fwgym.cases import TEST_SPLIT, build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
 from fwgym.evaluation.rundir import RunDir, append_record, episode_id
+from fwgym.ray_session import ray_session
+from fwgym.validation import check_int
 
 __all__ = ["SUITES", "select_cases", "policy_label", "policy_labels", "evaluate", "run_preflight"]
 
@@ -41,7 +42,7 @@ SUITES: dict[str, dict] = {
 }
 
 
-def select_cases(split: str = "test", domains: Sequence[str] = DOMAINS, lead: str | None = None,
+def select_cases(split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS, lead: str | None = None,
                  limit: int | None = None, case_ids: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """``[(domain, case_id), ...]`` to evaluate, in split order.
 
@@ -214,7 +215,7 @@ def _run_chunk(task: tuple) -> list[dict]:
     return _run_items(items, job)
 
 
-def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", domains: Sequence[str] = DOMAINS,
+def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS,
              lead: str | None = None, limit: int | None = None, case_ids: Iterable[str] | None = None,
              workers: int = 1, progress: bool | Callable[[int], None] = True,
              sigma: dict[str, float] | None = None, env_kwargs: dict | None = None,
@@ -255,8 +256,7 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = "test", do
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    concurrency = check_int("concurrency", concurrency, minimum=1)
     labels = policy_labels(policies, env_kwargs)  # validates names before any work
     selected = select_cases(split, domains, lead, limit, case_ids)
     if not selected:
@@ -346,17 +346,7 @@ def _run_local(tasks: list, workers: int, advance: Callable[[int], None]) -> lis
 def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[int], None],
              sink: Callable[[dict], None] | None) -> list[list[dict]]:
     """Run the tasks as Ray remote functions, reporting progress (and appending records) as they finish."""
-    try:
-        import ray
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError("backend='ray' needs the ray package: pip install 'fwgym[ray]'") from exc
-    started = False
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        kw = {"address": address} if address else {"num_cpus": max(1, workers)}
-        ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, **kw)
-        started = True
-    try:
+    with ray_session(workers, address) as ray:
         remote = ray.remote(_run_chunk)
         pending = {remote.remote(t): len(t[1]) for t in tasks}
         out = []
@@ -370,9 +360,6 @@ def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[
                 out.append(recs)
                 advance(pending.pop(ref))
         return out
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def _advance(bar, progress, n: int) -> None:

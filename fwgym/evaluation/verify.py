@@ -36,6 +36,7 @@ from fwgym.evaluation.records import is_scored
 from fwgym.scenarios import make_scenario
 from fwgym.scorer import score_submission
 from fwgym.scoring import BUDGET
+from fwgym.validation import is_int, is_number
 
 __all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_record", "rescore"]
 
@@ -74,7 +75,7 @@ def _scenario(case_id: str, domain: str, split: str, seed: int):
 def _close(stored, fresh) -> bool:
     if fresh is None or stored is None:
         return stored is None and fresh is None
-    if isinstance(stored, bool) or not isinstance(stored, (int, float)):
+    if not is_number(stored):
         return False
     if not math.isfinite(stored):
         return False
@@ -99,7 +100,7 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
             raise ValueError(f"{f} {record[f]!r} is not the case's ({getattr(case, f)!r})")
     budget = int(settings.get("budget", BUDGET))
     credits = record["credits"]
-    if isinstance(credits, bool) or not isinstance(credits, int) or not 0 <= credits <= max(budget, 0):
+    if not is_int(credits) or not 0 <= credits <= max(budget, 0):
         raise ValueError(f"credits {credits!r} is not an integer in [0, {budget}]")
     if "budget_left" in record and record["budget_left"] != budget - credits:
         raise ValueError(f"budget_left {record['budget_left']!r} != budget - credits = {budget - credits}")
@@ -115,36 +116,46 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
     if bool(valid) != (status == "submitted"):
         raise ValueError(f"valid {valid!r} contradicts status {status!r}")
     task = settings.task
-    submission = None
-    if task == "decision":
-        if "rcrps" in record:
-            raise ValueError("a forecast-task record (it has rcrps) in a decision-suite run")
-        levels = record["levels"]
-        if valid:
-            try:
-                submission = validate_levels(levels, case.scale)
-            except PlanError as exc:
-                raise ValueError(f"levels {levels!r} are not a valid plan ({exc.code}: {exc.message})") from None
-            if [float(GRID[i]) for i in submission.indices] != [float(x) for x in levels]:
-                raise ValueError(f"levels {levels!r} are not exactly grid levels")
-        elif levels is not None:
-            raise ValueError(f"an invalid episode has levels {levels!r}")
-    else:
-        if "rcrps" not in record:
-            raise ValueError("a decision-task record (no rcrps) in a forecast-suite run")
-        sub = record.get("submission")
-        if valid:
-            if not isinstance(sub, Mapping) or sub.get("kind") not in ("quantiles", "samples"):
-                raise ValueError("a valid forecast record holds no submission {'kind', 'values'} to re-score")
-            try:
-                submission = validate_forecast({sub["kind"]: sub.get("values")}, case.scale)
-            except PlanError as exc:
-                raise ValueError(f"its submission is not a valid forecast ({exc.code}: {exc.message})") from None
-        elif sub is not None:
-            raise ValueError("an invalid episode holds a submission")
+    submission = _decision_submission(record, case, valid) if task == "decision" else \
+        _forecast_submission(record, case, valid)
     sigma = settings["sigma"][domain]
     return score_submission(case, scenario, task, submission, credits, sigma=sigma, budget=budget,
                             credit_weight=float(settings.get("credit_weight", 0.0)))
+
+
+def _decision_submission(record: Mapping, case, valid: bool):
+    """The decision record's plan, re-validated from its ``levels`` (``None`` for an invalid episode)."""
+    if "rcrps" in record:
+        raise ValueError("a forecast-task record (it has rcrps) in a decision-suite run")
+    levels = record["levels"]
+    if not valid:
+        if levels is not None:
+            raise ValueError(f"an invalid episode has levels {levels!r}")
+        return None
+    try:
+        submission = validate_levels(levels, case.scale)
+    except PlanError as exc:
+        raise ValueError(f"levels {levels!r} are not a valid plan ({exc.code}: {exc.message})") from None
+    if [float(GRID[i]) for i in submission.indices] != [float(x) for x in levels]:
+        raise ValueError(f"levels {levels!r} are not exactly grid levels")
+    return submission
+
+
+def _forecast_submission(record: Mapping, case, valid: bool):
+    """The forecast record's submission, re-validated (``None`` for an invalid episode)."""
+    if "rcrps" not in record:
+        raise ValueError("a decision-task record (no rcrps) in a forecast-suite run")
+    sub = record.get("submission")
+    if not valid:
+        if sub is not None:
+            raise ValueError("an invalid episode holds a submission")
+        return None
+    if not isinstance(sub, Mapping) or sub.get("kind") not in ("quantiles", "samples"):
+        raise ValueError("a valid forecast record holds no submission {'kind', 'values'} to re-score")
+    try:
+        return validate_forecast({sub["kind"]: sub.get("values")}, case.scale)
+    except PlanError as exc:
+        raise ValueError(f"its submission is not a valid forecast ({exc.code}: {exc.message})") from None
 
 
 def verify_record(record: Mapping, settings: RunSettings, where: str = "") -> None:
@@ -165,7 +176,7 @@ def verify_record(record: Mapping, settings: RunSettings, where: str = "") -> No
             f"{record.get('case_id')!r}")
     for f in VERIFIED_FIELDS[settings.task][:4]:
         v = record.get(f)
-        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not is_number(v) or not math.isfinite(v):
             raise ValueError(f"{head}: {f} = {v!r} is not a finite number (refused)")
     try:
         fresh = rescore(record, settings)

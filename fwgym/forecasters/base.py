@@ -14,6 +14,10 @@ from typing import Sequence
 import numpy as np
 
 from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.validation import check_int
+
+__all__ = ["N_QUANTILES", "ModelUnavailable", "ForecastBackendError", "Availability", "QuantileForecaster", "fill_gaps",
+           "package_versions"]
 
 N_QUANTILES = len(QUANTILE_LEVELS)
 
@@ -145,9 +149,7 @@ class QuantileForecaster:
         return fill_gaps(ctx)
 
     def _checked_horizon(self, horizon) -> int:
-        if isinstance(horizon, bool) or int(horizon) != horizon or horizon < 1:
-            raise ValueError(f"{self.name}: horizon must be a positive integer, got {horizon!r}")
-        return int(horizon)
+        return check_int(f"{self.name}: horizon", horizon, minimum=1)
 
     def _checked_quantiles(self, q: np.ndarray, horizon: int) -> np.ndarray:
         """A backend's output checked (shape (horizon, 9), finite) and sorted along the level axis."""

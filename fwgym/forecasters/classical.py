@@ -28,6 +28,10 @@ from typing import Callable
 
 import numpy as np
 
+__all__ = ["WEEK", "DAY", "weekday_empirical", "weekly_repeat", "all_hour_empirical", "calendar_residual",
+           "recent_week_empirical", "recent_day_empirical", "hour_of_day_empirical", "level_adjusted_weekly",
+           "CLASSICAL_METHODS", "classical_distribution", "method_samples"]
+
 WEEK = 168
 DAY = 24
 

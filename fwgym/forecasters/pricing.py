@@ -42,6 +42,10 @@ from pathlib import Path
 from typing import Sequence
 
 from fwgym.tariff import CONTEXT_BUCKETS, EXTENDED_TARIFF_PATH, HORIZON_BUCKETS, UNIT
+from fwgym.validation import check_int
+
+__all__ = ["THREAD_VARS", "DEFAULT_CASES", "DEFAULT_REPEATS", "DEFAULT_VERSION", "TARIFF_MODULE", "pricing_cases",
+           "machine", "measure", "tariff_rows_from", "build_document", "document_text", "pin_sha256", "main"]
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 DEFAULT_CASES = 12
@@ -61,8 +65,7 @@ def pricing_cases(per_domain: int = DEFAULT_CASES, split: str = "dev") -> list[s
     from fwgym.cases import build_cases
     from fwgym.data import DOMAINS
 
-    if isinstance(per_domain, bool) or not isinstance(per_domain, int) or per_domain < 1:
-        raise ValueError(f"per_domain must be a positive integer, got {per_domain!r}")
+    per_domain = check_int("per_domain", per_domain, minimum=1)
     ids = []
     for domain in DOMAINS:
         cases = build_cases(domain, split)
@@ -141,8 +144,7 @@ def measure(models: Sequence[str], contexts: Sequence[int] = CONTEXT_BUCKETS, ho
     bad = [c for c in contexts if c not in CONTEXT_BUCKETS] + [h for h in horizons if h not in HORIZON_BUCKETS]
     if bad or not contexts or not horizons:
         raise ValueError(f"buckets must be among {list(CONTEXT_BUCKETS)} / {list(HORIZON_BUCKETS)}, got {bad or 'none'}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    repeats = check_int("repeats", repeats, minimum=1)
     spec = {"models": list(models), "contexts": [int(c) for c in contexts], "horizons": [int(h) for h in horizons],
             "cases": list(cases if cases is not None else pricing_cases()), "repeats": repeats}
     env = {**os.environ, **{v: "1" for v in THREAD_VARS}}

@@ -37,6 +37,12 @@ from fwgym.forecasters.base import Availability, QuantileForecaster
 from fwgym.forecasters.seasonal import SeasonalEmpirical
 from fwgym.forecasters.statistical import STATISTICAL_FORECASTERS
 from fwgym.forecasters.tsfm import Chronos2, ChronosBoltTiny, TimesFM25
+from fwgym.validation import check_int
+
+__all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
+           "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
+           "known_models", "check_models", "plugin_spec", "describe_pool", "get_forecaster", "set_forecaster",
+           "ForecastCache", "FORECAST_CACHE"]
 
 #: priced model names in menu order (the protocol's forecast pool)
 PRICED_MODELS: tuple[str, ...] = ("seasonal_empirical", "chronos_bolt_tiny", "chronos2", "timesfm25")
@@ -133,9 +139,8 @@ def _register(spec: ForecasterSpec, replace: bool) -> ForecasterSpec:
         raise TypeError(f"{spec.name}: factory must be a zero-argument callable returning a QuantileForecaster")
     if spec.availability is not None and not callable(spec.availability):
         raise TypeError(f"{spec.name}: availability must be None or a zero-argument callable")
-    if spec.min_context is not None and (isinstance(spec.min_context, bool) or not isinstance(spec.min_context, int)
-                                         or not 1 <= spec.min_context <= max(tariff.CONTEXT_BUCKETS)):
-        raise ValueError(f"{spec.name}: min_context must be an integer in 1..{max(tariff.CONTEXT_BUCKETS)}, got {spec.min_context!r}")
+    if spec.min_context is not None:
+        check_int(f"{spec.name}: min_context", spec.min_context, minimum=1, maximum=max(tariff.CONTEXT_BUCKETS))
     with _LOCK:
         if spec.name in _FACTORIES:
             raise ValueError(f"{spec.name!r} is a built-in model of fwgym; register the plug-in under another name")

@@ -6,6 +6,8 @@ import numpy as np
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.optimizer import QUANTILE_LEVELS
 
+__all__ = ["WEEK", "SeasonalEmpirical"]
+
 WEEK = 168
 
 

@@ -77,6 +77,11 @@ import numpy as np
 
 from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnavailable, QuantileForecaster
 from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.validation import check_int
+
+__all__ = ["DAY", "WEEK", "INSTALL_HINT", "REQUIRED", "Z_LEVELS", "IMPLEMENTATION", "TRANSFORMS", "FitTimeout",
+           "statsmodels_version", "gaussian_quantiles", "StatsmodelsForecaster", "ETS", "Theta", "SARIMA", "MSTLETS",
+           "STATISTICAL_FORECASTERS"]
 
 DAY, WEEK = 24, 168
 INSTALL_HINT = "statsmodels or threadpoolctl is not installed: pip install 'statsmodels>=0.14' 'threadpoolctl>=3'"
@@ -155,9 +160,7 @@ class StatsmodelsForecaster(QuantileForecaster):
             raise ValueError(f"transform must be one of {list(TRANSFORMS)}, got {transform!r}")
         if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
             raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
-        maxiter = self.default_maxiter if maxiter is None else maxiter
-        if isinstance(maxiter, bool) or not isinstance(maxiter, int) or maxiter < 1:
-            raise ValueError(f"maxiter must be a positive integer, got {maxiter!r}")
+        maxiter = check_int("maxiter", self.default_maxiter if maxiter is None else maxiter, minimum=1)
         self.transform, self.time_limit, self.maxiter = transform, float(time_limit), maxiter
 
     @property

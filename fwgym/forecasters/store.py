@@ -76,6 +76,8 @@ from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from fwgym.forecasters.base import N_QUANTILES, QuantileForecaster
+from fwgym.ray_session import ray_session
+from fwgym.validation import check_int
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "StoreError", "StoreIntegrityError", "StoreMismatch",
            "ForecastRequest", "ForecastStore", "context_digest", "fingerprint_digest", "open_store", "use_store",
@@ -680,7 +682,7 @@ def _torch_threads() -> int | None:
     return int(torch.get_num_threads()) if torch is not None else None
 
 
-def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests: Sequence[ForecastRequest], *,
+def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests: Sequence[ForecastRequest], *,  # noqa: C901 - argument checks, resume/overwrite rules and the local/Ray task loop of one build; split with the store refactor (issue 20)
                 batch_size: int = 64, workers: int = 1, backend: str = "local", ray_address: str | None = None,
                 rows_per_shard: int = ROWS_PER_SHARD, overwrite: bool = False, check: str = "first",
                 progress: Callable[[int], None] | None = None, info: Mapping | None = None) -> dict:
@@ -721,19 +723,16 @@ def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests
         StoreIntegrityError: an existing shard of the model is tampered.
         ModelUnavailable: the forecaster's weights cannot be found.
     """
-    from fwgym import __version__
+    from fwgym.version import __version__
     from fwgym.forecasters.base import ModelUnavailable
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise StoreError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise StoreError(f"workers must be a positive integer, got {workers!r}")
+    batch_size = check_int("batch_size", batch_size, minimum=1, error=StoreError)
+    workers = check_int("workers", workers, minimum=1, error=StoreError)
     if backend not in ("local", "ray"):
         raise StoreError(f"backend must be 'local' or 'ray', got {backend!r}")
     if check not in ("first", "all"):
         raise StoreError(f"check must be 'first' or 'all', got {check!r}")
-    if isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, int) or rows_per_shard < 1:
-        raise StoreError(f"rows_per_shard must be a positive integer, got {rows_per_shard!r}")
+    rows_per_shard = check_int("rows_per_shard", rows_per_shard, minimum=1, error=StoreError)
     model = forecaster.name
     av = forecaster.availability()
     if not av.available:
@@ -871,26 +870,13 @@ def _run_tasks(forecaster, tasks, batch_size, workers, backend, ray_address, pro
     payloads = [(forecaster, [r.context for r in reqs], ctx_h[1], batch_size, check) for ctx_h, reqs, check in tasks]
     done = []
     if backend == "ray":
-        try:
-            import ray
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError("backend='ray' needs the ray package: pip install 'fwgym[ray]'") from exc
-        started = False
-        if not ray.is_initialized():
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            kw = {"address": ray_address} if ray_address else {"num_cpus": max(1, workers)}
-            ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False, **kw)
-            started = True
-        try:
+        with ray_session(workers, ray_address) as ray:
             remote = ray.remote(_task)
             refs = [remote.remote(p) for p in payloads]
             for ref, p in zip(refs, payloads):
                 done.append(ray.get(ref))
                 if progress:
                     progress(len(p[1]))
-        finally:
-            if started:
-                ray.shutdown()
         return done
     if workers == 1:
         unequal: set = set()  # groups where batching changed a bit: their later chunks go one series at a time

@@ -35,6 +35,9 @@ import numpy as np
 from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnavailable, QuantileForecaster
 from fwgym.optimizer import QUANTILE_LEVELS
 
+__all__ = ["INSTALL_HINT", "hub_unreachable", "weights_identity", "HubForecaster", "ChronosForecaster",
+           "ChronosBoltTiny", "Chronos2", "TimesFM25"]
+
 INSTALL_HINT = "install the extra: pip install 'fwgym[tsfm]' (torch==2.13.0, chronos-forecasting, timesfm)"
 
 

@@ -25,7 +25,7 @@ header rows stick to the top of the window) and turn into one card per row below
 fetched from a network: open ``index.html`` from the disk or any static host. Results are
 post-episode, so pages show the scored target.
 
-Traces of LLM agents (``--traces``; schema in :mod:`fwgym.report.traces`) add the full transcript,
+Traces of LLM agents (``--traces``; schema in :mod:`fwgym.traces`) add the full transcript,
 the ordered tool calls, the bought forecasts and (forecast suite) the submitted forecast to those
 agents' episode pages. For registered baselines the calls are recovered by replaying the episode
 (deterministic), and shown only when the replay reproduces the recorded score; otherwise the page
@@ -34,6 +34,6 @@ lists the record's tool counts. A record that carries its own ``submission`` is 
 Needs the ``plots`` extra (matplotlib, jinja2).
 """
 from fwgym.report.build import DEFAULT_EPISODE_PAGES, Report, build_report, select_episodes, slug
-from fwgym.report.traces import load_traces
+from fwgym.traces import load_traces
 
 __all__ = ["build_report", "load_traces", "select_episodes", "slug", "Report", "DEFAULT_EPISODE_PAGES"]

@@ -15,9 +15,10 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from fwgym.cases import CHART_HISTORY_HOURS
 from fwgym.plots import submitted_forecast, suite_metric
 from fwgym.report import charts
-from fwgym.report.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
+from fwgym.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
                                  transcript)
 
 #: default number of episode pages per policy (a third worst, a third best, the rest random)
@@ -339,10 +340,10 @@ def _done(job: dict, result: tuple[str, str], report: Report, notes: Counter, ba
 # the build
 
 
-def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str | Path,
+def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str | Path,  # noqa: C901 - one branch per optional page part (traces, replay, per-suite columns)
                  traces: Iterable[str | Path] | str | Path | None = None,
                  max_episode_pages: int | None = DEFAULT_EPISODE_PAGES, reference: str | None = "auto",
-                 n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = 168,
+                 n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = CHART_HISTORY_HOURS,
                  title: str | None = None, progress: bool = False, workers: int = 1) -> Report:
     """Write a self-contained static HTML report of result files into ``out_dir``.
 
@@ -361,7 +362,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
             runs of different settings; a run directory's manifest gives its suite).
         out_dir: output folder (created; an earlier report there is replaced: its policy and episode
             pages are removed first).
-        traces: LLM trace JSONL file(s) (schema in :mod:`fwgym.report.traces`); matched to results by
+        traces: LLM trace JSONL file(s) (schema in :mod:`fwgym.traces`); matched to results by
             (policy, case_id).
         max_episode_pages: episode pages per policy (a third worst, a third best by S, the rest
             random; only traced episodes for policies with traces); ``None`` = every episode.
@@ -383,7 +384,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
             merged (see :func:`fwgym.evaluation.read_results`), an unknown ``reference`` or
             ``max_episode_pages`` < 0. ImportError: jinja2 or matplotlib missing (``pip install 'fwgym[plots]'``).
     """
-    from fwgym import __version__, plots
+    from fwgym import plots
+    from fwgym.version import __version__
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, coverage, reference_policy
     from fwgym.scoring import BUDGET
 

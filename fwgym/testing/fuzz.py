@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 
+__all__ = ["action_strategy", "feasible_index_paths", "play_fuzzed"]
+
 _TOOLS = ["catalog", "history", "classical_plan", "plan", "evaluate_plan", "quote", "forecast", "replay", "submit",
           "abstain", "nope", ""]
 _KEYS = ["last", "start", "end", "method", "decisions", "levels", "forecast_id", "model", "context_steps", "horizon",

@@ -2,12 +2,14 @@
 (``invalid_arguments``) with a message that names the argument and what it must be."""
 from __future__ import annotations
 
-from datetime import datetime
 
 from fwgym.cases import Case
 from fwgym.contract import GRID, Plan, names_text, safe_repr, validate_decisions, validate_levels
 from fwgym.errors import ToolError
-from fwgym.series import datetime_to_hour
+from fwgym.series import iso_to_hour
+from fwgym.validation import is_number
+
+__all__ = ["LEVEL_LABELS", "check_keys", "int_arg", "time_arg", "plan_from_args"]
 
 #: GRID as agents read and write it (0.4, 0.45, ..., 2.0)
 LEVEL_LABELS: tuple[float, ...] = tuple(round(float(g), 2) for g in GRID)
@@ -28,7 +30,7 @@ def int_arg(args: dict, key: str, lo: int, hi: int, default: int | None = None) 
             raise ToolError("invalid_arguments", f"missing required argument {key!r}")
         return default
     v = args[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+    if not is_number(v) or (isinstance(v, float) and not v.is_integer()):
         raise ToolError("invalid_arguments", f"{key!r} must be an integer, got {safe_repr(v, 100)}")
     v = int(v)
     if not lo <= v <= hi:
@@ -42,8 +44,7 @@ def time_arg(args: dict, key: str) -> int:
     if not isinstance(v, str):
         raise ToolError("invalid_arguments", f"{key!r} must be an ISO 8601 timestamp string, got {safe_repr(v, 100)}")
     try:
-        dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
-        return datetime_to_hour(dt)
+        return iso_to_hour(v)
     except (ValueError, OverflowError) as exc:
         raise ToolError(
             "invalid_arguments",

@@ -26,6 +26,7 @@ from fwgym.series import hour_to_iso
 from fwgym.tariff import HORIZON_BUCKETS, price
 from fwgym.tools.arguments import check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
+from fwgym.validation import check_int
 
 __all__ = ["quote", "forecast", "replay", "buy", "infer", "rounded_lists"]
 
@@ -105,8 +106,7 @@ def rounded_lists(a: np.ndarray, digits: int) -> list:
         ValueError: ``digits`` is not an integer in 0..15.
         TypeError: complex, object or string array.
     """
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 0 <= digits <= 15:
-        raise ValueError(f"digits must be an integer in 0..15, got {digits!r}")
+    digits = check_int("digits", digits, minimum=0, maximum=15)
     a = np.asarray(a)
     if a.dtype.kind not in "biuf":
         raise TypeError(f"rounded_lists needs a real-valued array, got dtype {a.dtype}")

@@ -62,8 +62,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from functools import lru_cache
+from datetime import date
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -74,9 +73,14 @@ from fwgym.cases import HISTORY_HOURS, LEADS, parse_case_id
 from fwgym.data import DOMAINS
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
-from fwgym.series import datetime_to_hour
+from fwgym.series import iso_to_hour
 from fwgym.tariff import credits_for
 from fwgym.tools import parse_action, ToolCall
+
+__all__ = ["FEATURE_VERSION", "CATALOG_CALL", "HISTORY_MAX", "LOSS_MAX", "PRICE_MAX", "MODEL_FIELDS", "METHOD_FIELDS",
+           "WEEKDAYS", "FEATURE_NAMES", "N_FEATURES", "feature_index", "FEATURE_SETS", "resolve_features",
+           "feature_space", "CaseMeta", "EpisodeTracker", "feature_vector", "check_raw_env", "start_episode",
+           "FeatureObservation"]
 
 #: bumped whenever the meaning or order of a feature changes (stored with trained models)
 FEATURE_VERSION = 1
@@ -194,24 +198,6 @@ def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:
     return spaces.Box(low=low.copy(), high=high.copy(), dtype=np.float32)
 
 
-@lru_cache(maxsize=1 << 14)
-def _iso_hour(text: str) -> int:
-    """Epoch hour of an ISO time; the env's canonical form ``YYYY-MM-DDTHH:00:00Z`` is read by slicing
-    (cached: cases of many series share their as-of times)."""
-    if (len(text) == 20 and text.isascii() and text[4] == text[7] == "-" and text[10] == "T" and text[13:] == ":00:00Z"
-            and (text[0:4] + text[5:7] + text[8:10] + text[11:13]).isdigit()):
-        hour = int(text[11:13])
-        try:
-            days = date(int(text[0:4]), int(text[5:7]), int(text[8:10])).toordinal() - _EPOCH_ORDINAL
-        except ValueError:  # e.g. month 13: fromisoformat below names it
-            pass
-        else:
-            if hour < 24:
-                return days * 24 + hour
-    return datetime_to_hour(datetime.fromisoformat(text.replace("Z", "+00:00")))
-
-
-_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
 @dataclass(frozen=True)
@@ -256,7 +242,7 @@ class CaseMeta:
             case = result["case"]
             _, _, target_date, _ = parse_case_id(case["case_id"])
             return cls(case_id=case["case_id"], domain=case["domain"], lead=case["lead"], series_id=str(case["series_id"]),
-                       unit=case["unit"], as_of=_iso_hour(case["as_of"]), last_visible=_iso_hour(case["last_visible"]),
+                       unit=case["unit"], as_of=iso_to_hour(case["as_of"]), last_visible=iso_to_hour(case["last_visible"]),
                        target_date=target_date, horizon=int(case["horizon"]), scale=float(result["contract"]["scale"]),
                        budget=int(result["budget"]["budget"]), max_calls=int(result["calls"]["limit"]),
                        tools=tuple(result["tools"]), models=tuple(m["model"] for m in result["models"]),

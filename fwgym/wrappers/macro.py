@@ -69,10 +69,13 @@ from fwgym.wrappers.features import (
     start_episode,
 )
 
+__all__ = ["REPLAY_MAX_HORIZON", "FINAL_KINDS", "MacroEntry", "SINGLE_MENU", "SEQUENTIAL_MENU", "MENUS", "menu_for",
+           "replay_args", "calls_needed", "entry_valid", "menu_masks", "MacroProgram", "MacroController",
+           "MacroActionWrapper", "SequentialMacroWrapper"]
+
 #: the longest replay horizon used by ``replay:<model>`` entries
 REPLAY_MAX_HORIZON = 168
 FINAL_KINDS = ("plan_submit", "buy_plan_submit")
-INFO_KINDS = ("inspect", "replay", "buy")
 _TOOLS = {"plan_submit": ("classical_plan",), "inspect": ("classical_plan",), "buy_plan_submit": ("forecast", "plan"),
           "buy": ("forecast", "plan"), "replay": ("replay",)}
 

@@ -41,6 +41,8 @@ from fwgym.data import DOMAINS
 from fwgym.wrappers.features import FeatureObservation
 from fwgym.wrappers.macro import MacroActionWrapper
 
+__all__ = ["VARIANTS", "make_rl_env"]
+
 VARIANTS = ("macro", "sequential", "features")
 
 

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import fwgym
 from fwgym.envs import ENV_IDS, RL_DEFAULTS, RL_ENV_IDS
 from fwgym.envs.fwbench import MAX_TEXT, FWBenchEnv
 from fwgym.envs.spaces import PrintableText
@@ -162,3 +163,11 @@ def test_rl_zoo3_trains_enjoys_and_fwgym_evaluates(tmp_path):
           "--model-path", str(model), "--limit", "1", "--no-progress", "--out", str(tmp_path / "ev")], tmp_path)
     records = [json.loads(line) for p in (tmp_path / "ev").rglob("results.jsonl") for line in p.read_text().splitlines()]
     assert len(records) == 2 and all(r["split"] == "dev" and r["valid"] for r in records)
+
+
+def test_package_docstring_lists_every_registered_id_once():
+    import re
+
+    registered = sorted(k for k in gym.registry if k.startswith("FWBench"))
+    listed = re.findall(r"^\* ``(FWBench[^`]*)``", fwgym.__doc__, flags=re.M)
+    assert len(registered) == 9 and sorted(listed) == registered

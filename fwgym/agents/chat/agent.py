@@ -50,6 +50,7 @@ from fwgym.agents.chat.session import MAX_ARGUMENT_CHARS, REPLY_ERROR_TOOL, Chat
 from fwgym.agents.chat.traces import (MAX_TRACE_CHARS, add_record, append_jsonl, bound_trace, finish_trace, new_trace,
                                       reply_json, scrub)
 from fwgym.errors import HarnessError
+from fwgym.validation import check_int
 
 #: agent statuses that end an episode through ``abstain`` (the model's failures)
 ABANDON_STATUSES = ("context_exhausted", "max_turns")
@@ -110,10 +111,9 @@ class ChatAgent:
         self.text_tool_calls = bool(text_tool_calls)
         self.tools = tuple(tools) if tools is not None else None
         self.max_tool_chars = max_tool_chars
-        for label, v, lo in (("max_reply_chars", max_reply_chars, 100), ("max_argument_chars", max_argument_chars, 2),
-                             ("max_trace_chars", max_trace_chars, 10_000)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ValueError(f"{label} must be an integer >= {lo}, got {v!r}")
+        max_reply_chars = check_int("max_reply_chars", max_reply_chars, minimum=100)
+        max_argument_chars = check_int("max_argument_chars", max_argument_chars, minimum=2)
+        max_trace_chars = check_int("max_trace_chars", max_trace_chars, minimum=10_000)
         if episode_timeout is not None and not episode_timeout > 0:
             raise ValueError(f"episode_timeout must be None or > 0 seconds, got {episode_timeout!r}")
         self.max_reply_chars, self.max_argument_chars, self.max_trace_chars = max_reply_chars, max_argument_chars, max_trace_chars

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Mapping, Sequence
 
 from fwgym.contract import ALPHA, RAMP
+from fwgym.series import hour_to_datetime, iso_to_hour
 from fwgym.tools import REGISTRY
 from fwgym.tools.registry import strict_parameters, tool_parameters
 
@@ -346,9 +347,11 @@ def direct_prompt(observation: Mapping, episode: Mapping | None, *, task: str = 
 
 
 def _iso(text: Any) -> datetime | None:
+    """The UTC ``datetime`` of an ISO 8601 hour of the episode's facts (:func:`fwgym.series.iso_to_hour`),
+    ``None`` when it is not one."""
     try:
-        return datetime.fromisoformat(text) if isinstance(text, str) else None
-    except ValueError:
+        return hour_to_datetime(iso_to_hour(text))
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -425,12 +428,9 @@ def history_start(episode: Mapping | None, n_values: int) -> datetime | None:
     """UTC start of the visible history from the episode's facts (``episode["history"]``), or ``None``
     when there are no facts or they describe another number of hours than the observation holds."""
     window = (episode or {}).get("history") or {}
-    if window.get("hours") != n_values or not isinstance(window.get("start"), str):
+    if window.get("hours") != n_values:
         return None
-    try:
-        return datetime.fromisoformat(window["start"])
-    except ValueError:
-        return None
+    return _iso(window.get("start"))
 
 
 def calls_left(observation: Mapping) -> int:

@@ -16,7 +16,7 @@ Bounds and secrets: a trace line never exceeds :data:`MAX_TRACE_CHARS` character
 agent): :func:`bound_trace` cuts the longest strings (with a notice ``...[fwgym: N characters cut]``)
 until it fits, and sets ``truncated``. :func:`scrub` replaces every secret (the API key) in every
 string with ``[redacted]``; the agent applies it to everything it writes. Credentials are never
-part of a trace. :mod:`fwgym.report.traces` and ``fwgym show-trace`` read these files.
+part of a trace. :mod:`fwgym.traces` and ``fwgym show-trace`` read these files.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from fwgym.agents.chat.session import ChatSession, ModelReply
 from fwgym.jsonl import append_jsonl, read_jsonl
+from fwgym.validation import is_number
 
 TRACE_VERSION = 2
 #: the fields of the env record copied into a trace's ``score``
@@ -96,7 +97,7 @@ def finish_trace(trace: dict, session: ChatSession, status: str, settings: Mappi
     usage: dict[str, int] = {}
     for r in trace["replies"]:
         for k, v in (r.get("usage") or {}).items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if is_number(v):
                 usage[k] = usage.get(k, 0) + v
     trace["usage"] = usage
     trace["stats"] = dict(stats) if stats is not None else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fwgym.cases import TEST_SPLIT
 from fwgym.cli.args import positive_float
 
 #: Options shared by the ``openai`` and ``transformers`` kinds: (flags, argparse kwargs).
@@ -53,7 +54,7 @@ def trace_path(args) -> str:
     before it builds the agent)."""
     if getattr(args, "trace_out", None):
         return str(args.trace_out)
-    out = getattr(args, "out", None) or f"results/{getattr(args, 'split', 'test')}"
+    out = getattr(args, "out", None) or f"results/{getattr(args, 'split', TEST_SPLIT)}"
     return str(Path(out) / "traces.jsonl")
 
 

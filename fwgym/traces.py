@@ -1,4 +1,4 @@
-"""Reading LLM-agent traces (JSONL) for the report, and turning traces or replays into page data.
+"""Reading agent traces (JSONL) for the report and the figures, and turning traces or replays into page data.
 
 Trace schema (one JSON object per line; any other field is ignored, so the richer traces written by
 :class:`fwgym.agents.chat.ChatAgent` are read as they are):
@@ -21,12 +21,11 @@ a (policy, case) pair appears twice, the last line wins (reruns append).
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from fwgym.jsonl import iter_jsonl
-from fwgym.series import datetime_to_hour
+from fwgym.series import iso_to_hour
 
 #: messages longer than this start collapsed (their first line is shown)
 OPEN_CHARS = 2500
@@ -152,11 +151,11 @@ def brief(value: Any, limit: int = 220) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def iso_to_hour(text: str) -> int | None:
+def iso_hour_or_none(text: str) -> int | None:
     """Epoch hour of an ISO time such as ``"2024-07-24T21:00:00Z"`` (``None`` when unparsable)."""
     try:
-        return datetime_to_hour(datetime.fromisoformat(str(text).replace("Z", "+00:00")))
-    except (TypeError, ValueError):
+        return iso_to_hour(text)
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -264,4 +263,4 @@ def trace_results(trace: dict) -> list[Any]:
 
 
 __all__ = ["load_traces", "transcript", "calls_from_trace", "calls_from_log", "bands_from_calls", "trace_results",
-           "brief", "iso_to_hour"]
+           "brief", "iso_hour_or_none"]
