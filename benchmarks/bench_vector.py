@@ -1,4 +1,4 @@
-"""Throughput of the native macro vector env (fwgym.envs.vector.MacroVectorEnv) next to Gymnasium's
+"""Throughput of the native macro vector env (fwgym.vector.MacroVectorEnv) next to Gymnasium's
 CartPoleVectorEnv and to the wrapped single env in SyncVectorEnv, and PPO (SB3) training speed on each.
 
 Run from the repository root::

@@ -15,7 +15,7 @@ What it does, in this order (the test split is touched in step 5 only, once):
    measured prices), so the macro menu has 16 entries: 8 free "plan with method m and submit", and
    "buy model x, plan and submit" for seasonal_empirical, the three TSFMs (masked without weights) and
    the 4 statsmodels models (:func:`fwgym.wrappers.macro.menu_for`).
-2. **Native vector env.** One :class:`fwgym.envs.vector.MacroVectorEnv` per feature set over those
+2. **Native vector env.** One :class:`fwgym.vector.MacroVectorEnv` per feature set over those
    cases (same-step autoreset, no infos, through :class:`fwgym.wrappers.sb3_vec.SB3VecEnv`), with every
    (case, entry) outcome recorded up front by ``precompute()``: each is one episode of the real env
    (``MacroActionWrapper`` over ``FWBenchEnv``). A statsmodels forecast costs 5-75 ms of CPU the first
@@ -281,7 +281,7 @@ def _curve_callback(table: OutcomeTable, features: str, every: int, masked: bool
 def make_train_venv(case_ids, features: str, pool, n_envs: int):
     """The native macro vector env over ``case_ids`` with every (case, entry) outcome recorded (returns
     ``(venv, seconds spent recording)``)."""
-    from fwgym.envs.vector import MacroVectorEnv
+    from fwgym.vector import MacroVectorEnv
 
     venv = MacroVectorEnv(num_envs=n_envs, autoreset_mode="same_step", infos=False, split="train",
                           features=features, models=pool, case_ids=case_ids)

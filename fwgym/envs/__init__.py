@@ -11,7 +11,7 @@ test split unless told otherwise). A ``case_id`` of another split than the env's
   macro menu with ``action_masks()``, dense reward summing to ``-S``), for stable-baselines3 and
   rl_zoo3 (``python -m rl_zoo3.train --algo ppo --env FWBench-RL-Macro-v0 --gym-packages fwgym
   --conf-file fwgym/hyperparams/ppo.yml``). ``FWBench-RL-Macro-v0`` has a native vector env
-  (:class:`~fwgym.envs.vector.MacroVectorEnv`, its ``vector_entry_point``):
+  (:class:`~fwgym.vector.MacroVectorEnv`, its ``vector_entry_point``):
   ``gym.make_vec("FWBench-RL-Macro-v0", num_envs=N)``.
 """
 from fwgym.envs.fwbench import FWBenchEnv
@@ -37,7 +37,7 @@ RL_ENV_IDS: dict[str, dict] = {
     "FWBench-RL-Macro-v0": {**RL_DEFAULTS, "variant": "macro"},
     "FWBench-RL-Sequential-v0": {**RL_DEFAULTS, "variant": "sequential"},
 }
-_VECTOR_ENTRY_POINTS = {"FWBench-RL-Macro-v0": "fwgym.envs.vector:MacroVectorEnv"}
+_VECTOR_ENTRY_POINTS = {"FWBench-RL-Macro-v0": "fwgym.vector:MacroVectorEnv"}
 
 
 def register_envs() -> None:

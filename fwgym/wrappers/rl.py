@@ -18,7 +18,7 @@ resets continue each env's own generator, so case streams are distinct and repro
 
     import gymnasium as gym
     from functools import partial
-    venv = gym.make_vec("FWBench-RL-Macro-v0", num_envs=1024)   # native (fwgym.envs.vector.MacroVectorEnv)
+    venv = gym.make_vec("FWBench-RL-Macro-v0", num_envs=1024)   # native (fwgym.vector.MacroVectorEnv)
     venv = gym.vector.SyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)])
     venv = gym.vector.AsyncVectorEnv([partial(make_rl_env, split="train") for _ in range(4)])
     venv = gym.make_vec("FWBench-v0", num_envs=4, vectorization_mode="async", split="train", reward="dense",

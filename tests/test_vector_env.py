@@ -1,4 +1,4 @@
-"""The native macro vector env (fwgym.envs.vector.MacroVectorEnv) equals N wrapped single envs in
+"""The native macro vector env (fwgym.vector.MacroVectorEnv) equals N wrapped single envs in
 gymnasium's SyncVectorEnv: observations, rewards, terminations, truncations, infos (keys, masks,
 dtypes, values), action masks, seeding and autoreset, over >= 10,000 episodes; and every outcome it
 returns was played through the real env."""
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fwgym  # noqa: F401  (registers the ids)
-from fwgym.envs.vector import InfoTable, MacroVectorEnv, batch_two
+from fwgym.vector import InfoTable, MacroVectorEnv, batch_two
 
 ID = "FWBench-RL-Macro-v0"
 

@@ -5,7 +5,7 @@
 gathers over **per-case outcomes recorded from the real env**. It returns exactly what
 ``gym.vector.SyncVectorEnv`` over N ``gym.make("FWBench-RL-Macro-v0")`` envs returns (observations,
 rewards, terminations, truncations, infos, ``action_masks()``, seeding and autoreset; proven by
-``tests/envs/test_vector_env.py`` on >= 10,000 episodes), only faster once the outcomes are cached.
+``tests/test_vector_env.py`` on >= 10,000 episodes), only faster once the outcomes are cached.
 
 **Where the numbers come from.** Nothing here computes a loss, a plan or a score. Every outcome is
 played once through one :class:`~fwgym.wrappers.macro.MacroActionWrapper` over
