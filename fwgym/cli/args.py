@@ -20,16 +20,20 @@ def _int(value: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
 
 
+def _at_least(value: str, minimum: int) -> int:
+    n = _int(value)
+    if n < minimum:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value!r}")
+    return n
+
+
 def positive_int(value: str) -> int:
     """An integer >= 1 (``--workers``, ``--concurrency``, ``--limit``, ``--n-boot``, ...).
 
     Raises:
         argparse.ArgumentTypeError: not a base-10 integer, or < 1.
     """
-    n = _int(value)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value!r}")
-    return n
+    return _at_least(value, 1)
 
 
 def nonnegative_int(value: str) -> int:
@@ -38,10 +42,7 @@ def nonnegative_int(value: str) -> int:
     Raises:
         argparse.ArgumentTypeError: not a base-10 integer, or < 0.
     """
-    n = _int(value)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value!r}")
-    return n
+    return _at_least(value, 0)
 
 
 def int_range(lo: int, hi: int) -> Callable[[str], int]:
