@@ -3,6 +3,7 @@
 Run from the repository root (~10-20 min on 2 busy cores with the defaults)::
 
     python benchmarks/rl_defaults.py                      # 2 settings x 2 seeds x 20k PPO steps, all dev cases
+    python benchmarks/rl_defaults.py --learning-rates 1e-3 3e-4 --seeds 0 1 2 3   # the study behind ppo.yml
     python benchmarks/rl_defaults.py --steps 2000 --limit 20 --seeds 0   # smoke run
 
 Each setting is a :func:`fwgym.wrappers.make_rl_env` configuration of the macro variant (train split,
@@ -46,7 +47,7 @@ def ppo_hyperparams(env_id: str = "FWBench-RL-Macro-v0") -> dict:
     return hp
 
 
-def train(setting: dict, seed: int, steps: int, out: Path) -> tuple[Path, float]:
+def train(setting: dict, seed: int, steps: int, out: Path, learning_rate: float | None = None) -> tuple[Path, float]:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
@@ -56,6 +57,8 @@ def train(setting: dict, seed: int, steps: int, out: Path) -> tuple[Path, float]
 
     torch.set_num_threads(1)
     hp = ppo_hyperparams()
+    if learning_rate is not None:
+        hp["learning_rate"] = learning_rate
     n_envs, policy = hp.pop("n_envs"), hp.pop("policy")
     venv = make_vec_env(make_rl_env, n_envs=n_envs, seed=seed,
                         env_kwargs={"domain": "all", "split": "train", "variant": "macro", "reward": "dense", **setting})
@@ -64,7 +67,7 @@ def train(setting: dict, seed: int, steps: int, out: Path) -> tuple[Path, float]
     model.learn(total_timesteps=steps)
     elapsed = time.perf_counter() - t
     venv.close()
-    name = f"ppo_{setting['features']}_{setting['cycle_hire_stations']}_seed{seed}"
+    name = f"ppo_{setting['features']}_{setting['cycle_hire_stations']}_lr{hp['learning_rate']:g}_seed{seed}"
     return save_policy(model, out / name, "macro", setting["features"]), elapsed
 
 
@@ -74,7 +77,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--limit", type=int, default=None, help="dev cases per domain (default: all)")
     ap.add_argument("--out", default="results/rl_defaults")
+    ap.add_argument("--learning-rates", type=float, nargs="+", default=None,
+                    help="PPO learning rates compared (default: ppo.yml's only)")
     args = ap.parse_args(argv)
+    lrs = args.learning_rates or [ppo_hyperparams()["learning_rate"]]
 
     from fwgym.evaluation import evaluate, leaderboard
     from fwgym.forecasters.classical import CLASSICAL_METHODS
@@ -83,11 +89,13 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     runs = []
-    for label, setting in SETTINGS.items():
-        for seed in args.seeds:
-            path, secs = train(setting, seed, args.steps, out)
-            runs.append({"setting": label, "seed": seed, "path": str(path), "train_s": secs})
-            print(f"trained {label}, seed {seed}: {args.steps} steps in {secs:.0f} s -> {path}", flush=True)
+    for setting_name, setting in SETTINGS.items():
+        for lr in lrs:
+            label = f"{setting_name}, lr {lr:g}"
+            for seed in args.seeds:
+                path, secs = train(setting, seed, args.steps, out, lr)
+                runs.append({"setting": label, "seed": seed, "path": str(path), "train_s": secs})
+                print(f"trained {label}, seed {seed}: {args.steps} steps in {secs:.0f} s -> {path}", flush=True)
     factories = [functools.partial(SB3Agent, r["path"]) for r in runs]
     names = [SB3Agent(r["path"]).name for r in runs]
     records = evaluate(factories + list(CLASSICAL_METHODS), split="dev", limit=args.limit, progress=False)
