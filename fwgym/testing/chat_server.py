@@ -289,3 +289,44 @@ class LlamaCppServer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def main(argv=None) -> int:
+    """``python -m fwgym.testing.chat_server``: serve :func:`plan_then_answer` on 127.0.0.1 until Ctrl-C,
+    to try ``fwgym evaluate --agent openai`` (its preflight, concurrency, resume and fault handling) without
+    a model. ``--fail-every N`` answers every N-th chat request with HTTP 500 (a server fault, not retried: those
+    episodes end as ``harness_error``, never scored, and ``--resume`` replays them)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m fwgym.testing.chat_server", description=main.__doc__.split("\n\n")[0])
+    ap.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000; 0: a free one)")
+    ap.add_argument("--method", default="weekday_empirical", help="the classical method the scripted model plans with")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds before every reply (a model's generation time)")
+    ap.add_argument("--fail-every", type=int, default=0, metavar="N", help="every N-th chat request gets HTTP 500 (not retried: a harness_error)")
+    args = ap.parse_args(argv)
+    if args.port < 0 or args.delay < 0 or args.fail_every < 0:
+        ap.error("--port, --delay and --fail-every must be >= 0")
+    model = plan_then_answer(args.method)
+    count = [0]
+    lock = threading.Lock()
+
+    def respond(body):
+        with lock:
+            count[0] += 1
+            n = count[0]
+        if args.fail_every and "tools" in body and n % args.fail_every == 0:
+            return Step({"error": {"message": "scripted server fault", "type": "server_error"}}, status=500)
+        return model(body)
+
+    with ScriptedChatServer(respond=respond, delay=args.delay, port=args.port) as server:
+        print(f"scripted OpenAI-compatible server at {server.url} (model 'test-model'; Ctrl-C stops it)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
