@@ -105,8 +105,9 @@ def run(args) -> int:
     """Draw the chosen figure to ``args.output``.
 
     Raises:
-        ValueError: a name of ``--agents`` (frontier) or ``--policy`` / ``--case-id`` (case) that is not in
-            the results, and the errors of :mod:`fwgym.plots`.
+        ValueError: a name of ``--agents`` (frontier) that is no policy of the results, and the errors
+            of :mod:`fwgym.plots` (``--policy`` / ``--case-id`` of case, ``--reference`` of frontier not
+            in the results).
     """
     from fwgym import plots
     from fwgym.evaluation import read_results
