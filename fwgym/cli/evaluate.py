@@ -67,6 +67,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs) or "
                         "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
                         "and catalog_oracle_extended to the default policies); a setting of the run")
+    p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
+                   help="add these priced models to the forecast pool of every env of the run, after --pool's: "
+                        "plug-ins (the 'fwgym.forecasters' entry-point group or register_forecaster) or built-in "
+                        "models (fwgym list models); their fixed policies join the default policies; a setting of "
+                        "the run")
     p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
                    help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere (default "
                         "auto); the run directory's leaderboard.md and .csv are always written")
@@ -169,7 +174,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import PRICED_MODELS
+    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool
     from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
     from fwgym.tools import MAX_CALLS
 
@@ -218,6 +223,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             manifest = {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": started,
                         "command": session["command"], "args": _stored_args(args), "settings": settings,
                         "environment": env, "models": model_revisions(settings["forecast_pool"]),
+                        "forecast_pool": describe_pool(settings["forecast_pool"]),
                         "preflight": preflight,
                         "policies_without_model": {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {r}"
                                                    for p, r in without_model.items()}}
@@ -288,18 +294,29 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
     command line (skipped and model-less policies are reported on stderr).
 
     Raises:
-        ValueError: a policy of the extended forecast pool asked for with the protocol pool.
+        ValueError: a named policy that buys models outside the run's pool (``--pool``, ``--models``);
+            a bad ``--models`` (:func:`pool_models`); an agent named like a policy (:func:`check_agent_label`).
     """
     from fwgym.baselines.forecast import FALLBACK_METHOD
-    from fwgym.baselines.registry import EXTENDED_POLICIES, suite_policies, unavailable_policies
+    from fwgym.baselines.registry import ORACLE_POLICIES, SELECTOR_POLICIES, suite_policies, unavailable_policies
+    from fwgym.evaluation.runner import policy_label
 
+    extra = getattr(args, "models", None) or ()  # runs written before --models existed have none
+    models = pool_models(pool, extra)
     if args.agent:
         kind = resolve_kind(args.agent, agent_kinds())
-        policies = [kind.build(args)] + list(args.policies or [])
+        agent = kind.build(args)
+        check_agent_label(policy_label(agent), args.policies or ())
+        policies = [agent] + list(args.policies or [])
     elif args.policies:
         policies = list(args.policies)
     else:
         policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm, pool=pool)
+        if args.suite != "forecast":  # the fixed policies of the added models (they submit decisions)
+            added = [m for m in extra if m not in policies]
+            skipped.update(unavailable_policies(added))
+            at = next((i for i, p in enumerate(policies) if p in SELECTOR_POLICIES + ORACLE_POLICIES), len(policies))
+            policies[at:at] = [m for m in added if m not in skipped]
         for policy, reason in skipped.items():
             print(f"skipping policy {policy}: {reason}", file=sys.stderr)
     without_model = unavailable_policies(args.policies or ())  # asked for by name: run, but say so
@@ -307,12 +324,74 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
         print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
               f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
     env_kwargs = dict(SUITES[args.suite])
-    if pool != "protocol":
-        env_kwargs["models"] = list(POOLS[pool])
-    outside = [p for p in policies if isinstance(p, str) and p in EXTENDED_POLICIES and pool == "protocol"]
-    if outside:
-        raise ValueError(f"policies {outside} buy models of the extended forecast pool; run them with --pool extended")
+    if models != POOLS["protocol"]:
+        env_kwargs["models"] = list(models)
+    _check_pool(policies, pool, models)
     return policies, without_model, env_kwargs
+
+
+def pool_models(pool: str, extra=()) -> tuple[str, ...]:
+    """The forecast pool of a run: the models of the named ``pool`` (``--pool``), then ``extra``
+    (``--models``).
+
+    Raises:
+        ValueError: an unknown model (the message lists the known ones), or one given twice or
+            already in ``pool``.
+        fwgym.forecasters.PluginError: an entry point of the ``fwgym.forecasters`` group fails to load.
+    """
+    from fwgym.forecasters.registry import ENTRY_POINT_GROUP, known_models
+
+    base = POOLS[pool]
+    if not extra:
+        return base
+    known = known_models()
+    unknown = [m for m in extra if m not in known]
+    if unknown:
+        raise ValueError(f"--models: unknown model{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"known models: {', '.join(known)} (plug-ins join through the {ENTRY_POINT_GROUP!r} "
+                         "entry-point group or fwgym.forecasters.register_forecaster)")
+    twice = sorted({m for m in extra if m in base or list(extra).count(m) > 1})
+    if twice:
+        raise ValueError(f"--models: {', '.join(twice)} {'is' if len(twice) == 1 else 'are'} given twice or already "
+                         f"in the {pool} pool ({', '.join(base)})")
+    return base + tuple(extra)
+
+
+def check_agent_label(label: str, policies=()) -> None:
+    """Refuse an agent whose row name is the name of one of fwgym's policies (a built-in policy or
+    the fixed policy of a known model: :func:`fwgym.baselines.registry.policy_names`) or of another
+    policy of the run (``policies``): its row would pass for that policy's.
+
+    Raises:
+        ValueError: such a name (one line; it says how to rename the agent).
+    """
+    from fwgym.baselines.registry import policy_names
+
+    if label in policies:
+        what = "the name of another policy of this run (--policies)"
+    elif label in policy_names():
+        what = "the name of a policy of fwgym (fwgym list policies)"
+    else:
+        return
+    raise ValueError(f"the agent's policy name {label!r} is {what}; its row would pass for that policy's: name the "
+                     "agent with --agent-name NAME (or its class's name attribute)")
+
+
+def _check_pool(policies: list, pool: str, models: tuple[str, ...]) -> None:
+    """Refuse named policies that buy models outside the run's forecast pool, saying which option adds them."""
+    from fwgym.baselines.registry import policy_models
+    from fwgym.forecasters.registry import EXTENDED_MODELS
+
+    outside = {p: [m for m in policy_models(p) if m not in models] for p in policies if isinstance(p, str)}
+    outside = {p: ms for p, ms in outside.items() if ms}
+    if not outside:
+        return
+    missing = sorted({m for ms in outside.values() for m in ms})
+    if pool == "protocol" and set(missing) <= set(EXTENDED_MODELS):
+        raise ValueError(f"policies {list(outside)} buy models of the extended forecast pool; run them with --pool "
+                         "extended")
+    raise ValueError(f"policies {list(outside)} buy models outside the run's forecast pool ({', '.join(models)}): "
+                     f"{', '.join(missing)}; add them with --models {' '.join(missing)}")
 
 
 def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
@@ -337,4 +416,4 @@ def _end_session(run, expected: list, status: str | None, model_revisions, setti
     return counts
 
 
-__all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run", "pool_models", "check_agent_label"]

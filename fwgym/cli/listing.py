@@ -116,20 +116,22 @@ def policies() -> list[dict]:
 
 
 def models(check: bool = True) -> list[dict]:
-    """The priced forecasters: ``{"model", "pools", "tariff" (protocol / extended / registered),
-    "model_id" (Hugging Face id, TSFMs), "available" (``None`` unchecked), "source", "reason"}``.
+    """The priced forecasters: ``{"model", "origin" (``fwgym (built-in)``, ``entry point DIST:MODULE:ATTR``
+    or ``registered in-process``: :func:`fwgym.forecasters.registry.model_origin`), "pools", "tariff"
+    (protocol / extended / registered), "model_id" (Hugging Face id, TSFMs), "available" (``None``
+    unchecked), "source" (where the availability check found the model), "reason"}``.
 
     ``available`` asks each forecaster's ``availability()``: packages installed, weights in the
     local directory or the Hugging Face cache (the hub only when ``HF_HUB_OFFLINE`` is unset and it
     answers); it does not load weights.
     """
     from fwgym import tariff
-    from fwgym.forecasters.registry import POOLS, get_forecaster, known_models
+    from fwgym.forecasters.registry import POOLS, get_forecaster, known_models, model_origin
 
     rows = []
     for name in known_models():
         f = get_forecaster(name)
-        row = {"model": name, "pools": [p for p, ms in POOLS.items() if name in ms], "tariff": tariff.tariff_source(name),
+        row = {"model": name, "origin": model_origin(name), "pools": [p for p, ms in POOLS.items() if name in ms], "tariff": tariff.tariff_source(name),
                "model_id": getattr(f, "model_id", None), "available": None, "source": "", "reason": ""}
         if check:
             av = f.availability()
@@ -180,14 +182,14 @@ def _tables(data: dict) -> list:
         def avail(r):
             if r["available"] is None:
                 return "unchecked"
-            if r["available"]:
-                return f"yes ({r['source']})"
+            if r["available"]:  # "builtin": nothing to find (no weights, no extra package)
+                return f"yes ({r['source']})" if r["source"] and r["source"] != "builtin" else "yes"
             why = r["reason"].split(": ", 1)[-1] if r["reason"].startswith(r["model"] + ":") else r["reason"]
             return "no: " + why.split("; ")[0]
 
-        out.append(t("forecast models (priced tools):", ("model", "pools", "tariff", "weights", "available"),
-                     [(r["model"], ", ".join(r["pools"]) or "-", r["tariff"], r["model_id"] or "-", avail(r))
-                      for r in data["models"]]))
+        out.append(t("forecast models (priced tools):", ("model", "from", "pools", "tariff", "weights", "available"),
+                     [(r["model"], r["origin"], ", ".join(r["pools"]) or "-", r["tariff"], r["model_id"] or "-",
+                       avail(r)) for r in data["models"]]))
     if "pools" in data:
         out.append(t("forecast pools (fwgym evaluate --pool):", ("pool", "models"),
                      [(r["pool"] + (" (default)" if r["default"] else ""), ", ".join(r["models"])) for r in data["pools"]]))

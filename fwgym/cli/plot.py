@@ -87,8 +87,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _common(pt, "1")
 
 
+def check_policy_names(option: str, names, records) -> None:
+    """Refuse policy names given to a filter option that match no policy of the results (a typo would
+    otherwise draw a figure silently without it).
+
+    Raises:
+        ValueError: one line naming the option, the unmatched names and the results' policies.
+    """
+    known = list(dict.fromkeys(r["policy"] for r in records))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"{option}: no policy {', '.join(map(repr, unknown))} in the results; their policies: "
+                         f"{', '.join(known)}")
+
+
 def run(args) -> int:
-    """Draw the chosen figure to ``args.output``."""
+    """Draw the chosen figure to ``args.output``.
+
+    Raises:
+        ValueError: a name of ``--agents`` (frontier) that is no policy of the results, and the errors
+            of :mod:`fwgym.plots` (``--policy`` / ``--case-id`` of case, ``--reference`` of frontier not
+            in the results).
+    """
     from fwgym import plots
     from fwgym.evaluation import read_results
 
@@ -97,6 +117,7 @@ def run(args) -> int:
     if args.columns is not None:
         layout["columns"] = args.columns
     if args.what == "frontier":
+        check_policy_names("--agents", args.agents or (), records)
         suite = args.suite or plots.results_suite(args.results)
         out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or (), suite=suite,
                                   panels=args.panels, labels=args.labels, reference=args.reference,
@@ -111,4 +132,4 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["NAME", "HELP", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "check_policy_names"]

@@ -21,6 +21,7 @@ records are the ones the run wrote. Format (``manifest_version`` 1; JSON, keys s
       "environment": {"fwgym_version", "scorer_version", "python", "platform", "packages": {name: version},
                       "git": {"commit", "dirty"} | null},
       "models": {model: {"class", "model_id", "revision", "snapshot", "available", "source", "reason", "loaded"}},
+      "forecast_pool": {"pool", "models", "tariff", "plugins"?, ...},  # fwgym.forecasters.describe_pool
       "preflight": {policy: dict},               # the agent factories' preflight() answers
       "policies_without_model": {policy: why},
       "sessions": [{"session", "started", "ended", "command", "workers", "concurrency", "backend",
@@ -64,7 +65,7 @@ PACKAGES: tuple[str, ...] = ("numpy", "numba", "gymnasium", "torch", "chronos-fo
                              "statsmodels", "transformers", "stable-baselines3", "scoringrules")
 #: the settings that must be equal for runs to share a leaderboard (fwgym.evaluation.results)
 COMPARED_SETTINGS: tuple[str, ...] = ("suite", "split", "sigma", "budget", "scenario_seed", "credit_weight",
-                                      "scorer_version", "fwgym_version")
+                                      "forecast_pool", "scorer_version", "fwgym_version")
 
 
 def canonical_json(value: Any) -> str:

@@ -13,7 +13,8 @@ naming the file and line or the difference:
   (:func:`fwgym.evaluation.verify.verify_record`), NaN scores;
 * a record whose content differs from the hash the manifest holds for its line (an edit the
   re-scoring cannot see, e.g. of the credits together with S), a truncated file;
-* runs that differ in suite, split, sigma, budget, scenario seed, credit weight or fwgym version
+* runs that differ in suite, split, sigma, budget, scenario seed, credit weight, forecast pool (the
+  models the envs priced: ``fwgym evaluate --pool`` / ``--models``; protocol for runs that do not say) or fwgym version
   (this one only unless ``allow_mixed_versions``; the difference is then a note for the table), and
   runs scored by another scorer version than this fwgym's;
 * a (policy, case) pair twice; policies on different cases (unless ``common_cases``: the set is then
@@ -40,6 +41,7 @@ from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_VERSION, envi
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
 from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
 from fwgym.evaluation.verify import RunSettings, verify_record
+from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.validation import is_int, is_number
@@ -165,8 +167,9 @@ def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
                              f"scores with version {SCORER_VERSION!r}: its scores are not comparable, evaluate again")
         settings = RunSettings(suite=st.get("suite"), split=st.get("split"), sigma=st.get("sigma"),
                                budget=st.get("budget", BUDGET), scenario_seed=st.get("scenario_seed", 0),
-                               credit_weight=st.get("credit_weight", 0.0), scorer_version=SCORER_VERSION,
-                               fwgym_version=st.get("fwgym_version", UNKNOWN))
+                               credit_weight=st.get("credit_weight", 0.0),
+                               forecast_pool=st.get("forecast_pool", list(PRICED_MODELS)),
+                               scorer_version=SCORER_VERSION, fwgym_version=st.get("fwgym_version", UNKNOWN))
         _check_settings(settings, p.parent / "manifest.json")
         declared_subset = not (manifest.get("coverage") or {}).get("complete", False)
         version = str(st.get("fwgym_version", UNKNOWN))
@@ -175,8 +178,8 @@ def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
         suite = meta.get("suite") if meta.get("suite") in ("decision", "context", "forecast") else infer_suite(records)
         splits = sorted({r["split"] for r in records})
         settings = RunSettings(suite=suite, split=splits[0] if len(splits) == 1 else splits, sigma=load_sigma(),
-                               budget=BUDGET, scenario_seed=0, credit_weight=0.0, scorer_version=SCORER_VERSION,
-                               fwgym_version=UNKNOWN)
+                               budget=BUDGET, scenario_seed=0, credit_weight=0.0, forecast_pool=list(PRICED_MODELS),
+                               scorer_version=SCORER_VERSION, fwgym_version=UNKNOWN)
         declared_subset = not ((meta.get("results") or {}).get("coverage") or {}).get("complete", True)
         version = UNKNOWN
     bad_split = [(n, r) for n, r in zip(lines, records) if r["split"] != settings["split"]]
@@ -289,9 +292,9 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
         records: result records, e.g. from :func:`fwgym.evaluation.evaluate`.
         out_dir: the run directory.
         meta: provenance (e.g. :func:`run_meta`); its ``suite`` (default: inferred from the records),
-            ``sigma`` (default: the packaged calibration), ``budget``, ``scenario_seed`` and
-            ``credit_weight`` are the settings the records were scored under; all of it is kept as
-            the manifest's ``extra``.
+            ``sigma`` (default: the packaged calibration), ``budget``, ``scenario_seed``,
+            ``credit_weight`` and ``forecast_pool`` (the env's ``models``; default the protocol's) are
+            the settings the records were scored under; all of it is kept as the manifest's ``extra``.
         reference: the intervals' reference as :func:`~fwgym.evaluation.leaderboard.reference_policy`
             takes it (default ``"auto"``).
 
@@ -314,7 +317,8 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
     settings = {"suite": meta.get("suite") or infer_suite(stored), "split": splits[0] if len(splits) == 1 else splits,
                 "sigma": meta.get("sigma") or load_sigma(), "budget": meta.get("budget", BUDGET),
                 "scenario_seed": meta.get("scenario_seed", 0), "credit_weight": meta.get("credit_weight", 0.0),
-                "policies": list(groups), "fwgym_version": env["fwgym_version"], "scorer_version": SCORER_VERSION}
+                "forecast_pool": list(meta.get("forecast_pool") or PRICED_MODELS), "policies": list(groups),
+                "fwgym_version": env["fwgym_version"], "scorer_version": SCORER_VERSION}
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths["results"], stored, sort_keys=True)
     paths["markdown"].write_text(format_leaderboard(rows, settings["suite"]) + "\n\n"

@@ -318,7 +318,8 @@ def policy_labels(policies: Sequence, env_kwargs: dict | None = None) -> list[st
     outside = {p: ms for p, ms in outside.items() if ms}
     if outside:
         raise ValueError(f"policies buy models outside the env's forecast pool {sorted(pool)}: {outside}; pass "
-                         "env_kwargs={'models': ...} with those models (e.g. fwgym.forecasters.EXTENDED_MODELS)")
+                         "env_kwargs={'models': ...} with those models (e.g. fwgym.forecasters.EXTENDED_MODELS; on the "
+                         "command line: fwgym evaluate --pool extended, --models NAME ...)")
     if (env_kwargs or {}).get("task") == "forecast":
         deciding = [p for p in policies if isinstance(p, str) and p not in FORECAST_TASK_POLICIES]
         if deciding:

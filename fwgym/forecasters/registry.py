@@ -41,7 +41,7 @@ from fwgym.validation import check_int
 
 __all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
            "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
-           "known_models", "check_models", "plugin_spec", "describe_pool", "get_forecaster", "set_forecaster",
+           "known_models", "check_models", "model_origin", "plugin_spec", "describe_pool", "get_forecaster", "set_forecaster",
            "ForecastCache", "FORECAST_CACHE"]
 
 #: priced model names in menu order (the protocol's forecast pool)
@@ -96,6 +96,8 @@ class ForecasterSpec:
 
 
 _PLUGINS: dict[str, ForecasterSpec] = {}
+#: ``DIST:MODULE:ATTR`` of each plug-in registered from an entry point (:func:`model_origin`)
+_ENTRY_POINT_ORIGINS: dict[str, str] = {}
 _ENTRY_POINTS_LOADED = False
 _ENTRY_POINT_ERROR: PluginError | None = None
 
@@ -166,6 +168,7 @@ def unregister_forecaster(name: str) -> None:
         if name not in _PLUGINS:
             raise ValueError(f"{name!r} is not a registered plug-in forecaster")
         del _PLUGINS[name]
+        _ENTRY_POINT_ORIGINS.pop(name, None)
         _INSTANCES.pop(name, None)
         tariff.unregister_prices(name)
 
@@ -210,6 +213,7 @@ def load_entry_points(reload: bool = False) -> list[str]:
                     continue  # the same entry point, seen again by a reload
                 _register(ForecasterSpec(spec.name, spec.factory, spec.tariff, spec.min_context, spec.availability,
                                          spec.description, where), replace=False)
+                _ENTRY_POINT_ORIGINS[spec.name] = f"{getattr(dist, 'name', '?')}:{ep.value}"
             except Exception as exc:
                 _ENTRY_POINT_ERROR = PluginError(f"fwgym plug-in forecaster {where} failed to load: "
                                                  f"{type(exc).__name__}: {exc}")
@@ -255,6 +259,23 @@ def check_models(models: Sequence[str] | None, default: Sequence[str] = PRICED_M
         raise ValueError(f"unknown models {bad}; known: {list(known)} (plug-ins: fwgym.forecasters.register_forecaster "
                          f"or the {ENTRY_POINT_GROUP!r} entry-point group)")
     return pool
+
+
+def model_origin(name: str) -> str:
+    """Where a model comes from, for listings: ``"fwgym (built-in)"``, ``"entry point DIST:MODULE:ATTR"``
+    (a plug-in of the ``fwgym.forecasters`` entry-point group of the installed distribution DIST) or
+    ``"registered in-process"`` (:func:`register_forecaster`).
+
+    Raises:
+        ValueError: unknown model (as :func:`check_models`).
+    """
+    if name in _FACTORIES:
+        return "fwgym (built-in)"
+    check_models([name])
+    spec = _PLUGINS[name]
+    if spec.source.startswith("entry point"):
+        return f"entry point {_ENTRY_POINT_ORIGINS.get(name, spec.source)}"
+    return "registered in-process"
 
 
 def plugin_spec(name: str) -> ForecasterSpec | None:

@@ -411,3 +411,54 @@ def test_a_killed_run_resumes_to_the_records_of_a_straight_run(tmp_path, sig, co
         if r["policy"] == "openai:test-model":
             assert traces[r["episode_id"]]["case_id"] == r["case_id"]
             assert traces[r["episode_id"]]["score"]["S"] == r["S"]
+
+
+# --- agents may not take the name of a policy ----------------------------------------------------------------------
+
+_AGENT_FILE = '''
+import json
+
+
+class Agent:
+    name = "{name}"
+
+    def reset(self, info=None):
+        self.k = 0
+
+    def act(self, obs):
+        self.k += 1
+        if self.k == 1:
+            return {{"tool": "classical_plan", "args": {{"method": "hour_of_day_empirical"}}}}
+        return {{"tool": "submit", "args": {{"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}}}
+'''
+
+
+@pytest.mark.parametrize("class_name, argv, why", [
+    ("perfect_demand", [], "the name of a policy of fwgym (fwgym list policies)"),
+    ("mine", ["--agent-name", "catalog_oracle"], "the name of a policy of fwgym (fwgym list policies)"),
+    ("mine", ["--agent-name", "chronos2"], "the name of a policy of fwgym (fwgym list policies)"),
+    ("mine", ["--agent-name", "weekday_empirical", "--policies", "weekday_empirical"],
+     "the name of another policy of this run (--policies)"),
+])
+def test_an_agent_named_like_a_policy_is_refused(tmp_path, capsys, class_name, argv, why):
+    (tmp_path / "agent.py").write_text(_AGENT_FILE.format(name=class_name))
+    out = tmp_path / "run"
+    assert main(["evaluate", "--split", "test", "--domain", "cycle_hire", "--limit", "1", "--no-progress", "--out",
+                 str(out), "--agent", f"{tmp_path / 'agent.py'}:Agent", "--in-process", *argv]) == 2
+    label = argv[1] if argv else class_name
+    assert capsys.readouterr().err == (f"fwgym: error: the agent's policy name {label!r} is {why}; its row would pass "
+                                       "for that policy's: name the agent with --agent-name NAME (or its class's name "
+                                       "attribute)\n")
+    assert not out.exists()
+
+
+def test_an_agent_with_its_own_name_runs_beside_the_policies(tmp_path, capsys):
+    (tmp_path / "agent.py").write_text(_AGENT_FILE.format(name="perfect_demand"))
+    out = tmp_path / "run"
+    assert main(["evaluate", "--split", "test", "--domain", "cycle_hire", "--limit", "1", "--no-progress", "--out",
+                 str(out), "--agent", f"{tmp_path / 'agent.py'}:Agent", "--agent-name", "my_agent",
+                 "--policies", "hour_of_day_empirical", "perfect_demand"]) == 0  # isolated (the default kind)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["policy"] for r in rows] == ["my_agent", "hour_of_day_empirical", "perfect_demand"]
+    by = {r["policy"]: r for r in rows}
+    assert by["my_agent"]["S"] == by["hour_of_day_empirical"]["S"] and by["perfect_demand"]["S"] == 0.0

@@ -69,3 +69,25 @@ def test_missing_weights_hint_names_hf_download(tmp_path, capsys):
     doc = _json(capsys, "models")
     for m in doc["models"]:
         assert "huggingface-cli download" not in m["reason"]
+
+
+def test_models_say_where_they_come_from(capsys):
+    """A plug-in's row names its origin (an entry point's distribution and object, or an in-process
+    registration) instead of passing for a built-in model; the entry-point case is
+    tests/cli/test_evaluate_pool.py::test_an_entry_point_plugin_is_listed_with_its_origin_and_evaluated."""
+    from fwgym.forecasters.registry import register_forecaster, unregister_forecaster
+    from fwgym.forecasters.seasonal import SeasonalEmpirical
+
+    register_forecaster("toy_listed", SeasonalEmpirical, {336: [1, 2, 3, 4, 5, 6]})
+    try:
+        by = {m["model"]: m for m in _json(capsys, "models")["models"]}
+        assert by["toy_listed"]["origin"] == "registered in-process"
+        assert {by[m]["origin"] for m in EXTENDED_MODELS} == {"fwgym (built-in)"}
+        assert main(["list", "models", "--format", "markdown"]) == 0
+        out = capsys.readouterr().out
+        assert "| model | from | pools | tariff | weights | available |" in out
+        assert "| toy_listed | registered in-process | - | registered | - | yes |" in out
+        assert "| seasonal_empirical | fwgym (built-in) | protocol, extended | protocol | - | yes |" in out
+        assert "| ets | fwgym (built-in) | extended | extended | - | yes (statsmodels) |" in out
+    finally:
+        unregister_forecaster("toy_listed")

@@ -78,6 +78,33 @@ def test_tools_options_reach_plot_tools(run, calls, tmp_path):
     assert (kw["style"], kw["columns"], kw["height"], kw["title"]) == ("screen", 2, 3.0, "Y")
 
 
+def test_agents_that_match_no_policy_are_an_error(run, calls, tmp_path, capsys):
+    """A typo in ``--agents`` names the results' policies and draws nothing (it drew the figure without
+    the agent before)."""
+    out = tmp_path / "f.pdf"
+    assert main(["plot", "frontier", str(run), "-o", str(out), "--agents", "weekday_empirical", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("fwgym: error: --agents: no policy 'nope' in the results; their policies: hour_of_day_empirical, "
+                   "weekday_empirical, seasonal_empirical, perfect_demand\n")
+    assert "plot_frontier" not in calls and not out.exists()
+    assert main(["plot", "frontier", str(run), "-o", str(out), "--agents", "perfect_demand"]) == 0
+    assert calls["plot_frontier"]["kwargs"]["agents"] == ["perfect_demand"]
+
+
+def test_case_and_reference_names_that_match_no_policy_are_errors(run, tmp_path, capsys):
+    from fwgym.evaluation import read_results
+
+    out = tmp_path / "f.pdf"
+    cid = read_results([run])[0]["case_id"]
+    assert main(["plot", "case", str(run), "-o", str(out), "--case-id", cid, "--policy", "nope"]) == 2
+    assert "no record of policy 'nope'" in capsys.readouterr().err
+    assert main(["plot", "case", str(run), "-o", str(out), "--case-id", "nope", "--policy", "weekday_empirical"]) == 2
+    assert "(case not in the results)" in capsys.readouterr().err
+    assert main(["plot", "frontier", str(run), "-o", str(out), "--reference", "nope"]) == 2
+    assert "reference policy 'nope' is not among the policies" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def _pdf_size_in(path):
     box = re.search(rb"/MediaBox \[ *0 0 ([0-9.]+) ([0-9.]+) *\]", path.read_bytes())
     return float(box.group(1)) / 72, float(box.group(2)) / 72

@@ -300,6 +300,7 @@ def test_entry_points_in_process_and_their_errors(tmp_path, monkeypatch):
         assert load_entry_points() == ["demo_weekly"]  # once: not loaded again
         assert registry.plugin_spec("demo_weekly").source.startswith("entry point 'demo_weekly'")
         assert "fwgym-demo-plugin 0.1" in registry.plugin_spec("demo_weekly").source
+        assert registry.model_origin("demo_weekly") == "entry point fwgym-demo-plugin:fwgym_demo_plugin:SPEC"
         assert price("demo_weekly", 200, 194)["credits"] == 781
         # a broken plug-in next to it: named clearly, raised every time, the built-in pool unaffected
         (tmp_path / "bad").mkdir()
@@ -338,3 +339,10 @@ def test_entry_point_spec_must_name_its_model(tmp_path, monkeypatch):
 def test_spec_is_a_public_dataclass():
     spec = ForecasterSpec("n", WeeklyRepeatQuantiles, ROWS)
     assert spec.min_context is None and spec.availability is None and spec.source == "register_forecaster"
+
+
+def test_model_origin_names_where_a_model_comes_from(plugin):
+    assert registry.model_origin(plugin.name) == "registered in-process"
+    assert registry.model_origin("ets") == registry.model_origin("chronos2") == "fwgym (built-in)"
+    with pytest.raises(ValueError, match="unknown models"):
+        registry.model_origin("not_a_model")
