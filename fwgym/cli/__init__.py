@@ -11,10 +11,10 @@ and ``run(args) -> exit code``; heavy imports happen in ``run``. The agent kinds
 
 Also runnable as ``python -m fwgym`` or ``python -m fwgym.cli``; ``fwgym --version`` prints the version.
 
-Exit codes common to every subcommand (:func:`main`): 0 success; 2 a usage error (argparse) or a user
-error (:data:`USER_ERRORS`: a bad argument value, a missing, unreadable or malformed input file, a
-tampered data file), reported as one line ``fwgym: error: ...`` on stderr without a traceback (``fwgym
---traceback ...`` shows it); 130 interrupted (Ctrl-C); 141 (128 + SIGPIPE, what ``cat`` or ``git``
+Exit codes common to every subcommand (:func:`main`): 0 success; 2 a usage error (argparse prints the
+usage and the error) or a user error (:data:`USER_ERRORS`: a bad argument value, a missing, unreadable or
+malformed input file, a tampered data file), reported as one line ``fwgym: error: ...`` on stderr without
+a traceback (``fwgym --traceback ...`` shows it); 130 interrupted (Ctrl-C); 141 (128 + SIGPIPE, what ``cat`` or ``git``
 return) when the reader of stdout went away, e.g. ``fwgym leaderboard RUN | head``: the command stops
 quietly. Any other exception is a bug and keeps its traceback. Subcommands add their own codes
 (``fwgym evaluate``: 1 an incomplete run).
