@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
-from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models
+from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models, policy_names
 from fwgym.cases import TEST_SPLIT, build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
@@ -305,14 +305,19 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT
 
 
 def policy_labels(policies: Sequence, env_kwargs: dict | None = None) -> list[str]:
-    """The policies' row names; refuses repeated names, unknown names and, in a forecast-task env,
-    named policies that submit decisions."""
+    """The policies' row names; refuses repeated names, unknown names, agents (non-string policies) whose
+    name is a policy name of fwgym (:func:`fwgym.baselines.registry.policy_names`), and, in a forecast-task
+    env, named policies that submit decisions."""
     for p in policies:
         if isinstance(p, str):
             make_policy(p)  # raises the registry's error for an unknown name
     labels = [policy_label(p) for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"policy names repeat: {labels}")
+    shadowing = [lab for p, lab in zip(policies, labels) if not isinstance(p, str) and lab in policy_names()]
+    if shadowing:
+        raise ValueError(f"agents named like fwgym policies {shadowing}: their rows would pass for those policies'; "
+                         "give them another name (a `name` attribute; on the command line --agent-name)")
     pool = set(check_models((env_kwargs or {}).get("models")))
     outside = {p: [m for m in policy_models(p) if m not in pool] for p in policies if isinstance(p, str)}
     outside = {p: ms for p, ms in outside.items() if ms}

@@ -18,7 +18,10 @@ class Peeker(FixedMethodAgent):
     """A user agent that declares it wants hindsight."""
 
     requires_hindsight = True
-    name = "peeker"
+
+    def __init__(self, method):
+        super().__init__(method)
+        self.name = "peeker"  # FixedMethodAgent names itself after its method: a policy's name (refused)
 
     def set_hindsight(self, hindsight):
         raise AssertionError("hindsight reached a user agent")
@@ -65,6 +68,8 @@ def test_only_fwgyms_registered_oracles_are_granted():
 def test_the_evaluation_refuses_hindsight_to_user_agents():
     recs = evaluate(["perfect_demand"], split="test", limit=1, progress=False)
     assert all(r["S"] == 0.0 for r in recs)
+    with pytest.raises(ValueError, match="named like fwgym policies"):
+        evaluate([functools.partial(FixedMethodAgent, "weekday_empirical")], split="test", limit=1, progress=False)
     for factory in (functools.partial(Peeker, "weekday_empirical"), MyOracle):
         with pytest.raises(ValueError, match="requires hindsight"):
             evaluate([factory], split="test", limit=1, progress=False)
