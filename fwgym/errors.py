@@ -7,6 +7,12 @@ An agent-facing error carries a stable machine-readable ``code`` (``"invalid_arg
 
 Programmer errors (a bad constructor argument, a bad data file) stay ``ValueError`` / ``TypeError``.
 
+A packaged data file that fails its check is not agent-facing either: :class:`DataIntegrityError`
+(raised by :mod:`fwgym.data`, :mod:`fwgym.scoring` and :mod:`fwgym.tariff` when ``sigma.json``, the
+balancing-authority CSVs, a Parquet file or ``tariff_extended.json`` is missing, altered or malformed)
+propagates out of ``env.reset`` / ``env.step`` as the exception it is: no tool turns it into a result,
+no episode is scored on a corrupted install.
+
 Infrastructure failures are not agent-facing: :class:`HarnessError` (raised by an agent's harness,
 e.g. an LLM endpoint that cannot be reached) ends an episode with status ``"harness_error"``, which is
 never scored (DESIGN §9, trust).
@@ -16,7 +22,8 @@ Subclasses elsewhere: :class:`fwgym.contract.PlanError` (an invalid plan or fore
 """
 from __future__ import annotations
 
-__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError", "HarnessError", "HARNESS_ERROR", "AGENT_ERROR_PREFIX"]
+__all__ = ["MAX_MESSAGE_CHARS", "CodedError", "ToolError", "HarnessError", "DataIntegrityError", "HARNESS_ERROR",
+           "AGENT_ERROR_PREFIX"]
 
 #: record ``status`` of an episode ended by a :class:`HarnessError` (never scored)
 HARNESS_ERROR = "harness_error"
@@ -60,3 +67,12 @@ class HarnessError(RuntimeError):
     def __init__(self, message: str, kind: str = "infrastructure"):
         super().__init__(message)
         self.kind = str(kind)
+
+
+class DataIntegrityError(RuntimeError):
+    """A shipped data file is missing, altered, truncated or malformed. The message names the file.
+
+    Never agent-facing and never scored: the tools let it through (``env.reset`` / ``env.step`` raise
+    it), :func:`fwgym.agents.run_episode` does not turn it into an agent's failure, and ``fwgym``
+    reports it as one line ``fwgym: error: ...`` (exit 2). Also importable as ``fwgym.data.DataIntegrityError``.
+    """

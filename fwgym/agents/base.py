@@ -48,6 +48,9 @@ Failures. The loop never lets an agent's failure crash an evaluation:
   ``agent_errors="raise"`` (the default of :func:`run_episode`, and what the evaluation uses for fwgym's
   own named baselines and oracles, whose exceptions are bugs or misconfigurations that must not become
   an invalid row) it propagates.
+* :class:`fwgym.errors.DataIntegrityError` (a packaged file of this install failed its check, whoever
+  read it: the env's tools or the agent's own fwgym code) propagates: a corrupted install is never
+  scored as the agent's failure.
 * ``KeyboardInterrupt`` (and other ``BaseException``) propagates.
 
 Agent factories (zero-argument callables that the runner calls to build an agent per worker or
@@ -75,7 +78,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import gymnasium as gym
 
-from fwgym.errors import AGENT_ERROR_PREFIX, HarnessError
+from fwgym.errors import AGENT_ERROR_PREFIX, DataIntegrityError, HarnessError
 from fwgym.validation import is_int, is_number
 
 #: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
@@ -219,6 +222,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
             agent that requires hindsight without a grant, a grant for another agent, or a grant for an
             isolated agent. TypeError: ``hindsight`` is not a grant.
         KeyboardInterrupt: from the agent or the env (the episode is lost, nothing is recorded).
+        fwgym.errors.DataIntegrityError: a packaged file failed its check (from the env or the agent).
         Exception: the agent's own, with ``agent_errors="raise"``.
     """
     if agent_errors not in ("raise", "score"):
@@ -232,6 +236,8 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         reset_agent(agent, info)
     except HarnessError as exc:
         return _finish(env, agent, _harness_record(env, info, exc), episode_id, 0.0, 0, actions)
+    except DataIntegrityError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
         if agent_errors == "raise":
             raise
@@ -246,6 +252,8 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
                 action = agent.act(obs)
             except HarnessError as exc:
                 return _finish(env, agent, _harness_record(env, info, exc), episode_id, total, step - 1, actions)
+            except DataIntegrityError:
+                raise
             except Exception as exc:  # noqa: BLE001
                 if agent_errors == "raise":
                     raise

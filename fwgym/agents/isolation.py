@@ -25,9 +25,16 @@ reuses it after asking it for a *fresh* object (``("new",)``): a new agent per t
 without a new interpreter and import per task. After a fork (``--workers`` processes) the child drops
 the pool it inherited. Deadlines use ``poll()`` on the pipes (POSIX).
 
-**Environment.** A worker inherits this process's environment without the variables that look like
-secrets (:func:`worker_environ`: names with KEY, TOKEN, SECRET, PASSW, CREDENTIAL or AUTH), so an
-LLM endpoint's API key stays here.
+**Environment.** A worker starts with a scrubbed environment (:func:`worker_environ`): only the
+variables of the allow-list :data:`WORKER_ENV` (what a Python process and its numeric libraries need:
+``PATH``, ``HOME``, locale ``LANG``/``LC_*``, ``TMPDIR``, ``PYTHONPATH``, ``VIRTUAL_ENV``, thread counts
+such as ``OMP_NUM_THREADS``, the GPU selection and model-cache locations, ...) are copied from this
+process; everything else (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_*``, any other key, token or
+password) is not in the worker's ``os.environ``. A variable the agent needs on purpose is named with
+``worker_env=("NAME", ...)`` (``--agent-env NAME``). This is hygiene, not a wall: a worker run as the
+same OS user can still read this process's ``/proc/<pid>/environ`` and ``cmdline`` (and, as root or
+with ptrace rights, its memory); only ``worker_command`` isolation (another user, a container) keeps
+secrets from code you do not trust (SECURITY.md).
 
 **Replies are plain data.** The evaluator sends pickles of plain data (:func:`plain_data` checks them);
 the worker replies in JSON, parsed with :func:`json.loads` only. An action therefore arrives as JSON
@@ -42,14 +49,15 @@ starts with a fresh agent.
 
 **Limits.** This is process separation: the worker's import guard refuses fwgym's data, case, env,
 scorer, evaluation and baseline modules (:data:`DENIED_MODULES`), but code in the worker can read any
-file its user may read,
-fwgym's packaged data files included. For submissions you do not trust, start the worker as another
-user or in a container without the data: ``worker_command`` (``--agent-worker-command``) replaces the
-command (see SECURITY.md).
+file its user may read, fwgym's packaged data files and the evaluator's ``/proc/<pid>/environ`` and
+``cmdline`` included. For submissions you do not trust, start the worker as another user or in a
+container without the data: ``worker_command`` (``--agent-worker-command``) replaces the command (see
+SECURITY.md).
 """
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import pickle
@@ -68,7 +76,8 @@ from typing import Any, Mapping, Sequence
 from fwgym.agents.isolation_worker import DENIED_MODULES, HEADER, FrameError, decode_reply, write_frame
 
 __all__ = ["AgentFailure", "IsolatedAgent", "IsolatedAgentFactory", "RemoteObject", "WorkerProcess", "plain_data",
-           "worker_argv", "worker_environ", "close_idle_workers", "SECRET_ENV", "WORKER_SCRIPT", "DEFAULT_CALL_TIMEOUT",
+           "worker_argv", "worker_environ", "close_idle_workers", "WORKER_ENV", "WORKER_ENV_PREFIXES", "WORKER_SCRIPT",
+           "DEFAULT_CALL_TIMEOUT",
            "DEFAULT_START_TIMEOUT", "DEFAULT_MAX_REPLY_BYTES", "DENIED_MODULES"]
 
 #: the worker script (started by path: a clean interpreter that never runs ``fwgym/__init__``)
@@ -123,16 +132,77 @@ def worker_argv(command: str | Sequence[str] | None = None) -> list[str]:
     return argv
 
 
-#: environment variables whose names match this (case-insensitive) are not passed to workers: API keys,
-#: tokens, passwords and credentials stay in the evaluating process
-SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+#: the environment variables a worker gets from the evaluating process (when set there), by exact name: what
+#: a Python interpreter, its packages (``PYTHONPATH``, ``VIRTUAL_ENV``, ``CONDA_PREFIX``, ``LD_LIBRARY_PATH``
+#: for native libraries) and numeric libraries (thread counts, GPU selection, model-cache locations) need to
+#: run the agent; no key, token, password or endpoint setting. Anything else is passed only on purpose:
+#: ``worker_env`` (``--agent-env NAME``).
+WORKER_ENV: tuple[str, ...] = (
+    # the process: executables, user, home, temporary files, time zone
+    "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TEMP", "TMP", "TZ", "LANG", "LANGUAGE",
+    # the interpreter and where it finds the agent's packages
+    "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+    "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONWARNINGS", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+    "LD_LIBRARY_PATH",
+    # thread counts of the numeric libraries (torch, numpy's BLAS, numexpr)
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+    # accelerators and where models are cached (locations only: HF_TOKEN is not here)
+    "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+    "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TORCH_HOME", "XDG_CACHE_HOME",
+    "MPLBACKEND", "MPLCONFIGDIR",
+    # Windows: what its interpreter needs to start
+    "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "APPDATA", "LOCALAPPDATA",
+)
+#: name prefixes also copied: the locale categories (``LC_ALL``, ``LC_CTYPE``, ...)
+WORKER_ENV_PREFIXES: tuple[str, ...] = ("LC_",)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def worker_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a worker starts with: this process's (or ``environ``) without the variables whose
-    names match :data:`SECRET_ENV` (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ...). An agent
-    that needs such a variable gets it from its worker command (e.g. ``env NAME=VALUE python worker.py``)."""
-    return {k: v for k, v in (os.environ if environ is None else environ).items() if not SECRET_ENV.search(k)}
+def _env_names(names: Sequence[str] | str | None) -> tuple[str, ...]:
+    """``names`` (variables passed to a worker on purpose) checked: a sequence of variable names.
+
+    Raises:
+        ValueError: a string instead of a sequence, or a name that is not an environment variable name.
+    """
+    if names is None:
+        return ()
+    if isinstance(names, (str, bytes)):
+        raise ValueError(f"worker_env must be a sequence of variable names, e.g. ['MY_SETTING'], got {names!r}")
+    out = []
+    for n in names:
+        if not isinstance(n, str) or not _ENV_NAME.fullmatch(n):
+            raise ValueError(f"worker_env: {n!r} is not an environment variable name (letters, digits, _; "
+                             "give the name, not NAME=VALUE: the value is read from this process's environment)")
+        if n not in out:
+            out.append(n)
+    return tuple(out)
+
+
+def worker_environ(environ: Mapping[str, str] | None = None, extra: Sequence[str] = ()) -> dict[str, str]:
+    """The environment a worker starts with: from this process's environment (or ``environ``), only the
+    variables named in :data:`WORKER_ENV` or starting with a prefix of :data:`WORKER_ENV_PREFIXES`, and the
+    variables named in ``extra`` (passed on purpose, e.g. a setting of the agent, or a key it is meant to use).
+
+    Args:
+        environ: the environment to scrub (default ``os.environ``).
+        extra: names of further variables to pass (each must be set in ``environ``).
+
+    Returns:
+        ``{name: value}``; nothing else: ``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_*`` and every other variable
+        not named are left out.
+
+    Raises:
+        ValueError: a name in ``extra`` that is not a variable name, or not set.
+    """
+    env = os.environ if environ is None else environ
+    extra = _env_names(extra)
+    unset = [n for n in extra if n not in env]
+    if unset:
+        raise ValueError(f"worker_env names {unset}, which are not set in this environment; set them, or do not "
+                         "ask to pass them to the agent's worker")
+    allowed = set(WORKER_ENV) | set(extra)
+    return {k: v for k, v in env.items() if k in allowed or k.startswith(WORKER_ENV_PREFIXES)}
 
 
 def plain_data(obj: Any, _depth: int = 0) -> Any:
@@ -177,6 +247,7 @@ class WorkerProcess:
         spec: the ``init`` spec (target, kwargs, ...).
         start_timeout: seconds for the worker to start and make the object.
         max_reply_bytes: largest reply accepted.
+        env: the worker's environment (default :func:`worker_environ` of this process's).
 
     Attributes:
         hello: the object's hello (``name``, ``requires_hindsight``, ``has``, ``info``, ``pid``).
@@ -188,14 +259,15 @@ class WorkerProcess:
     """
 
     def __init__(self, command: Sequence[str], spec: dict, *, start_timeout: float = DEFAULT_START_TIMEOUT,
-                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES):
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, env: Mapping[str, str] | None = None):
         self.command = list(command)
         self.max_reply_bytes = int(max_reply_bytes)
         self._owner = os.getpid()
         self._lock = threading.Lock()
         self._dead_reason: str | None = None
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                     close_fds=True, start_new_session=os.name == "posix", env=worker_environ())
+                                     close_fds=True, start_new_session=os.name == "posix",
+                                     env=worker_environ() if env is None else dict(env))
         self.hello = self.request(("init", spec), start_timeout, what="start")
 
     @property
@@ -436,28 +508,33 @@ class RemoteObject:
         worker_command: see :func:`worker_argv`.
         max_reply_bytes: largest reply accepted.
         guard: install the worker's import guard (default ``True``; tests turn it off to show what it stops).
+        worker_env: names of environment variables to pass to the worker on purpose, besides the
+            allow-list :data:`WORKER_ENV` (:func:`worker_environ`); their values are read now.
 
     Attributes:
         hello: the hosted object's hello (see :func:`fwgym.agents.isolation_worker.describe`).
 
     Raises:
         AgentFailure: the worker cannot start or make the object. TypeError: kwargs are not plain data.
+        ValueError: a ``worker_env`` name that is not set, or not a variable name.
     """
 
     def __init__(self, target: str, kwargs: Mapping | None = None, *, fresh: bool = True,
                  call_timeout: float = DEFAULT_CALL_TIMEOUT, start_timeout: float = DEFAULT_START_TIMEOUT,
                  worker_command: str | Sequence[str] | None = None, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-                 guard: bool = True):
+                 guard: bool = True, worker_env: Sequence[str] = ()):
         if float(call_timeout) <= 0 or float(start_timeout) <= 0:
             raise ValueError("call_timeout and start_timeout must be > 0 seconds")
+        self._env = worker_environ(extra=worker_env)
         self.target, self.fresh = str(target), bool(fresh)
         self.call_timeout, self.start_timeout = float(call_timeout), float(start_timeout)
         self.max_reply_bytes = int(max_reply_bytes)
         self._command = worker_argv(worker_command)
         self._spec = {"target": self.target, "kwargs": plain_data(dict(kwargs or {})), "cwd": os.getcwd(),
                       "fwgym_version": _fwgym_version(), "guard": bool(guard), "denied": list(DENIED_MODULES)}
-        self._key = json.dumps({"spec": self._spec, "command": self._command, "max": self.max_reply_bytes},
-                               sort_keys=True, default=repr)
+        env_digest = hashlib.sha256(json.dumps(self._env, sort_keys=True).encode()).hexdigest()  # no value in the key
+        self._key = json.dumps({"spec": self._spec, "command": self._command, "max": self.max_reply_bytes,
+                                "env": env_digest}, sort_keys=True, default=repr)
         self._box: list = [None]
         self._finalizer = weakref.finalize(self, _POOL.give, self._key, self._box)
         self.hello: dict = self._connect()
@@ -473,7 +550,7 @@ class RemoteObject:
                 raise
         else:
             worker = WorkerProcess(self._command, self._spec, start_timeout=self.start_timeout,
-                                   max_reply_bytes=self.max_reply_bytes)
+                                   max_reply_bytes=self.max_reply_bytes, env=self._env)
             hello = worker.hello
         if not isinstance(hello, dict) or not isinstance(hello.get("has"), dict) or "name" not in hello:
             worker.kill("bad hello")
@@ -547,6 +624,8 @@ class IsolatedAgent:
         start_timeout: seconds to start a worker and make the agent (default :data:`DEFAULT_START_TIMEOUT`).
         worker_command: how to start the worker (:func:`worker_argv`; e.g. as another user or in a container).
         max_reply_bytes: largest reply accepted (default 64 MiB).
+        worker_env: names of environment variables the agent needs, passed to its worker on purpose (its
+            environment is otherwise the allow-list :data:`WORKER_ENV`: no API keys or tokens).
 
     Attributes:
         isolated: ``True`` (:func:`fwgym.agents.run_episode` never passes hindsight to it).
@@ -557,7 +636,8 @@ class IsolatedAgent:
     has one, ``episode_stats()`` forward to the hosted agent and raise :class:`AgentFailure` when it fails.
 
     Raises:
-        ValueError: the hosted object has no ``act``, or it requires hindsight.
+        ValueError: the hosted object has no ``act``, or it requires hindsight; a ``worker_env`` name
+            that is not set.
         AgentFailure: the worker cannot start or the factory fails (``kind``: see :class:`AgentFailure`).
     """
 
@@ -567,11 +647,11 @@ class IsolatedAgent:
     def __init__(self, target: str, kwargs: Mapping | None = None, *, name: str | None = None,
                  call_timeout: float = DEFAULT_CALL_TIMEOUT, start_timeout: float = DEFAULT_START_TIMEOUT,
                  worker_command: str | Sequence[str] | None = None, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-                 guard: bool = True):
+                 guard: bool = True, worker_env: Sequence[str] = ()):
         self.target = str(target)
         self._remote = RemoteObject(target, kwargs, fresh=True, call_timeout=call_timeout,
                                     start_timeout=start_timeout, worker_command=worker_command,
-                                    max_reply_bytes=max_reply_bytes, guard=guard)
+                                    max_reply_bytes=max_reply_bytes, guard=guard, worker_env=worker_env)
         self._check(self._remote.hello)
         self.name = str(name) if name else self._remote.hello["name"]
 
@@ -641,7 +721,8 @@ class IsolatedAgent:
 
 class IsolatedAgentFactory(dict):
     """A picklable, JSON-serialisable zero-argument factory of :class:`IsolatedAgent` (what
-    ``fwgym evaluate --agent module:factory`` builds): a ``dict`` of :class:`IsolatedAgent`'s arguments.
+    ``fwgym evaluate --agent module:factory`` builds): a ``dict`` of :class:`IsolatedAgent`'s arguments
+    (``worker_env`` holds variable names only, never values: the dict goes into the run manifest).
 
     Attributes:
         isolated: ``True`` (agents of this factory run in worker processes).
@@ -656,11 +737,15 @@ class IsolatedAgentFactory(dict):
 
     def __init__(self, target: str, kwargs: Mapping | None = None, *, name: str | None = None,
                  call_timeout: float = DEFAULT_CALL_TIMEOUT, start_timeout: float = DEFAULT_START_TIMEOUT,
-                 worker_command: str | Sequence[str] | None = None, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES):
+                 worker_command: str | Sequence[str] | None = None, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+                 worker_env: Sequence[str] = ()):
         super().__init__(target=str(target), kwargs=dict(kwargs or {}), name=name, call_timeout=float(call_timeout),
                          start_timeout=float(start_timeout),
                          worker_command=None if worker_command is None else worker_argv(worker_command),
                          max_reply_bytes=int(max_reply_bytes))
+        names = _env_names(worker_env)
+        if names:  # only when given: the description of a factory without it is what it was before the option
+            self["worker_env"] = list(names)
 
     def __call__(self) -> IsolatedAgent:
         return IsolatedAgent(**self)

@@ -245,8 +245,9 @@ class SB3Agent:
         deterministic: take the most likely entry (default) instead of sampling.
         isolated: load and run the policy in a worker process (see the module doc); default ``False``
             (in this process: only for files you trust).
-        call_timeout, start_timeout, worker_command: the worker's deadlines (seconds) and command
-            (:class:`fwgym.agents.isolation.RemoteObject`; ``isolated=True`` only; ``None``: the defaults).
+        call_timeout, start_timeout, worker_command, worker_env: the worker's deadlines (seconds), command
+            and the environment variables passed to it on purpose (:class:`fwgym.agents.isolation.RemoteObject`;
+            ``isolated=True`` only; ``None``: the defaults).
 
     A model saved with an extended pool (``save_policy(..., models=EXTENDED_MODELS)``) gets that pool's
     menu (:func:`~fwgym.wrappers.macro.menu_for`); play it on an env with the same ``models=`` pool (in
@@ -268,7 +269,7 @@ class SB3Agent:
 
     def __init__(self, model_path: str | Path, algo: str = "auto", name: str | None = None, deterministic: bool = True,
                  isolated: bool = False, call_timeout: float | None = None, start_timeout: float | None = None,
-                 worker_command=None):
+                 worker_command=None, worker_env=()):
         if algo not in ALGOS:
             raise ValueError(f"algo must be one of {list(ALGOS)}, got {algo!r}")
         path = resolve_model_path(model_path)
@@ -285,7 +286,7 @@ class SB3Agent:
             limits = {k: float(v) for k, v in (("call_timeout", call_timeout), ("start_timeout", start_timeout))
                       if v is not None}
             self._policy = RemoteObject("builtin:sb3_policy", kwargs, fresh=False, worker_command=worker_command,
-                                        **limits)
+                                        worker_env=worker_env or (), **limits)
             described = self._policy.hello.get("info") or {}
             self.model = None
         else:

@@ -183,6 +183,8 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     pool = getattr(args, "pool", None) or "protocol"  # runs written before --pool existed are protocol runs
     if pool not in POOLS:
         raise ValueError(f"--pool must be one of {list(POOLS)}, got {pool!r}")
+    # before the run directory is created or touched
+    check_packaged_files(args.domain, pool_models(pool, getattr(args, "models", None) or ()))
     resume = manifest is not None
     run = RunDir.resume(out) if resume else None  # the lock first: no two sessions in one directory
     try:
@@ -287,6 +289,33 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def check_packaged_files(domains, models) -> None:
+    """Check, before any episode starts, every packaged file a run on ``domains`` with the forecast
+    pool ``models`` reads: ``config/sigma.json``, each domain's Parquet file, the balancing-authority
+    names and zones (electricity), and ``config/tariff_extended.json`` when a model of the pool is
+    priced by it. A run on a corrupted install is refused as a whole (``fwgym: error: ... failed its
+    sha256 check``, exit 2) instead of crashing, or being scored, in its first episode.
+
+    Raises:
+        fwgym.data.DataIntegrityError: a file is missing or fails its sha256 check (the message names it).
+        ValueError: an unknown domain or model.
+    """
+    from fwgym.data import DATA_FILES, verify_packaged
+    from fwgym.tariff import tariff_rows
+
+    files = ["config/sigma.json"]
+    for domain in domains:
+        if domain not in DATA_FILES:
+            raise ValueError(f"unknown domain {domain!r}; expected some of {list(DATA_FILES)}")
+        files.append(f"data/{DATA_FILES[domain][0]}")
+        if domain == "electricity":
+            files += ["data/balancing_authorities.csv", "data/balancing_authority_zones.csv"]
+    for relpath in files:
+        verify_packaged(relpath)
+    for model in models:
+        tariff_rows(model)  # reads (and checks) the extended tariff for a model outside the protocol's table
 
 
 def _policies(args, pool: str) -> tuple[list, dict, dict]:
@@ -416,4 +445,5 @@ def _end_session(run, expected: list, status: str | None, model_revisions, setti
     return counts
 
 
-__all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run", "pool_models", "check_agent_label"]
+__all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run", "pool_models", "check_agent_label",
+           "check_packaged_files"]

@@ -1,7 +1,10 @@
 """``fwgym leaderboard``: the leaderboard of merged results files, with paired bootstrap intervals.
 
-Every record is re-scored from the packaged data first and runs of other settings are refused
-(:func:`fwgym.evaluation.load_results`): a leaderboard only ever shows verified, comparable scores.
+Every record is re-scored from the packaged data first, checked against its run's manifest (hashes,
+count, statuses), and runs of other settings are refused (:func:`fwgym.evaluation.load_results`): a
+leaderboard only ever shows verified, comparable scores. A source without a manifest (deleted, or a
+bare ``results.jsonl``) is refused unless ``--allow-unverified``; the header then says ``UNVERIFIED``
+(and a warning goes to stderr in every format).
 Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
 :func:`fwgym.metrics.suite_metric`).
 
@@ -48,6 +51,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-mixed-versions", action="store_true",
                    help="accept runs of different fwgym versions (the header names them)")
     p.add_argument("--no-breakdown", action="store_true", help="omit the per-cohort and per-lead tables")
+    add_allow_unverified(p)
+
+
+def add_allow_unverified(p: argparse.ArgumentParser) -> None:
+    """``--allow-unverified`` (shared by ``fwgym leaderboard``, ``report`` and ``plot``)."""
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="accept result sources without a manifest.json (deleted, or a bare results.jsonl): their "
+                        "records are re-scored from their submissions but not checked against the run's hashes, "
+                        "count and statuses; the output says UNVERIFIED")
+
+
+def warn_unverified(rs) -> None:
+    """One ``warning: UNVERIFIED ...`` line on stderr when ``rs`` (a :class:`~fwgym.evaluation.ResultSet`)
+    holds sources without a manifest."""
+    import sys
+
+    if rs.unverified:
+        print(f"warning: {rs.notes[0]}", file=sys.stderr)
 
 
 def run(args) -> int:
@@ -66,7 +87,9 @@ def run(args) -> int:
     from fwgym.metrics import suite_metric
 
     rs = load_results(args.results, allow_partial=args.allow_partial, common_cases=args.common_cases,
-                      allow_mixed_versions=args.allow_mixed_versions)
+                      allow_mixed_versions=args.allow_mixed_versions,
+                      allow_unverified=getattr(args, "allow_unverified", False))
+    warn_unverified(rs)
     records = rs.records
     if not records:
         raise ValueError(f"no result records in {args.results}")
@@ -80,9 +103,11 @@ def run(args) -> int:
     metric = suite_metric(suite, credit_weight_of_rows(rows) if suite == "forecast" else None)
     cov = coverage([r for r in records if r["policy"] == policies[0]])
     parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())
-    header = (f"fwgym leaderboard: suite={suite} ({metric.formula}), {len(policies)} policies x {cov['cases']} cases "
+    checked = "re-scored, NOT hash-checked" if rs.unverified else "re-scored and verified"
+    header = (f"fwgym leaderboard{' (UNVERIFIED)' if rs.unverified else ''}: suite={suite} ({metric.formula}), "
+              f"{len(policies)} policies x {cov['cases']} cases "
               f"({parts}{'' if cov['complete'] else '; PARTIAL: not the whole split'}); {len(records)} records "
-              "re-scored and verified" + "".join(f"; {n}" for n in rs.notes)
+              f"{checked}" + "".join(f"; {n}" for n in rs.notes)
               + (f"; intervals: paired series-cluster bootstrap, {args.n_boot:,} draws, seed {args.seed}, "
                  f"policy - {ref}" if ref else ""))
     fmt = resolve_format(args.format)
@@ -111,4 +136,4 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["NAME", "HELP", "FORMATS", "add_arguments", "run"]
+__all__ = ["NAME", "HELP", "FORMATS", "add_arguments", "add_allow_unverified", "warn_unverified", "run"]

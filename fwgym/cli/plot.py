@@ -3,8 +3,9 @@
 Every figure is sized for a paper by default (``--style paper``: one column 3.3 in or two columns
 7.0 in wide, every text >= 7 pt at that size, TrueType fonts in PDF); ``--style screen`` is larger.
 The output format follows the extension of ``-o`` (``.pdf``, ``.svg``, ``.png``). Records are
-re-scored from the packaged data before they are drawn (:func:`fwgym.evaluation.read_results`); the
-suite (and so the metric named on the axes) is the one of the run's manifest unless ``--suite`` says.
+re-scored from the packaged data and checked against their run's manifest before they are drawn
+(:func:`fwgym.evaluation.load_results`; a source without a manifest only with ``--allow-unverified``,
+with a warning on stderr); the suite (and so the metric named on the axes) is the one of the run's manifest unless ``--suite`` says.
 
 Examples::
 
@@ -19,6 +20,7 @@ import argparse
 
 from fwgym.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_float, positive_int
+from fwgym.cli.leaderboard import add_allow_unverified, warn_unverified
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT
 
 NAME = "plot"
@@ -43,6 +45,7 @@ def _common(sp: argparse.ArgumentParser, columns_default: str) -> None:
                     help="figure height in inches (default: from the width and the content)")
     sp.add_argument("--title", default=None, help="figure title (default: none for frontier and tools: papers "
                                                   "caption their figures; the case and score for case)")
+    add_allow_unverified(sp)
 
 
 def _suite(sp: argparse.ArgumentParser) -> None:
@@ -110,9 +113,11 @@ def run(args) -> int:
             in the results).
     """
     from fwgym import plots
-    from fwgym.evaluation import read_results
+    from fwgym.evaluation import load_results
 
-    records = read_results(args.results)
+    rs = load_results(args.results, allow_unverified=getattr(args, "allow_unverified", False))
+    warn_unverified(rs)
+    records = rs.records
     layout = {"style": args.style, "height": args.height}
     if args.columns is not None:
         layout["columns"] = args.columns

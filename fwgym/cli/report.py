@@ -1,4 +1,7 @@
-"""``fwgym report``: the static HTML report of results files (:func:`fwgym.report.build_report`)."""
+"""``fwgym report``: the static HTML report of results files (:func:`fwgym.report.build_report`).
+
+The records are re-scored and checked against their run's manifest first; a source without a manifest
+is refused unless ``--allow-unverified`` (the report's title and notes then say ``UNVERIFIED``)."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +9,7 @@ import sys
 
 from fwgym.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_int
+from fwgym.cli.leaderboard import add_allow_unverified
 from fwgym.evaluation import BOOT_SEED, N_BOOT
 from fwgym.report import DEFAULT_EPISODE_PAGES
 
@@ -50,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-replay", action="store_true",
                    help="do not replay baselines to list their tool calls in order (faster)")
     p.add_argument("--no-progress", action="store_true")
+    add_allow_unverified(p)
 
 
 def run(args) -> int:
@@ -62,7 +67,7 @@ def run(args) -> int:
     rep = build_report(args.results, args.output, traces=args.traces, max_episode_pages=args.episodes,
                        reference=ref, n_boot=args.n_boot, seed=args.seed, replay=not args.no_replay,
                        history_hours=args.hours, title=args.title, progress=not args.no_progress,
-                       workers=args.workers)
+                       workers=args.workers, allow_unverified=getattr(args, "allow_unverified", False))
     for w in rep.warnings:
         print(f"note: {w}", file=sys.stderr)
     print(f"wrote {len(rep.pages)} pages ({len(rep.policy_pages)} policies, {len(rep.episode_pages)} episodes) "

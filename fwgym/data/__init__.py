@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fwgym.errors import DataIntegrityError
 from fwgym.series import Series
 
 __all__ = ["DATA_DIR", "PACKAGE_DIR", "MANIFEST_PATH", "DATA_FILES", "DOMAINS", "SCORE_FILES", "DataIntegrityError",
@@ -63,10 +64,6 @@ SCORE_FILES: tuple[str, ...] = (
 
 _CACHE: dict[tuple[str, str], dict[str, Series]] = {}
 _LOCK = threading.Lock()
-
-
-class DataIntegrityError(RuntimeError):
-    """A shipped data file is missing, altered, truncated or malformed. The message names the file."""
 
 
 def sha256_file(path: Path) -> str:

@@ -20,9 +20,15 @@ naming the file and line or the difference:
 * a (policy, case) pair twice; policies on different cases (unless ``common_cases``: the set is then
   restricted to the cases every policy has, and a note says so).
 
-A bare file (no manifest) is read with the packaged settings (sigma, budget, scenario seed 0) and
-its suite is inferred from its records; its fwgym version is unknown. Run directories of fwgym 0.1.0
-(``meta.json``) are read as bare files whose suite is the one their ``meta.json`` names.
+* a source without a manifest (a run directory whose ``manifest.json`` was deleted, a bare
+  ``results.jsonl``, a run directory of fwgym 0.1.0): nothing says which records the run wrote, with
+  which statuses and hashes, so it is refused unless ``allow_unverified`` (``--allow-unverified``).
+
+An unverified source (``allow_unverified``) is read with the packaged settings (sigma, budget,
+scenario seed 0) and its suite is inferred from its records (a 0.1.0 run: the suite its ``meta.json``
+names); its fwgym version is unknown. Its records are still re-scored from their submissions, but an
+edit of a submission together with its scores, or a deleted record, cannot be seen: the result set's
+notes (and every table's header) say ``UNVERIFIED``.
 """
 from __future__ import annotations
 
@@ -36,8 +42,8 @@ from typing import Iterable, Mapping, Sequence
 
 from fwgym.errors import HARNESS_ERROR
 from fwgym.evaluation.leaderboard import AUTO, format_breakdowns, format_leaderboard, leaderboard, write_csv
-from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_VERSION, environment, file_sha256, new_run_id, now,
-                                       read_manifest, record_sha256, write_manifest)
+from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFEST_VERSION, environment, file_sha256,
+                                       new_run_id, now, read_manifest, record_sha256, write_manifest)
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
 from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
 from fwgym.evaluation.verify import RunSettings, verify_record
@@ -46,8 +52,8 @@ from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.validation import is_int, is_number
 
-__all__ = ["RESULTS_FILE", "ResultSource", "ResultSet", "load_source", "load_results", "read_results",
-           "write_results", "run_meta", "infer_suite"]
+__all__ = ["RESULTS_FILE", "ALLOW_UNVERIFIED_FLAG", "ResultSource", "ResultSet", "load_source", "load_results",
+           "read_results", "write_results", "run_meta", "infer_suite"]
 
 UNKNOWN = "unknown"
 
@@ -73,6 +79,9 @@ class ResultSource:
     settings: RunSettings
     fwgym_version: str
     declared_subset: bool = False
+    #: whether a manifest vouches for the records (their hashes, count and statuses); ``False``: an
+    #: unverified source read with ``allow_unverified``
+    verified: bool = True
 
     @property
     def run_dir(self) -> Path:
@@ -88,6 +97,11 @@ class ResultSet:
     settings: RunSettings
     notes: list[str] = field(default_factory=list)
     common_cases: int | None = None
+
+    @property
+    def unverified(self) -> list[Path]:
+        """The sources read without a manifest (``allow_unverified``): not hash-checked."""
+        return [src.path for src in self.sources if not src.verified]
 
 
 def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
@@ -135,11 +149,28 @@ def _check_settings(settings: Mapping, where: Path) -> None:
         raise ValueError(f"{where}: malformed run settings: " + "; ".join(problems))
 
 
-def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
+#: the flag of the command lines that accepts sources without a manifest
+ALLOW_UNVERIFIED_FLAG = "--allow-unverified"
+
+
+def _unverifiable(p: Path) -> ValueError:
+    where = f"run directory {p.parent}" if p.name == RESULTS_FILE else f"results file {p}"
+    return ValueError(f"{where} has no {MANIFEST_FILE}, so its records cannot be checked against the hashes, count "
+                      f"and statuses the run wrote (was it deleted?); refused. {ALLOW_UNVERIFIED_FLAG} ranks it "
+                      "anyway, re-scored from its submissions but not hash-checked, marked UNVERIFIED")
+
+
+def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: bool = False) -> ResultSource:
     """Read and check one result source (see the module docstring).
 
+    Args:
+        path: a run directory or a ``results.jsonl`` file.
+        verify: re-score every record (only tests turn it off).
+        allow_unverified: accept a source without a manifest (:attr:`ResultSource.verified` is then ``False``).
+
     Raises:
-        FileNotFoundError: no such file or directory. ValueError: as the module docstring says.
+        FileNotFoundError: no such file or directory. ValueError: as the module docstring says (a source
+            without a manifest unless ``allow_unverified``).
     """
     p = Path(path)
     if p.is_dir():
@@ -147,6 +178,8 @@ def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
     if not p.is_file():
         raise FileNotFoundError(f"no results file {p}")
     manifest = read_manifest(p.parent) if p.name == RESULTS_FILE else None
+    if manifest is None and not allow_unverified:
+        raise _unverifiable(p)
     if manifest is not None and manifest.get("status") != "complete":
         raise _unfinished(p.parent, manifest.get("status", "?"), manifest.get("counts"))
     records, lines = [], []
@@ -191,26 +224,79 @@ def load_source(path: str | os.PathLike, verify: bool = True) -> ResultSource:
             verify_record(r, settings, where=f"{p}:{n}")
     if manifest is not None:
         _check_hashes(p, manifest, records, lines)
-    return ResultSource(p, manifest, records, lines, settings, version, declared_subset)
+    return ResultSource(p, manifest, records, lines, settings, version, declared_subset, verified=manifest is not None)
 
 
 def _check_hashes(p: Path, manifest: Mapping, records: Sequence[Mapping], lines: Sequence[int]) -> None:
+    """Refuse a records file that is not the one the run wrote: the file's sha256, else record by record
+    against the manifest's per-line hashes, naming the first edited record, or the records missing from
+    (or added to) the file when the rest are the run's in its order."""
     info = manifest.get("records") or {}
     if not info:
-        raise ValueError(f"{p.parent / 'manifest.json'} holds no record hashes; the run did not finish writing")
+        raise ValueError(f"{p.parent / MANIFEST_FILE} holds no record hashes; the run did not finish writing")
     if file_sha256(p) == info.get("sha256"):
         return
-    by_line = info.get("sha256_by_line") or []
+    by_line = list(info.get("sha256_by_line") or [])
+    hashes = [record_sha256(r) for r in records]
+    wrote = info.get("count", len(by_line))
+    counted = f"the manifest counts {wrote} records, the file has {len(records)}"
+    if len(hashes) < len(by_line):
+        missing = _unmatched(by_line, hashes)
+        if missing is not None:
+            raise ValueError(f"{p}: {len(missing)} record(s) missing ({counted}): the run's record(s) "
+                             f"{_numbers(missing)} (by line) are not in the file{_missing_keys(manifest, records)}; "
+                             "it was truncated or lines were deleted")
+    elif len(hashes) > len(by_line):
+        added = _unmatched(hashes, by_line)
+        if added is not None:
+            first = records[added[0]]
+            raise ValueError(f"{p}: {len(added)} record(s) the run did not write ({counted}): line(s) "
+                             f"{_numbers([lines[i] - 1 for i in added])}, e.g. policy {first.get('policy')!r} on case "
+                             f"{first.get('case_id')!r}; lines were added")
     for i, (n, r) in enumerate(zip(lines, records)):
-        if i >= len(by_line) or record_sha256(r) != by_line[i]:
+        if i >= len(by_line) or hashes[i] != by_line[i]:
+            extra = "" if len(records) == len(by_line) else f"; {counted}"
             raise ValueError(f"{p}:{n}: record of policy {r.get('policy')!r} on case {r.get('case_id')!r} differs from "
-                             f"the one the run wrote (its sha256 is not the manifest's); the file was edited")
-    raise ValueError(f"{p}: it holds {len(records)} records but the run wrote {info.get('count')} (or the file was "
-                     "reformatted); it was truncated or edited")
+                             f"the one the run wrote (its sha256 is not the manifest's){extra}; the file was edited")
+    raise ValueError(f"{p}: {counted} (or the file was reformatted); it was truncated or edited")
+
+
+def _unmatched(longer: Sequence[str], shorter: Sequence[str]) -> list[int] | None:
+    """Indices of ``longer`` left over when ``shorter`` is matched to it in order (``None`` when ``shorter``
+    is not a subsequence of ``longer``: records were edited or reordered, not only removed or added)."""
+    left, j = [], 0
+    for i, h in enumerate(longer):
+        if j < len(shorter) and shorter[j] == h:
+            j += 1
+        else:
+            left.append(i)
+    return left if j == len(shorter) else None
+
+
+def _numbers(indices: Sequence[int], shown: int = 10) -> str:
+    """1-based numbers of 0-based ``indices``, the first ``shown`` of them."""
+    out = ", ".join(str(i + 1) for i in indices[:shown])
+    return out + (f" and {len(indices) - shown} more" if len(indices) > shown else "")
+
+
+def _missing_keys(manifest: Mapping, records: Sequence[Mapping], shown: int = 5) -> str:
+    """``": policy 'p' on case 'c', ..."`` of the (policy, case) pairs the run's settings expect and the file
+    lacks ("" when the manifest does not list its policies and cases)."""
+    st = manifest.get("settings") or {}
+    policies, cases = st.get("policies"), st.get("cases")
+    if not (isinstance(policies, list) and isinstance(cases, list)):
+        return ""
+    have = {(r.get("policy"), r.get("case_id")) for r in records}
+    gone = [(pol, c) for pol in policies for c in cases if (pol, c) not in have]
+    if not gone:
+        return ""
+    more = f" and {len(gone) - shown} more" if len(gone) > shown else ""
+    return ": " + ", ".join(f"policy {pol!r} on case {c!r}" for pol, c in gone[:shown]) + more
 
 
 def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = True, verify: bool = True,
-                 common_cases: bool = False, allow_mixed_versions: bool = False) -> ResultSet:
+                 common_cases: bool = False, allow_mixed_versions: bool = False,
+                 allow_unverified: bool = False) -> ResultSet:
     """Read, check, re-score and merge result sources (module docstring).
 
     Args:
@@ -222,13 +308,21 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
         common_cases: restrict to the cases every policy has (e.g. a ``--limit`` agent run beside the
             full baseline run) instead of refusing policies on different cases.
         allow_mixed_versions: accept runs of different fwgym versions (a note says which).
+        allow_unverified: accept sources without a manifest (``--allow-unverified``); the first note then
+            says ``UNVERIFIED`` and names them (:attr:`ResultSet.unverified`).
 
     Raises:
         FileNotFoundError, ValueError: as the module docstring says.
     """
-    sources = [load_source(p, verify=verify) for p in paths]
+    sources = [load_source(p, verify=verify, allow_unverified=allow_unverified) for p in paths]
     records: list[dict] = []
     notes: list[str] = []
+    unverified = [str(src.path.parent if src.path.name == RESULTS_FILE else src.path) for src in sources
+                  if not src.verified]
+    if unverified:
+        notes.append(f"UNVERIFIED: {', '.join(unverified)} ha{'s' if len(unverified) == 1 else 've'} no "
+                     f"{MANIFEST_FILE}: records re-scored from their submissions, but not checked against the run's "
+                     "hashes, count and statuses")
     if not sources:
         raise ValueError("no results given")
     first = sources[0]

@@ -19,8 +19,11 @@ fourth decimal the leaderboard prints, so no edit that could change a ranking pa
 record is refused for rounding. Credits are integers and compared exactly.
 
 What is taken as recorded: the credits and the submission (they cannot be re-derived without playing
-the agent again); the run manifest's per-record hashes (:mod:`fwgym.evaluation.results`) catch edits
-of those unless the manifest is rewritten too.
+the agent again); the run manifest's per-record hashes, count and statuses (:mod:`fwgym.evaluation.results`)
+catch edits of those, and deleted or added records, unless the manifest is rewritten too. Without the
+manifest nothing does: a source without one is refused unless the caller accepts it as UNVERIFIED
+(``allow_unverified``, ``--allow-unverified``), and an edited submission re-scored consistently
+(e.g. the hindsight plan with its S = 0) then passes this module's check.
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fwgym.errors import DataIntegrityError
 from fwgym.optimizer import QUANTILE_LEVELS
 from fwgym.validation import check_int
 
@@ -84,12 +85,13 @@ class QuantileForecaster:
             ValueError: bad context or horizon.
             ModelUnavailable: weights cannot be loaded.
             ForecastBackendError: the model failed or returned NaN / a wrong shape.
+            fwgym.errors.DataIntegrityError: a packaged file the model read failed its check (not wrapped).
         """
         ctx = self._checked_context(context)
         horizon = self._checked_horizon(horizon)
         try:
             q = np.asarray(self._predict(ctx, horizon), dtype=np.float64)
-        except (ModelUnavailable, ValueError, ForecastBackendError):
+        except (ModelUnavailable, ValueError, ForecastBackendError, DataIntegrityError):
             raise
         except Exception as exc:
             raise ForecastBackendError(f"{self.name}: forecast failed: {type(exc).__name__}: {exc}") from exc

@@ -112,22 +112,22 @@ def _environment():
     return env
 
 
-def _read_sources(paths: Sequence[str | Path]) -> tuple[list[dict], list[dict]]:
+def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str]]:
     """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
     suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
-    ``created``, ``version``, ``split``).
+    ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
 
     Raises:
         ValueError: sources of different suites or settings, edited records, as :func:`fwgym.evaluation.load_results`.
     """
     from fwgym.evaluation import load_results
 
-    rs = load_results(paths, allow_partial=True)
+    rs = load_results(paths, allow_partial=True, allow_unverified=allow_unverified)
     suite = rs.settings["suite"]
     metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
               "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
-              "split": src.settings.get("split")} for src in rs.sources]
-    return rs.records, metas
+              "split": src.settings.get("split"), "verified": src.verified} for src in rs.sources]
+    return rs.records, metas, list(rs.notes)
 
 
 class _Cases:
@@ -344,7 +344,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
                  traces: Iterable[str | Path] | str | Path | None = None,
                  max_episode_pages: int | None = DEFAULT_EPISODE_PAGES, reference: str | None = "auto",
                  n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = CHART_HISTORY_HOURS,
-                 title: str | None = None, progress: bool = False, workers: int = 1) -> Report:
+                 title: str | None = None, progress: bool = False, workers: int = 1,
+                 allow_unverified: bool = False) -> Report:
     """Write a self-contained static HTML report of result files into ``out_dir``.
 
     The site needs no server and makes no network request: pages link a local stylesheet and script
@@ -375,6 +376,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
         title: page title (default from the split).
         progress: show a progress bar over the episode pages.
         workers: processes writing episode pages (charts and replays dominate the build time).
+        allow_unverified: accept result sources without a manifest (``--allow-unverified``); the title
+            then starts with ``UNVERIFIED`` and the notes name them.
 
     Returns:
         :class:`Report`.
@@ -402,12 +405,13 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     env = _environment()
     _WORKER.setdefault("cases", _Cases())
     _WORKER.setdefault("env", env)
-    records, metas = _read_sources(results_paths)
+    records, metas, merge_notes = _read_sources(results_paths, allow_unverified)
     if not records:
         raise ValueError(f"no result records in {[str(p) for p in results_paths]}")
     groups = by_policy(records)
     reference = reference_policy(list(groups), reference)
     trace_map, warnings = load_traces(traces)
+    warnings[:0] = merge_notes
     keys = {(r["policy"], r["case_id"]) for r in records}
     stray = sorted(k for k in trace_map if k not in keys)
     if stray:
@@ -449,7 +453,8 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     from fwgym.evaluation import write_csv
 
     write_csv(tabs[0]["rows"], out / "leaderboard.csv")
-    site = {"title": title or f"fwgym benchmark report: {'/'.join(splits)} split",
+    site = {"title": ("UNVERIFIED: " if not all(m["verified"] for m in metas) else "")
+                     + (title or f"fwgym benchmark report: {'/'.join(splits)} split"),
             "version": __version__, "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reference": reference, "n_boot": n_boot, "seed": seed, "suite": suite, "metric": metric,
             "budget": BUDGET}

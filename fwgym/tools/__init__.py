@@ -8,6 +8,8 @@ result is ``{"tool": NAME, "ok": true, "result": {...}}`` or ``{"tool": NAME, "o
 "error": {"code", "message"}}``.
 
 Every call except an accepted ``submit`` or ``abstain`` counts toward the call limit, errors included.
+A packaged file that fails its check (:class:`~fwgym.errors.DataIntegrityError`) is never a result:
+it propagates out of :meth:`Episode.apply` (and ``env.step``), so no episode is scored on a corrupted install.
 Nothing in a result ever carries a value at or after ``as_of - 2 h``: the tools read only the visible
 window of the case.
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from fwgym.cases import Case
 from fwgym.contract import ForecastSubmission, Plan, PlanError, safe_repr
-from fwgym.errors import ToolError
+from fwgym.errors import DataIntegrityError, ToolError
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
 from fwgym.scoring import BUDGET
@@ -145,6 +145,10 @@ class Episode:
 
         Returns:
             the :class:`CallOutcome`: the result, the credits charged and whether (and why) the episode ends.
+
+        Raises:
+            fwgym.errors.DataIntegrityError: a packaged file the handler read (the extended tariff, sigma,
+                a data file) failed its check; never an error result, never counted as the agent's call.
         """
         name, tool = ("invalid", None) if isinstance(call, ToolError) else (call.tool, self.tools.get(call.tool))
         counts = tool is None or tool.counts_as_call
@@ -185,7 +189,8 @@ class Episode:
 
     def _run(self, call: ToolCall | ToolError, tool: Tool | None) -> dict:
         """The result of a call: an invalid action's or an unknown tool's error, or the handler's
-        result; every refusal or failure of a handler becomes an error result."""
+        result; every refusal or failure of a handler becomes an error result, except a
+        :class:`~fwgym.errors.DataIntegrityError` (a packaged file failed its check), which propagates."""
         if isinstance(call, ToolError):
             return error_result("invalid", call)
         if tool is None:
@@ -197,6 +202,8 @@ class Episode:
             return error_result(tool.name, exc)
         except PlanError as exc:
             return error_result(tool.name, ToolError("invalid_plan", f"{exc.code}: {exc.message}"))
+        except DataIntegrityError:  # a corrupted install is never an agent's result, nor scored: it propagates
+            raise
         except Exception as exc:  # a tool must never crash the episode
             return error_result(tool.name, ToolError(
                 "internal_error", f"{tool.name} failed unexpectedly: {type(exc).__name__}: {str(exc)[:300]}"))

@@ -18,7 +18,7 @@ import numpy as np
 
 from fwgym.cases import HISTORY_HOURS
 from fwgym.contract import safe_repr
-from fwgym.errors import ToolError
+from fwgym.errors import DataIntegrityError, ToolError
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable, QuantileForecaster
 from fwgym.forecasters.covering import cached_quantiles, plan_on_forecast
 from fwgym.optimizer import QUANTILE_LEVELS
@@ -146,10 +146,13 @@ def _bounded(f: QuantileForecaster, timeout: float | None):
 
 def infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: int, horizon: int, tool: str) -> np.ndarray:
     """Run (or fetch from the cache) a forecast after the charge; any failure is a ``backend_error``
-    result and the charge stands (DESIGN §6)."""
+    result and the charge stands (DESIGN §6), except a :class:`~fwgym.errors.DataIntegrityError` (a
+    packaged file failed its check), which propagates: it is never an agent's result."""
     try:
         return cached_quantiles(f, ep.case.series_id, context, last_hour, horizon, _bounded(f, ep.forecast_timeout),
                                 ep.forecast_store)
+    except DataIntegrityError:  # a corrupted packaged file is not a backend fault: never a result
+        raise
     except Exception as exc:  # a faulty backend never crashes the episode
         raise ToolError("backend_error", f"{tool}: {exc} (the charge stands)") from None
 

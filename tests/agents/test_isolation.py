@@ -183,7 +183,7 @@ def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path, monkeypat
     guard = worker.ImportGuard()
     assert not [m for m in found["loaded"] if guard.refuses(m)], found["loaded"]
     assert found["stdin"] == ""  # the agent's stdin is /dev/null, not the protocol
-    assert found["secrets"] == ["FWGYM_TEST_SETTING"]  # keys and tokens stay in the evaluator
+    assert found["secrets"] == []  # a scrubbed environment (WORKER_ENV): keys, tokens, other settings stay here
     # without the guard the same probe imports them: the guard is what stops it
     open_probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)}, guard=False)
     run_episode(env, open_probe, options={"case_id": CASES[0]})

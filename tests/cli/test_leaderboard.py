@@ -124,17 +124,20 @@ def test_malformed_inputs_are_clean_errors(results, tmp_path, capsys):
         "not json": (_edited(results, tmp_path, "notjson", "{not json\n"), "results.jsonl:1: not a JSON line"),
         "a list": (_edited(results, tmp_path, "list", "[1, 2]\n"), "results.jsonl:1: expected a JSON object"),
         "not utf-8": (_edited(results, tmp_path, "bytes", data=b"\xff\xfe{}\n"), "results.jsonl:1: not UTF-8 text"),
-        "empty": (_edited(results, tmp_path, "empty", ""), "holds 0 records but the run wrote"),
+        "empty": (_edited(results, tmp_path, "empty", ""), "8 record(s) missing (the manifest counts 8 records, "
+                                                            "the file has 0)"),
         "fields missing": (_edited(results, tmp_path, "fields", json.dumps({"policy": "x"}) + "\n"), "lacks ["),
         "bad value": (_edited(results, tmp_path, "value", json.dumps({**first, "S": "x"}) + "\n"),
                       "S = 'x' is not a finite number"),
     }
     bare = tmp_path / "bare.jsonl"  # a results file outside a run directory
     bare.write_text("")
-    cases["empty file"] = (bare, "no result records")
+    cases["empty file"] = (bare, f"results file {bare} has no manifest.json")
     for what, (path, message) in cases.items():
         err = _out(capsys, ["leaderboard", str(path)], 2).err
         assert err.startswith("fwgym: error: ") and message in err and "Traceback" not in err, (what, err)
+    err = _out(capsys, ["leaderboard", str(bare), "--allow-unverified"], 2).err
+    assert err.splitlines()[-1].startswith("fwgym: error: no result records"), err
     for what, edit, message in (("settings", {"settings": 5}, "'settings' is a int, expected a JSON object"),
                                 ("sigma", "sigma", "malformed run settings: sigma 5"),
                                 ("not json", None, "not a JSON run manifest")):

@@ -68,7 +68,9 @@ def test_results_of_fwgym_0_1_0_still_read(tmp_path):
     old = tmp_path / "old"  # a run directory of fwgym 0.1.0: results.jsonl and meta.json, no manifest
     write_jsonl(old / "results.jsonl", [{k: r.get(k) for k in CORE_FIELDS} for r in recs], sort_keys=True)
     (old / "meta.json").write_text(json.dumps({"suite": "decision", "split": "test"}))
-    back = read_results([old])
+    with pytest.raises(ValueError, match=r"run directory .*old has no manifest.json.*--allow-unverified"):
+        read_results([old])  # nothing vouches for its records: refused unless asked for
+    back = read_results([old], allow_unverified=True)
     assert [set(r) for r in back] == [set(CORE_FIELDS)] * len(recs)
     assert leaderboard(back, reference="auto") == leaderboard(read_results([tmp_path / "new"]), reference="auto")
 
@@ -80,14 +82,15 @@ def test_meta_pins_the_records_and_declared_subsets(tmp_path):
     assert len(read_results([run], allow_partial=False)) == 6  # the run declared its subset (limit 3)
     lines = (run / "results.jsonl").read_text().splitlines()
     (run / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(ValueError, match="holds 5 records but the run wrote 6"):
+    with pytest.raises(ValueError, match=r"1 record\(s\) missing \(the manifest counts 6 records, the file has 5\): "
+                                         r"the run's record\(s\) 6 \(by line\)"):
         read_results([run])
     # a bare results file claims the whole split
     bare = tmp_path / "bare.jsonl"
     bare.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="partial result set"):
-        read_results([bare], allow_partial=False)
-    assert len(read_results([bare])) == 6
+        read_results([bare], allow_partial=False, allow_unverified=True)
+    assert len(read_results([bare], allow_unverified=True)) == 6
     with pytest.raises(FileNotFoundError, match="no results file"):
         read_results([tmp_path / "nowhere"])
 
@@ -98,16 +101,16 @@ def test_malformed_records_are_refused_with_file_and_line(tmp_path):
     p = tmp_path / "r.jsonl"
     p.write_text(lines[0] + "\n" + lines[1][:40] + "\n")
     with pytest.raises(ValueError, match=r"r.jsonl:2: not a JSON line"):
-        read_results([p])
+        read_results([p], allow_unverified=True)
     p.write_text(lines[0] + "\n\n" + json.dumps({k: v for k, v in real[1].items() if k != "S"}) + "\n")
     with pytest.raises(ValueError, match=r"r.jsonl:3: result record of policy 'weekday_empirical' .* lacks \['S'\]"):
-        read_results([p])
+        read_results([p], allow_unverified=True)
     p.write_text(lines[0] + "\n" + json.dumps({**real[1], "bonus": 1}) + "\n")
     with pytest.raises(ValueError, match=r"r.jsonl:2: .* does not name \['bonus'\]"):
-        read_results([p])
+        read_results([p], allow_unverified=True)
     p.write_text(lines[0] + "\n[1, 2]\n")
     with pytest.raises(ValueError, match=r"r.jsonl:2: expected a JSON object, got a list"):
-        read_results([p])
+        read_results([p], allow_unverified=True)
     with pytest.raises(ValueError, match="lacks"):  # a record without the env's fields is not written
         write_results([{k: r[k] for k in CORE_FIELDS} for r in real], tmp_path / "w")
     assert not (tmp_path / "w").exists()
