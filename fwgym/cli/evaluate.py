@@ -174,7 +174,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool
+    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, registered_prices
     from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
     from fwgym.tools import MAX_CALLS
 
@@ -206,6 +206,9 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
             "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
             "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
+        prices = registered_prices(settings["forecast_pool"])
+        if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
+            settings["registered_prices"] = prices
         if resume:
             _check_resume(out, manifest, settings, env)
         try:
