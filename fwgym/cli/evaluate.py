@@ -430,7 +430,14 @@ def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
     """Refuse ``--resume`` when the run's settings differ from this run's; note a changed checkout."""
     from fwgym.evaluation.manifest import settings_differences
 
-    diff = settings_differences(manifest.get("settings") or {}, settings)
+    old = manifest.get("settings") or {}
+    changed = _changed_sources(old.get("agents"), settings.get("agents"))
+    if changed:
+        file, was, now = changed[0]
+        raise ValueError(f"--resume {out}: the agent's file {file} changed since the run started (sha256 {was[:12]} "
+                         f"-> {now[:12]}); its episodes so far were played by the other version, so the row would mix "
+                         "two versions of the agent (restore the file, or start a new run)")
+    diff = settings_differences(old, settings)
     if diff:
         raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
                          "episodes would not be comparable (start a new run): " + "; ".join(diff))
@@ -438,6 +445,30 @@ def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
     if old_git != env["git"]:
         print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
               "in the manifest's sessions", file=sys.stderr)
+
+
+def _sources(description) -> dict[str, str]:
+    """``{file: sha256}`` of the ``source`` entries (``{"file", "sha256"}``: an agent's code, e.g. of
+    :func:`fwgym.cli.agent_kinds.python.agent_source`) anywhere in an agent description of the manifest."""
+    out: dict[str, str] = {}
+    if isinstance(description, dict):
+        for k, v in description.items():
+            if k == "source" and isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(
+                    v.get("sha256"), str):
+                out[v["file"]] = v["sha256"]
+            else:
+                out.update(_sources(v))
+    elif isinstance(description, list):
+        for v in description:
+            out.update(_sources(v))
+    return out
+
+
+def _changed_sources(old_agents, new_agents) -> list[tuple[str, str, str]]:
+    """``[(file, sha256 the run recorded, sha256 now)]`` for the agent files of both descriptions whose
+    bytes changed."""
+    was, now = _sources(old_agents), _sources(new_agents)
+    return [(f, was[f], now[f]) for f in sorted(was) if f in now and now[f] != was[f]]
 
 
 def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:
