@@ -724,6 +724,11 @@ class IsolatedAgentFactory(dict):
     ``fwgym evaluate --agent module:factory`` builds): a ``dict`` of :class:`IsolatedAgent`'s arguments
     (``worker_env`` holds variable names only, never values: the dict goes into the run manifest).
 
+    ``source`` (``{"file": absolute path, "sha256": hex}``, set by ``fwgym evaluate --agent``: the agent's
+    file, or for ``module:factory`` the module's source file) identifies the agent's code in that
+    description, so ``--resume`` refuses a run whose agent file changed; it is description only (not passed
+    to :class:`IsolatedAgent`) and absent when not given.
+
     Attributes:
         isolated: ``True`` (agents of this factory run in worker processes).
 
@@ -738,7 +743,7 @@ class IsolatedAgentFactory(dict):
     def __init__(self, target: str, kwargs: Mapping | None = None, *, name: str | None = None,
                  call_timeout: float = DEFAULT_CALL_TIMEOUT, start_timeout: float = DEFAULT_START_TIMEOUT,
                  worker_command: str | Sequence[str] | None = None, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-                 worker_env: Sequence[str] = ()):
+                 worker_env: Sequence[str] = (), source: Mapping | None = None):
         super().__init__(target=str(target), kwargs=dict(kwargs or {}), name=name, call_timeout=float(call_timeout),
                          start_timeout=float(start_timeout),
                          worker_command=None if worker_command is None else worker_argv(worker_command),
@@ -746,6 +751,8 @@ class IsolatedAgentFactory(dict):
         names = _env_names(worker_env)
         if names:  # only when given: the description of a factory without it is what it was before the option
             self["worker_env"] = list(names)
+        if source is not None:  # only when given, as worker_env
+            self["source"] = dict(source)
 
     def __call__(self) -> IsolatedAgent:
-        return IsolatedAgent(**self)
+        return IsolatedAgent(**{k: v for k, v in self.items() if k != "source"})

@@ -371,7 +371,9 @@ class SB3Agent:
 
 class SB3AgentFactory(dict):
     """A picklable, JSON-serialisable zero-argument factory of :class:`SB3Agent` (what ``fwgym evaluate --agent
-    sb3`` builds): a ``dict`` of :class:`SB3Agent`'s keyword arguments (``model_path`` included).
+    sb3`` builds): a ``dict`` of :class:`SB3Agent`'s keyword arguments (``model_path`` included), and
+    optionally ``source`` (``{"file", "sha256"}`` of the model zip, set by ``fwgym evaluate``; description
+    only, not passed to :class:`SB3Agent`), which identifies the model in the run manifest.
 
     Attributes:
         isolated: whether its agents run the policy in a worker process (its ``isolated`` entry).
@@ -382,7 +384,7 @@ class SB3AgentFactory(dict):
         return bool(self.get("isolated", False))
 
     def __call__(self) -> SB3Agent:
-        return SB3Agent(**self)
+        return SB3Agent(**{k: v for k, v in self.items() if k != "source"})
 
 
 __all__ = ["SB3Agent", "SB3AgentFactory", "SB3Policy", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",

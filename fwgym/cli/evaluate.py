@@ -174,7 +174,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool
+    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, registered_prices
     from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
     from fwgym.tools import MAX_CALLS
 
@@ -206,6 +206,9 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
             "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
             "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
+        prices = registered_prices(settings["forecast_pool"])
+        if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
+            settings["registered_prices"] = prices
         if resume:
             _check_resume(out, manifest, settings, env)
         try:
@@ -427,7 +430,14 @@ def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
     """Refuse ``--resume`` when the run's settings differ from this run's; note a changed checkout."""
     from fwgym.evaluation.manifest import settings_differences
 
-    diff = settings_differences(manifest.get("settings") or {}, settings)
+    old = manifest.get("settings") or {}
+    changed = _changed_sources(old.get("agents"), settings.get("agents"))
+    if changed:
+        file, was, now = changed[0]
+        raise ValueError(f"--resume {out}: the agent's file {file} changed since the run started (sha256 {was[:12]} "
+                         f"-> {now[:12]}); its episodes so far were played by the other version, so the row would mix "
+                         "two versions of the agent (restore the file, or start a new run)")
+    diff = settings_differences(old, settings)
     if diff:
         raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
                          "episodes would not be comparable (start a new run): " + "; ".join(diff))
@@ -435,6 +445,30 @@ def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
     if old_git != env["git"]:
         print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
               "in the manifest's sessions", file=sys.stderr)
+
+
+def _sources(description) -> dict[str, str]:
+    """``{file: sha256}`` of the ``source`` entries (``{"file", "sha256"}``: an agent's code, e.g. of
+    :func:`fwgym.cli.agent_kinds.python.agent_source`) anywhere in an agent description of the manifest."""
+    out: dict[str, str] = {}
+    if isinstance(description, dict):
+        for k, v in description.items():
+            if k == "source" and isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(
+                    v.get("sha256"), str):
+                out[v["file"]] = v["sha256"]
+            else:
+                out.update(_sources(v))
+    elif isinstance(description, list):
+        for v in description:
+            out.update(_sources(v))
+    return out
+
+
+def _changed_sources(old_agents, new_agents) -> list[tuple[str, str, str]]:
+    """``[(file, sha256 the run recorded, sha256 now)]`` for the agent files of both descriptions whose
+    bytes changed."""
+    was, now = _sources(old_agents), _sources(new_agents)
+    return [(f, was[f], now[f]) for f in sorted(was) if f in now and now[f] != was[f]]
 
 
 def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:

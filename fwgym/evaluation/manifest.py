@@ -16,6 +16,7 @@ records are the ones the run wrote. Format (``manifest_version`` 1; JSON, keys s
         "suite", "split", "domains", "lead", "limit", "cases": [ids], "cases_sha256", "n_cases",
         "policies": [row names], "agents": {name: factory settings (no credentials)},
         "env_kwargs", "sigma", "budget", "scenario_seed", "credit_weight", "forecast_pool",
+        "registered_prices"?,                    # plug-in tariff rows and min_context (describe_pool)
         "fwgym_version", "scorer_version"
       },
       "environment": {"fwgym_version", "scorer_version", "python", "platform", "packages": {name: version},
@@ -65,7 +66,7 @@ PACKAGES: tuple[str, ...] = ("numpy", "numba", "gymnasium", "torch", "chronos-fo
                              "statsmodels", "transformers", "stable-baselines3", "scoringrules")
 #: the settings that must be equal for runs to share a leaderboard (fwgym.evaluation.results)
 COMPARED_SETTINGS: tuple[str, ...] = ("suite", "split", "sigma", "budget", "scenario_seed", "credit_weight",
-                                      "forecast_pool", "scorer_version", "fwgym_version")
+                                      "forecast_pool", "registered_prices", "scorer_version", "fwgym_version")
 
 
 def canonical_json(value: Any) -> str:

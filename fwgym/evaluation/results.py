@@ -47,7 +47,7 @@ from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFES
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
 from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
 from fwgym.evaluation.verify import RunSettings, verify_record
-from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
 from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.validation import is_int, is_number
@@ -202,6 +202,7 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
                                budget=st.get("budget", BUDGET), scenario_seed=st.get("scenario_seed", 0),
                                credit_weight=st.get("credit_weight", 0.0),
                                forecast_pool=st.get("forecast_pool", list(PRICED_MODELS)),
+                               registered_prices=st.get("registered_prices"),
                                scorer_version=SCORER_VERSION, fwgym_version=st.get("fwgym_version", UNKNOWN))
         _check_settings(settings, p.parent / "manifest.json")
         declared_subset = not (manifest.get("coverage") or {}).get("complete", False)
@@ -413,6 +414,9 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
                 "scenario_seed": meta.get("scenario_seed", 0), "credit_weight": meta.get("credit_weight", 0.0),
                 "forecast_pool": list(meta.get("forecast_pool") or PRICED_MODELS), "policies": list(groups),
                 "fwgym_version": env["fwgym_version"], "scorer_version": SCORER_VERSION}
+    prices = meta.get("registered_prices") or registered_prices(settings["forecast_pool"])
+    if prices:  # plug-in prices of the pool (fwgym.forecasters.registry.registered_prices)
+        settings["registered_prices"] = prices
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths["results"], stored, sort_keys=True)
     paths["markdown"].write_text(format_leaderboard(rows, settings["suite"]) + "\n\n"

@@ -41,7 +41,8 @@ from fwgym.validation import check_int
 
 __all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
            "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
-           "known_models", "check_models", "model_origin", "plugin_spec", "describe_pool", "get_forecaster", "set_forecaster",
+           "known_models", "check_models", "model_origin", "plugin_spec", "describe_pool", "registered_prices",
+           "get_forecaster", "set_forecaster",
            "ForecastCache", "FORECAST_CACHE"]
 
 #: priced model names in menu order (the protocol's forecast pool)
@@ -289,11 +290,18 @@ def describe_pool(models: Sequence[str]) -> dict:
     Returns:
         ``{"pool": "protocol" | "extended" | "custom", "models": [...], "tariff": {model: source},
         "extended_tariff": {"version", "sha256"} (when a model priced by the extended file is in the pool),
-        "plugins": {model: source} (when plug-ins are in it)}``. ``"protocol"`` / ``"extended"`` mean
-        exactly :data:`PRICED_MODELS` / :data:`EXTENDED_MODELS` in that order.
+        "plugins": {model: source} (when plug-ins are in it), "registered_prices": {model: {"tariff":
+        {"96": [6 credits], "336": [...]}, "min_context": int}} (when it holds models whose price is not one
+        of fwgym's pinned tariffs: plug-ins, in-process registrations)}``. ``"protocol"`` / ``"extended"``
+        mean exactly :data:`PRICED_MODELS` / :data:`EXTENDED_MODELS` in that order. The pinned tariffs are
+        identified by their source (and the extended file by its sha256); a registered model's rows (credits
+        per context bucket, one per horizon bucket of :data:`fwgym.tariff.HORIZON_BUCKETS`) and smallest
+        context are written out, so two runs of one plug-in name at other prices are told apart
+        (:func:`registered_prices`).
 
     Raises:
         ValueError: unknown models (as :func:`check_models`).
+        PluginError: a registered model without its own ``min_context`` whose factory fails.
     """
     pool = check_models(models)
     name = next((k for k, v in POOLS.items() if v == pool), "custom")
@@ -305,6 +313,33 @@ def describe_pool(models: Sequence[str]) -> dict:
     plugins = {m: _PLUGINS[m].source for m in pool if m in _PLUGINS}
     if plugins:
         out["plugins"] = plugins
+    prices = registered_prices(pool)
+    if prices:
+        out["registered_prices"] = prices
+    return out
+
+
+def registered_prices(models: Sequence[str]) -> dict[str, dict]:
+    """What prices the models of ``models`` that fwgym's pinned tariffs do not price (tariff source
+    ``"registered"``: plug-ins of an entry point or of :func:`register_forecaster`): ``{model: {"tariff":
+    {context bucket as str: [credits per horizon bucket 24/64/96/192/240/336]}, "min_context": int}}``,
+    in pool order; ``{}`` when every model is priced by the protocol's table or the extended file.
+    ``min_context`` is the spec's, else the forecaster instance's (which creates it: its factory runs,
+    weights still load lazily).
+
+    Raises:
+        ValueError: unknown models (as :func:`check_models`).
+        PluginError: a factory fails (only for a spec without its own ``min_context``).
+    """
+    out = {}
+    for m in check_models(models):
+        if tariff.tariff_source(m) != "registered":
+            continue
+        spec = _PLUGINS.get(m)
+        min_context = spec.min_context if spec is not None and spec.min_context is not None else \
+            get_forecaster(m).min_context
+        out[m] = {"tariff": {str(c): [int(x) for x in row] for c, row in sorted(tariff.tariff_rows(m).items())},
+                  "min_context": int(min_context)}
     return out
 
 

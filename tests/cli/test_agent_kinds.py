@@ -1,6 +1,7 @@
 """Agent kinds of ``fwgym evaluate --agent`` (fwgym.cli.agent_kinds): the shipped kinds (openai, transformers,
 sb3), their factories, and kinds added by other packages through entry points."""
 import argparse
+import hashlib
 import json
 import pickle
 import types
@@ -88,6 +89,8 @@ def test_sb3_kind_reads_the_algorithm_from_the_zip(sb3_zips, tmp_path):
         factory = sb3.build(parser.parse_args(["--model-path", str(sb3_zips[key])]))
         assert isinstance(factory, SB3AgentFactory) and factory["algo"] == algo and factory.isolated  # isolated by default
         assert json.loads(json.dumps(factory))["model_path"] == str(sb3_zips[key].resolve())
+        assert factory["source"] == {"file": str(sb3_zips[key].resolve()),
+                                     "sha256": hashlib.sha256(sb3_zips[key].read_bytes()).hexdigest()}
         agent = pickle.loads(pickle.dumps(factory))()
         assert isinstance(agent, SB3Agent) and agent.algo == algo and agent.isolated and agent.model is None
     assert sb3.build(parser.parse_args(["--model-path", str(sb3_zips["ppo"]), "--algo", "PPO"]))["algo"] == "PPO"
@@ -133,3 +136,21 @@ def test_other_packages_add_kinds_through_entry_points(monkeypatch):
 
         args = build_parser().parse_args(["evaluate", "--agent", "mykind", "--mykind-option", "x"])
     assert args.agent == "mykind" and args.mykind_option == "x"
+
+
+def test_resume_refuses_a_replaced_sb3_model_file(sb3_zips, tmp_path, capsys):
+    import shutil
+
+    model = tmp_path / "model.zip"
+    shutil.copyfile(sb3_zips["plain_maskable"], model)
+    out, old = tmp_path / "out", hashlib.sha256(model.read_bytes()).hexdigest()
+    assert main(["evaluate", "--split", "test", "--domain", "cycle_hire", "--limit", "1", "--no-progress", "--agent",
+                 "sb3", "--model-path", str(model), "--out", str(out)]) == 0
+    shutil.copyfile(sb3_zips["maskable"], model)  # another MaskablePPO policy under the same path
+    new = hashlib.sha256(model.read_bytes()).hexdigest()
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"fwgym: error: --resume {out}: the agent's file {model} changed since the run started (sha256 {old[:12]} -> "
+        f"{new[:12]}); its episodes so far were played by the other version, so the row would mix two versions of "
+        "the agent (restore the file, or start a new run)\n")

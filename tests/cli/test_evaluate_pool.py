@@ -239,3 +239,49 @@ def test_an_entry_point_plugin_is_listed_with_its_origin_and_evaluated(tmp_path,
     finally:
         if forecasters.plugin_spec("ep_seasonal") is not None:
             forecasters.unregister_forecaster("ep_seasonal")
+
+
+# --- a plug-in's prices are a setting of the run: one name at two prices is two runs -----------------------------
+
+def _priced_run(out, credits, name="priced_toy", policy="priced_toy"):
+    """A run of the seasonal-empirical forecaster registered in-process as ``name`` at ``credits`` for every
+    horizon bucket of the 336-step context (the price in force is the one registered when the run starts)."""
+    forecasters.register_forecaster(name, SeasonalEmpirical, {336: [credits] * 6}, replace=True)
+    assert main(CYCLE + ["--out", str(out), "--models", name, "--policies", policy]) == 0
+    return out
+
+
+def test_plugin_prices_are_recorded_and_runs_at_other_prices_do_not_share_a_leaderboard(tmp_path, capsys):
+    try:
+        cheap, dear = _priced_run(tmp_path / "cheap", 1000), _priced_run(tmp_path / "dear", 90000)
+        rows = {"priced_toy": {"min_context": 168, "tariff": {"336": [1000] * 6}}}  # the instance's: one week
+        for m, credits in ((_manifest(cheap), 1000), (_manifest(dear), 90000)):
+            want = {"priced_toy": {**rows["priced_toy"], "tariff": {"336": [credits] * 6}}}
+            assert m["forecast_pool"]["registered_prices"] == want and m["settings"]["registered_prices"] == want
+            (rec,) = _records(cheap if credits == 1000 else dear).values()
+            assert rec["credits"] == credits  # the price the run charged is the one it records
+        capsys.readouterr()
+        assert main(["leaderboard", str(cheap), str(dear)]) == 2
+        line = _error_line(capsys.readouterr().err)
+        assert line.startswith(f"fwgym: error: runs differ in registered_prices: {cheap} has "
+                               f"{rows!r}, {dear} has ")
+        again = _priced_run(tmp_path / "again", 90000, policy="catalog_oracle")  # the same price: one leaderboard
+        assert main(["leaderboard", str(dear), str(again)]) == 0
+    finally:
+        forecasters.unregister_forecaster("priced_toy")
+
+
+def test_resume_refuses_a_plugin_at_another_price(tmp_path, capsys):
+    try:
+        out = _priced_run(tmp_path / "run", 1000)
+        forecasters.register_forecaster("priced_toy", SeasonalEmpirical, {336: [90000] * 6}, replace=True)
+        capsys.readouterr()
+        assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 2
+        line = _error_line(capsys.readouterr().err)
+        assert "the run's settings differ from what this fwgym would run now" in line
+        assert ('registered_prices: {"priced_toy":{"min_context":168,"tariff":{"336":[1000,1000,1000,1000,1000,1000]'
+                '}}} -> {"priced_toy":{"min_context":168,"tariff":{"336":[90000,') in line
+        forecasters.register_forecaster("priced_toy", SeasonalEmpirical, {336: [1000] * 6}, replace=True)
+        assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 0  # its own price: accepted
+    finally:
+        forecasters.unregister_forecaster("priced_toy")

@@ -346,3 +346,18 @@ def test_model_origin_names_where_a_model_comes_from(plugin):
     assert registry.model_origin("ets") == registry.model_origin("chronos2") == "fwgym (built-in)"
     with pytest.raises(ValueError, match="unknown models"):
         registry.model_origin("not_a_model")
+
+
+def test_describe_pool_writes_out_the_prices_of_registered_models(plugin):
+    """A registered model's rows and min_context are part of the pool's description (pinned tariffs are not
+    repeated): the same name at another price, or with another min_context, is another description."""
+    d = describe_pool(PRICED_MODELS + ("weekly_toy",))
+    assert d["tariff"]["weekly_toy"] == "registered" and d["plugins"] == {"weekly_toy": "register_forecaster"}
+    assert d["registered_prices"] == {"weekly_toy": {"tariff": {"96": ROWS[96], "336": ROWS[336]}, "min_context": 180}}
+    assert "registered_prices" not in describe_pool(PRICED_MODELS) and "registered_prices" not in describe_pool(
+        EXTENDED_MODELS)
+    register_forecaster("weekly_toy", WeeklyRepeatQuantiles, {336: [90000] * 6}, replace=True)  # min_context: 170
+    assert registry.registered_prices(["seasonal_empirical", "weekly_toy"]) == {
+        "weekly_toy": {"tariff": {"336": [90000] * 6}, "min_context": 170}}
+    with pytest.raises(ValueError, match="unknown models"):
+        registry.registered_prices(["nope"])

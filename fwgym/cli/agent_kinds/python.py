@@ -15,6 +15,10 @@ raises, exceeds ``--agent-timeout`` or exits fails its episode, not the run. ``-
 the evaluating process instead (code you trust; same records). The agent is built once when the command
 starts, so a factory that fails, an object without ``act`` or an agent that declares
 ``requires_hindsight`` is a clear error before any case runs.
+
+The agent's code is part of the run: the sha256 of its file (:func:`agent_source`) is in the agent's
+description in the run manifest, so ``fwgym evaluate --resume`` refuses to finish a run whose agent file
+was edited since it started (the row would mix two versions of the code).
 """
 from __future__ import annotations
 
@@ -58,17 +62,93 @@ def _target(value: str) -> str:
     return value
 
 
-def make_in_process(target: str, kwargs: dict, name: str | None = None):
+def _module_origin(module_name: str) -> str | None:
+    """The source file of module ``module_name`` as the worker would import it (working directory first on
+    ``sys.path``), found without importing it or its packages: the top-level name by
+    :func:`importlib.util.find_spec` (which imports nothing for a top-level name, and asks every finder,
+    editable installs included), each submodule by :class:`importlib.machinery.PathFinder` in its parent's
+    ``submodule_search_locations`` (so no package ``__init__`` runs here). ``None`` when the module is not
+    found or has no source file (built-in, frozen, namespace package)."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    parts = module_name.split(".")
+    added = os.getcwd() not in sys.path
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        spec = None
+        for i in range(len(parts)):
+            name = ".".join(parts[: i + 1])
+            loaded = sys.modules.get(name)
+            if loaded is not None:
+                spec = getattr(loaded, "__spec__", None)
+            elif i == 0:
+                spec = importlib.util.find_spec(name)
+            else:
+                search = spec.submodule_search_locations if spec is not None else None
+                spec = importlib.machinery.PathFinder.find_spec(name, list(search)) if search else None
+            if spec is None:
+                return None
+    except (ImportError, ValueError):
+        return None
+    finally:
+        if added and os.getcwd() in sys.path:
+            sys.path.remove(os.getcwd())
+    origin = spec.origin if spec.has_location else None
+    return os.path.abspath(origin) if origin and os.path.isfile(origin) else None
+
+
+def agent_source(target: str) -> dict | None:
+    """What identifies the code of an agent target in the run manifest: ``{"file": absolute path,
+    "sha256": hex digest of its bytes}``.
+
+    For ``FILE.py:FACTORY`` the file; for ``MODULE:FACTORY`` the module's source file, found without
+    importing it (:func:`_module_origin`). For a package (``mypkg:make`` defined in ``mypkg/__init__.py``,
+    or re-exported there) it is the package's ``__init__`` file only: edits to other modules the factory
+    imports are not seen (name the module that defines the factory, ``mypkg.agents:make``, to pin it).
+
+    Returns:
+        the dict, or ``None`` when the module has no source file (built-in, frozen, namespace package) or
+        is not found (building the agent then fails with its own error).
+    """
+    from fwgym.evaluation.manifest import file_sha256
+
+    module, _, _ = str(target).rpartition(":")
+    if module.endswith(".py") or os.sep in module or (os.altsep and os.altsep in module):
+        path = os.path.abspath(module)
+        if not os.path.isfile(path):
+            return None
+    else:
+        path = _module_origin(module)
+        if path is None:
+            return None
+    return {"file": path, "sha256": file_sha256(path)}
+
+
+def make_in_process(target: str, kwargs: dict, name: str | None = None, source: dict | None = None):
     """The agent of ``target`` built in this process (``--in-process``): ``FACTORY(**kwargs)``, named ``name``
-    when given; the working directory is put on ``sys.path`` as in the worker. Module-level, so ``functools.partial(make_in_process, ...)`` pickles for worker processes.
+    when given; the working directory is put on ``sys.path`` as in the worker. Module-level, so
+    ``functools.partial(make_in_process, ...)`` pickles for worker processes.
+
+    Args:
+        source: :func:`agent_source` of ``target`` when the run started; the file must still have that
+            sha256 when an agent is built.
 
     Raises:
-        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.agents.isolation_worker.load_target`.
+        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.agents.isolation_worker.load_target`;
+            ValueError also when the agent's file changed since ``source`` was taken.
     """
     import sys
 
     from fwgym.agents.isolation_worker import load_target
 
+    if source is not None:
+        now = agent_source(target)
+        if now is None or now["sha256"] != source["sha256"]:
+            raise ValueError(f"the agent's file {source['file']} changed since the run started (sha256 "
+                             f"{source['sha256'][:12]} -> {(now or {}).get('sha256', 'missing')[:12]})")
     if os.getcwd() not in sys.path:  # MODULE imports from the working directory, as in the worker
         sys.path.insert(0, os.getcwd())
     agent = load_target(target)(**kwargs)
@@ -80,7 +160,8 @@ def make_in_process(target: str, kwargs: dict, name: str | None = None):
 def build(args):
     """The factory of ``--agent MODULE:FACTORY``: an :class:`~fwgym.agents.isolation.IsolatedAgentFactory`
     (JSON-serialisable, ``isolated = True``), or with ``--in-process`` a ``functools.partial`` of
-    :func:`make_in_process`. One agent is built now to check the target.
+    :func:`make_in_process`; either carries the :func:`agent_source` of the target (its file and sha256),
+    which goes into the run manifest. One agent is built now to check the target.
 
     Raises:
         ValueError: ``--agent python`` without a target, malformed ``--agent-kwargs``, a target that does
@@ -100,10 +181,12 @@ def build(args):
         if not isinstance(kwargs, dict):
             raise ValueError("--agent-kwargs must be a JSON object")
     name = getattr(args, "agent_name", None)
+    source = agent_source(target)  # before the agent is built: the code that the run's episodes play
+    pin = {"source": source} if source is not None else {}
     if in_process(args):
         import functools
 
-        factory = functools.partial(make_in_process, target, kwargs, name)
+        factory = functools.partial(make_in_process, target, kwargs, name, **pin)
         try:
             agent = factory()
         except ImportError as exc:
@@ -116,7 +199,7 @@ def build(args):
         return factory
     from fwgym.agents.isolation import AgentFailure, IsolatedAgentFactory
 
-    factory = IsolatedAgentFactory(target, kwargs, name=name, **isolation_kwargs(args))
+    factory = IsolatedAgentFactory(target, kwargs, name=name, **pin, **isolation_kwargs(args))
     try:
         factory()  # starts the worker and builds the agent now; the worker is reused by the run
     except AgentFailure as exc:
@@ -124,4 +207,4 @@ def build(args):
     return factory
 
 
-__all__ = ["KIND", "HELP", "accepts", "add_arguments", "build", "make_in_process"]
+__all__ = ["KIND", "HELP", "accepts", "add_arguments", "build", "make_in_process", "agent_source"]

@@ -38,7 +38,8 @@ def add_arguments(group) -> None:
 
 def build(args):
     """A picklable, JSON-serialisable :class:`~fwgym.agents.sb3.SB3AgentFactory` with the algorithm resolved
-    from the zip, isolated unless ``--in-process``; one agent is built now to check the model (its worker is
+    from the zip, isolated unless ``--in-process``, and the zip's ``source`` (``{"file", "sha256"}``: what
+    ``--resume`` checks the model file against); one agent is built now to check the model (its worker is
     then reused by the run).
 
     Raises:
@@ -57,8 +58,12 @@ def build(args):
         raise ValueError("--agent sb3 needs stable-baselines3: pip install 'fwgym[rl]'")
     if algo == "MaskablePPO" and importlib.util.find_spec("sb3_contrib") is None:
         raise ValueError("the model is a MaskablePPO policy, which needs sb3-contrib: pip install 'fwgym[rl]'")
+    from fwgym.evaluation.manifest import file_sha256
+
     isolated = not in_process(args)
-    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated,
+    # the zip's sha256 is in the agent's description (the run manifest): --resume refuses a changed model file
+    source = {"file": str(path.resolve()), "sha256": file_sha256(path)}
+    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated, source=source,
                               **(isolation_kwargs(args) if isolated else {}))
     from fwgym.agents.isolation import AgentFailure
 
