@@ -338,6 +338,23 @@ def test_tools_figure_paper(run_dir, tmp_path):
     _pdf_fonts_ok(plots.plot_tools(recs, tmp_path / "t.pdf"))
 
 
+def test_a_mark_is_drawn_at_paper_size_inside_the_figure_and_in_the_metadata(run_dir, tmp_path):
+    from PIL import Image
+
+    _, recs = run_dir
+    for fig in (plots.tools_figure(recs), plots.frontier_figure(recs, n_boot=50)):
+        plots.mark_figure(fig, "UNVERIFIED: not checked")
+        assert ("UNVERIFIED: not checked", 8.0) in plots.text_sizes(fig)  # the paper style's title size
+        _check_paper(fig, fig.get_size_inches()[0])
+    out = plots.plot_tools(recs, tmp_path / "t.png", mark="UNVERIFIED", description="a.jsonl has no manifest.json")
+    assert Image.open(out).text == {"Software": "fwgym", "Title": "UNVERIFIED",
+                                    "Description": "a.jsonl has no manifest.json"}
+    out = plots.plot_case(recs, recs[0]["case_id"], recs[0]["policy"], tmp_path / "c.png", mark="UNVERIFIED")
+    assert Image.open(out).text == {"Software": "fwgym", "Title": "UNVERIFIED", "Description": "UNVERIFIED"}
+    assert Image.open(plots.plot_tools(recs, tmp_path / "u.png")).text == {"Software": "fwgym"}
+    _pdf_fonts_ok(plots.plot_tools(recs, tmp_path / "t.pdf", mark="UNVERIFIED"))
+
+
 def test_plot_functions_options_and_errors(run_dir, tmp_path):
     _, recs = run_dir
     cid = recs[0]["case_id"]
