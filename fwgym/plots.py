@@ -187,13 +187,19 @@ def _check_path(path: str | Path) -> Path:
 
 
 def mark_figure(fig, mark: str, style: str = "paper") -> None:
-    """Stamp ``mark`` (e.g. ``"UNVERIFIED: ..."``: what nothing vouches for in the figure's data) in
-    bold dark red in the figure's top-left corner, over a white box so that it reads above any artist,
-    at the style's title size (>= :data:`MIN_FONT_PT` points in the paper style)."""
+    """Put ``mark`` (e.g. ``"UNVERIFIED: ..."``: what nothing vouches for in the figure's data) at the
+    top of the figure, in bold dark red, as the first line of its suptitle (a suptitle it already has
+    follows on the next line; the constrained layout makes room for both), at the style's title
+    size (>= :data:`MIN_FONT_PT` points in the paper style). A figure whose suptitle starts with
+    ``mark`` already is left as it is. The figure must still have its layout engine (a frontier is
+    marked by :func:`frontier_figure` itself, before it freezes its layout)."""
+    if fig.get_suptitle().startswith(mark):
+        return
     fs = max(float(STYLES[style]["figure.titlesize"]) if style in STYLES else MIN_FONT_PT, MIN_FONT_PT)
-    fig.text(0.005, 0.995, mark, ha="left", va="top", fontsize=fs, fontweight="bold", color="#a00000",
-             zorder=100, bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "edgecolor": "#a00000",
-                               "linewidth": 0.6, "alpha": 0.9}, gid="fwgym-mark")
+    old = fig.get_suptitle()
+    if old:
+        fs = max(fs, float(fig._suptitle.get_fontsize()))
+    fig.suptitle(f"{mark}\n{old}" if old else mark, fontsize=fs, fontweight="bold", color="#a00000")
 
 
 def save_figure(fig, path: str | Path, style: str = "paper", mark: str | None = None,
@@ -201,7 +207,7 @@ def save_figure(fig, path: str | Path, style: str = "paper", mark: str | None = 
     """Save ``fig`` under the style's settings (TrueType fonts in PDF). Returns the path.
 
     Args:
-        mark: a warning drawn in the figure (:func:`mark_figure`) and written to the file's metadata as
+        mark: a warning drawn in the figure (:func:`mark_figure`, unless it carries it already) and written to the file's metadata as
             its title (PDF ``Title``, PNG and SVG ``Title``), e.g. ``"UNVERIFIED"`` for records of a
             source without a run manifest; ``None``: no mark.
         description: the longer text of the mark for the metadata (PDF ``Subject``, PNG and SVG
@@ -384,8 +390,9 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
                     agents: Sequence[str] = (), n_lines: int = 5, panels: str = "auto", suite: str | None = None,
                     style: str = "paper", columns: int | None = None, reference: str | None = "auto",
                     n_boot: int | None = None, seed: int | None = None, credit_weight: float | None = None,
-                    height: float | None = None, labels: str = "auto"):
-    """The loss-credits frontier as a matplotlib ``Figure`` (see :func:`plot_frontier` for the arguments)."""
+                    height: float | None = None, labels: str = "auto", mark: str | None = None):
+    """The loss-credits frontier as a matplotlib ``Figure`` (see :func:`plot_frontier` for the arguments;
+    ``mark`` is drawn here, before the layout is frozen: :func:`mark_figure`)."""
     from matplotlib.lines import Line2D
 
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, check_result_set, reference_policy
@@ -443,7 +450,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
         ncol = _legend_ncol(probe, list(entries), fs, width)
         legend_h = (math.ceil(len(entries) / ncol) + (reference is not None)) * fs * 1.45 / 72 + 0.1
         row_h = (height - legend_h) / rows if height else max(2.1, min(3.2, 0.8 + len(order) * fs * 1.35 / 72))
-        fig = _figure(width, row_h * rows + legend_h + (0.2 if title else 0.0))
+        fig = _figure(width, row_h * rows + legend_h + 0.2 * (bool(title) + bool(mark)))
         sub = fig.subfigures(rows, per_row, squeeze=False)
         handles: dict[str, Any] = {}
         placements = []
@@ -462,6 +469,8 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
                    handletextpad=0.3, columnspacing=0.9)
         if title:
             fig.suptitle(title)
+        if mark:
+            mark_figure(fig, mark, style)
         # freeze the layout, then place the labels in display space (they need the final axes sizes)
         _freeze_ticks(fig, style)
         fig.draw_without_rendering()
@@ -689,7 +698,7 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
     p = _check_path(path)
     fig = frontier_figure(records, title=title, budget=budget, agents=agents, n_lines=n_lines, panels=panels,
                           suite=suite, style=style, columns=columns, reference=reference, n_boot=n_boot, seed=seed,
-                          credit_weight=credit_weight, height=height, labels=labels)
+                          credit_weight=credit_weight, height=height, labels=labels, mark=mark)
     return save_figure(fig, p, style, mark=mark, description=description)
 
 
