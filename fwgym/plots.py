@@ -186,17 +186,45 @@ def _check_path(path: str | Path) -> Path:
     return p
 
 
-def save_figure(fig, path: str | Path, style: str = "paper") -> Path:
+def mark_figure(fig, mark: str, style: str = "paper") -> None:
+    """Put ``mark`` (e.g. ``"UNVERIFIED: ..."``: what nothing vouches for in the figure's data) at the
+    top of the figure, in bold dark red, as the first line of its suptitle (a suptitle it already has
+    follows on the next line; the constrained layout makes room for both), at the style's title
+    size (>= :data:`MIN_FONT_PT` points in the paper style). A figure whose suptitle starts with
+    ``mark`` already is left as it is. The figure must still have its layout engine (a frontier is
+    marked by :func:`frontier_figure` itself, before it freezes its layout)."""
+    if fig.get_suptitle().startswith(mark):
+        return
+    fs = max(float(STYLES[style]["figure.titlesize"]) if style in STYLES else MIN_FONT_PT, MIN_FONT_PT)
+    old = fig.get_suptitle()
+    if old:
+        fs = max(fs, float(fig._suptitle.get_fontsize()))
+    fig.suptitle(f"{mark}\n{old}" if old else mark, fontsize=fs, fontweight="bold", color="#a00000")
+
+
+def save_figure(fig, path: str | Path, style: str = "paper", mark: str | None = None,
+                description: str | None = None) -> Path:
     """Save ``fig`` under the style's settings (TrueType fonts in PDF). Returns the path.
+
+    Args:
+        mark: a warning drawn in the figure (:func:`mark_figure`, unless it carries it already) and written to the file's metadata as
+            its title (PDF ``Title``, PNG and SVG ``Title``), e.g. ``"UNVERIFIED"`` for records of a
+            source without a run manifest; ``None``: no mark.
+        description: the longer text of the mark for the metadata (PDF ``Subject``, PNG and SVG
+            ``Description``; default ``mark``).
 
     Raises:
         ValueError: an extension other than ``.png``, ``.svg``, ``.pdf``.
     """
     p = _check_path(path)
-    meta = {"Creator": "fwgym"} if p.suffix.lower() == ".pdf" else (
-        {"Software": "fwgym"} if p.suffix.lower() == ".png" else None)
+    ext = p.suffix.lower()
+    meta = {"Creator": "fwgym"} if ext == ".pdf" else ({"Software": "fwgym"} if ext == ".png" else {})
+    if mark:
+        mark_figure(fig, mark, style)
+        meta["Title"] = mark
+        meta["Subject" if ext == ".pdf" else "Description"] = description or mark
     with figure_style(style):
-        fig.savefig(p, metadata=meta)
+        fig.savefig(p, metadata=meta or None)
     return p
 
 
@@ -362,8 +390,9 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
                     agents: Sequence[str] = (), n_lines: int = 5, panels: str = "auto", suite: str | None = None,
                     style: str = "paper", columns: int | None = None, reference: str | None = "auto",
                     n_boot: int | None = None, seed: int | None = None, credit_weight: float | None = None,
-                    height: float | None = None, labels: str = "auto"):
-    """The loss-credits frontier as a matplotlib ``Figure`` (see :func:`plot_frontier` for the arguments)."""
+                    height: float | None = None, labels: str = "auto", mark: str | None = None):
+    """The loss-credits frontier as a matplotlib ``Figure`` (see :func:`plot_frontier` for the arguments;
+    ``mark`` is drawn here, before the layout is frozen: :func:`mark_figure`)."""
     from matplotlib.lines import Line2D
 
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, check_result_set, reference_policy
@@ -421,7 +450,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
         ncol = _legend_ncol(probe, list(entries), fs, width)
         legend_h = (math.ceil(len(entries) / ncol) + (reference is not None)) * fs * 1.45 / 72 + 0.1
         row_h = (height - legend_h) / rows if height else max(2.1, min(3.2, 0.8 + len(order) * fs * 1.35 / 72))
-        fig = _figure(width, row_h * rows + legend_h + (0.2 if title else 0.0))
+        fig = _figure(width, row_h * rows + legend_h + 0.2 * (bool(title) + bool(mark)))
         sub = fig.subfigures(rows, per_row, squeeze=False)
         handles: dict[str, Any] = {}
         placements = []
@@ -440,6 +469,8 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
                    handletextpad=0.3, columnspacing=0.9)
         if title:
             fig.suptitle(title)
+        if mark:
+            mark_figure(fig, mark, style)
         # freeze the layout, then place the labels in display space (they need the final axes sizes)
         _freeze_ticks(fig, style)
         fig.draw_without_rendering()
@@ -618,7 +649,8 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
                   budget: float = BUDGET, agents: Sequence[str] = (), n_lines: int = 5, panels: str = "auto",
                   suite: str | None = None, style: str = "paper", columns: int | None = None,
                   reference: str | None = "auto", n_boot: int | None = None, seed: int | None = None,
-                  credit_weight: float | None = None, height: float | None = None, labels: str = "auto") -> Path:
+                  credit_weight: float | None = None, height: float | None = None, labels: str = "auto",
+                  mark: str | None = None, description: str | None = None) -> Path:
     """Loss-credits frontier of result records.
 
     One point per policy at (mean credits per case, aggregate loss of the suite: the decision loss
@@ -653,6 +685,8 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         height: figure height in inches (default from the number of policies).
         labels: ``"names"`` (policy names beside the points), ``"numbers"`` (each point numbered by
             its rank by S, the names in the legend) or ``"auto"`` (names when they fit the width).
+        mark, description: a warning drawn in the figure and put in its metadata (:func:`save_figure`),
+            e.g. ``"UNVERIFIED"`` for records nothing vouches for.
 
     Returns:
         The path written.
@@ -664,8 +698,8 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
     p = _check_path(path)
     fig = frontier_figure(records, title=title, budget=budget, agents=agents, n_lines=n_lines, panels=panels,
                           suite=suite, style=style, columns=columns, reference=reference, n_boot=n_boot, seed=seed,
-                          credit_weight=credit_weight, height=height, labels=labels)
-    return save_figure(fig, p, style)
+                          credit_weight=credit_weight, height=height, labels=labels, mark=mark)
+    return save_figure(fig, p, style, mark=mark, description=description)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1108,7 +1142,8 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
 def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Path, roi=None,
               quantiles: np.ndarray | None = None, history_hours: int = CHART_HISTORY_HOURS, suite: str | None = None,
               traces=None, zoom: bool | None = None, style: str = "paper", columns: int = 2,
-              title: str | None = None, height: float | None = None) -> Path:
+              title: str | None = None, height: float | None = None, mark: str | None = None,
+              description: str | None = None) -> Path:
     """Case view of one (case, policy) record.
 
     Draws the tail of the visible history, the hidden hours before ``as_of``, the policy's own forecast
@@ -1134,6 +1169,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
         zoom: add a target-day panel (default: week-ahead cases only).
         style, columns: :data:`STYLES` and 1 or 2 columns (default 2: 7.0 in wide in the paper style).
         title: figure title (default: case, policy and score). height: inches (default from the width).
+        mark, description: a warning drawn in the figure and put in its metadata (:func:`save_figure`).
 
     Returns:
         The path written.
@@ -1145,7 +1181,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
     p = _check_path(path)
     fig = case_figure(records, case_id, policy, roi=roi, quantiles=quantiles, history_hours=history_hours,
                       suite=suite, traces=traces, zoom=zoom, style=style, columns=columns, title=title, height=height)
-    return save_figure(fig, p, style)
+    return save_figure(fig, p, style, mark=mark, description=description)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1200,15 +1236,18 @@ def tools_figure(records: Sequence[dict], title: str | None = None, style: str =
 
 
 def plot_tools(records: Sequence[dict], path: str | Path, title: str | None = None, style: str = "paper",
-               columns: int = 1, height: float | None = None) -> Path:
+               columns: int = 1, height: float | None = None, mark: str | None = None,
+               description: str | None = None) -> Path:
     """Tool-use mix: mean calls per case of each tool (stacked horizontal bars, one per policy;
-    ``submit`` included, refused/invalid calls as ``invalid``).
+    ``submit`` included, refused/invalid calls as ``invalid``). ``mark``, ``description``: a warning
+    drawn in the figure and put in its metadata (:func:`save_figure`).
 
     Raises:
         ValueError: no records, bad extension, style or columns.
     """
     p = _check_path(path)
-    return save_figure(tools_figure(records, title=title, style=style, columns=columns, height=height), p, style)
+    return save_figure(tools_figure(records, title=title, style=style, columns=columns, height=height), p, style,
+                       mark=mark, description=description)
 
 
 def text_sizes(fig) -> list[tuple[str, float]]:
@@ -1225,7 +1264,7 @@ def text_sizes(fig) -> list[tuple[str, float]]:
 
 
 __all__ = ["plot_frontier", "plot_case", "plot_tools", "frontier_figure", "frontier_points", "case_figure", "tools_figure",
-           "save_figure", "figure_style", "figure_width", "policy_kind", "suite_metric", "SuiteMetric",
+           "save_figure", "mark_figure", "figure_style", "figure_width", "policy_kind", "suite_metric", "SuiteMetric",
            "infer_suite", "results_suite", "credit_weight_of", "case_data", "CaseData", "draw_case",
            "submitted_forecast", "forecast_band", "fit_limits", "text_sizes", "suite_env", "FORMATS", "STYLES",
            "PAPER_WIDTHS", "MIN_FONT_PT", "SUITE_NAMES"]

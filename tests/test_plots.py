@@ -338,6 +338,32 @@ def test_tools_figure_paper(run_dir, tmp_path):
     _pdf_fonts_ok(plots.plot_tools(recs, tmp_path / "t.pdf"))
 
 
+def test_a_mark_is_drawn_at_paper_size_inside_the_figure_and_in_the_metadata(run_dir, tmp_path):
+    from PIL import Image
+
+    _, recs = run_dir
+    tools = plots.tools_figure(recs)
+    plots.mark_figure(tools, "UNVERIFIED: not checked")
+    for fig in (tools, plots.frontier_figure(recs, n_boot=50, mark="UNVERIFIED: not checked"),
+                plots.frontier_figure(recs, n_boot=50, mark="UNVERIFIED: not checked", title="t", columns=2)):
+        assert fig.get_suptitle().split("\n")[0] == "UNVERIFIED: not checked"
+        assert min(size for text, size in plots.text_sizes(fig) if text.startswith("UNVERIFIED")) >= 8.0  # title size
+        _check_paper(fig, fig.get_size_inches()[0])
+        fig.canvas.draw()  # the mark overlaps no axes
+        r = fig.canvas.get_renderer()
+        box = fig._suptitle.get_window_extent(r)
+        assert all(not box.overlaps(ax.get_tightbbox(r)) for ax in fig.get_axes() if ax.get_visible())
+        titles = [sf._suptitle for sf in fig.subfigs if sf._suptitle is not None] + [ax.title for ax in fig.get_axes()]
+        assert titles and all(not box.overlaps(t.get_window_extent(r)) for t in titles if t.get_text())  # panel titles
+    out = plots.plot_tools(recs, tmp_path / "t.png", mark="UNVERIFIED", description="a.jsonl has no manifest.json")
+    assert Image.open(out).text == {"Software": "fwgym", "Title": "UNVERIFIED",
+                                    "Description": "a.jsonl has no manifest.json"}
+    out = plots.plot_case(recs, recs[0]["case_id"], recs[0]["policy"], tmp_path / "c.png", mark="UNVERIFIED")
+    assert Image.open(out).text == {"Software": "fwgym", "Title": "UNVERIFIED", "Description": "UNVERIFIED"}
+    assert Image.open(plots.plot_tools(recs, tmp_path / "u.png")).text == {"Software": "fwgym"}
+    _pdf_fonts_ok(plots.plot_tools(recs, tmp_path / "t.pdf", mark="UNVERIFIED"))
+
+
 def test_plot_functions_options_and_errors(run_dir, tmp_path):
     _, recs = run_dir
     cid = recs[0]["case_id"]

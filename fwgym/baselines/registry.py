@@ -1,7 +1,8 @@
 """Policy names usable on the command line (``fwgym evaluate --policies ...``)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+import unicodedata
+from typing import Any, Callable, Iterable
 
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.baselines.fixed import FixedMethodAgent
@@ -13,7 +14,8 @@ from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, ST
 
 __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
            "policy_models", "CONTEXT_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
-           "unavailable_policies", "policy_names", "make_policy"]
+           "unavailable_policies", "policy_names", "make_policy", "MAX_POLICY_NAME_CHARS", "policy_name_key",
+           "check_policy_name"]
 
 _FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
 _FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS + STATISTICAL_MODELS})
@@ -172,3 +174,52 @@ def make_policy(name: str):
     if isinstance(name, str) and name in known_models():
         return FixedForecastAgent(name)
     raise ValueError(f"unknown policy {name!r}; known policies: {policy_names()}")
+
+
+#: the longest row name an agent may have (characters)
+MAX_POLICY_NAME_CHARS = 100
+
+
+def policy_name_key(name: str) -> str:
+    """The form in which two row names are the same name: ``unicodedata.normalize("NFKC", name).casefold()``
+    (so ``Perfect_Demand`` and the fullwidth ``ｐｅｒｆｅｃｔ_demand`` are ``perfect_demand``)."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def check_policy_name(name, policies: Iterable[str] = ()) -> None:
+    """Refuse ``name`` as the row name of an agent when it could pass for another row or break a table:
+    not a string, empty, longer than :data:`MAX_POLICY_NAME_CHARS`, with a character that does not print
+    (Unicode category ``C*``: controls such as a newline, format characters such as a zero-width space,
+    unassigned or private-use code points), with leading or trailing whitespace, or the same name
+    (:func:`policy_name_key`) as a policy of fwgym (:func:`policy_names`) or one of ``policies`` (the
+    other policies of the run).
+
+    Raises:
+        ValueError: such a name (one line; it says what is wrong and to rename the agent, on the
+            command line with ``--agent-name``).
+    """
+    fix = "name the agent with --agent-name NAME (or its class's name attribute)"
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"the agent's policy name {name!r} is not a non-empty string: {fix}")
+    if len(name) > MAX_POLICY_NAME_CHARS:
+        raise ValueError(f"the agent's policy name is {len(name)} characters long (at most "
+                         f"{MAX_POLICY_NAME_CHARS}): {fix}")
+    hidden = sorted({f"U+{ord(c):04X} ({unicodedata.category(c)})" for c in name
+                     if unicodedata.category(c).startswith("C")})
+    if hidden:
+        raise ValueError(f"the agent's policy name {name!r} holds characters that do not print ({', '.join(hidden)}); "
+                         f"a row name must read as what it is: {fix}")
+    if name != name.strip():
+        raise ValueError(f"the agent's policy name {name!r} starts or ends with whitespace: {fix}")
+    key = policy_name_key(name)
+    same = [p for p in policies if isinstance(p, str) and policy_name_key(p) == key]
+    if same:
+        what = "the name of another policy of this run (--policies)"
+    else:
+        same = [p for p in policy_names() if policy_name_key(p) == key]
+        if not same:
+            return
+        what = "the name of a policy of fwgym (fwgym list policies)"
+    if same[0] != name:
+        what += f", {same[0]!r}, up to case and Unicode normalization (NFKC)"
+    raise ValueError(f"the agent's policy name {name!r} is {what}; its row would pass for that policy's: {fix}")

@@ -187,6 +187,9 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     check_packaged_files(args.domain, pool_models(pool, getattr(args, "models", None) or ()))
     resume = manifest is not None
     run = RunDir.resume(out) if resume else None  # the lock first: no two sessions in one directory
+    # folders a new run may make before its checks pass (the agent's trace file's): removed again if empty
+    trace_out = getattr(args, "trace_out", None)
+    new_dirs = [] if resume else _missing_dirs([out] + ([Path(trace_out).parent] if trace_out else []))
     try:
         for torn in (run.torn if run else ()):
             print(f"note: {torn}", file=sys.stderr)
@@ -269,6 +272,8 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     finally:
         if run is not None:
             run.close()
+        else:
+            _remove_empty(new_dirs)
     if counts["agent_error"]:
         print(f"note: {counts['agent_error']} episode(s) ended because the agent raised an exception (a bug in the "
               "agent's code, not its infrastructure): scored invalid, reason 'agent_error: ...' in results.jsonl",
@@ -292,6 +297,27 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def _missing_dirs(paths) -> list[Path]:
+    """The folders of ``paths`` (and their parents) that do not exist now, deepest first."""
+    out = []
+    for p in paths:
+        p = Path(p).absolute()
+        while not p.exists() and p != p.parent:
+            if p not in out:
+                out.append(p)
+            p = p.parent
+    return sorted(out, key=lambda d: len(d.parts), reverse=True)
+
+
+def _remove_empty(dirs) -> None:
+    """Remove the folders of ``dirs`` (deepest first) that exist and are empty; leave any other."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            pass
 
 
 def check_packaged_files(domains, models) -> None:
@@ -337,6 +363,8 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
     models = pool_models(pool, extra)
     if args.agent:
         kind = resolve_kind(args.agent, agent_kinds())
+        if getattr(args, "agent_name", None) is not None:  # before the kind builds the agent (and makes folders)
+            check_agent_label(args.agent_name, args.policies or ())
         agent = kind.build(args)
         check_agent_label(policy_label(agent), args.policies or ())
         policies = [agent] + list(args.policies or [])
@@ -390,23 +418,17 @@ def pool_models(pool: str, extra=()) -> tuple[str, ...]:
 
 
 def check_agent_label(label: str, policies=()) -> None:
-    """Refuse an agent whose row name is the name of one of fwgym's policies (a built-in policy or
-    the fixed policy of a known model: :func:`fwgym.baselines.registry.policy_names`) or of another
-    policy of the run (``policies``): its row would pass for that policy's.
+    """Refuse an agent's row name that could pass for another row or break a table:
+    :func:`fwgym.baselines.registry.check_policy_name` (empty, too long, characters that do not print,
+    leading/trailing whitespace, or, after NFKC normalization and case folding, the name of one of
+    fwgym's policies or of another policy of the run, ``policies``).
 
     Raises:
         ValueError: such a name (one line; it says how to rename the agent).
     """
-    from fwgym.baselines.registry import policy_names
+    from fwgym.baselines.registry import check_policy_name
 
-    if label in policies:
-        what = "the name of another policy of this run (--policies)"
-    elif label in policy_names():
-        what = "the name of a policy of fwgym (fwgym list policies)"
-    else:
-        return
-    raise ValueError(f"the agent's policy name {label!r} is {what}; its row would pass for that policy's: name the "
-                     "agent with --agent-name NAME (or its class's name attribute)")
+    check_policy_name(label, policies)
 
 
 def _check_pool(policies: list, pool: str, models: tuple[str, ...]) -> None:

@@ -12,7 +12,10 @@ Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
 
 * ``table`` (the default on a terminal): a header line, then aligned tables (main, by cohort and lead);
 * ``markdown`` (the default in a file or pipe): the same as Markdown tables;
-* ``csv``: every column of every row (breakdowns and interval bounds included), nothing else;
+* ``csv``: every column of every row (breakdowns and interval bounds included), nothing else; the
+  last two columns, ``verified`` and ``partial`` (``true``/``false`` on every row), carry the marks
+  of the header (``UNVERIFIED``: records from a source without a manifest; ``PARTIAL``: not the
+  whole split), as in ``--csv FILE``;
 * ``latex``: the main table as a booktabs ``tabular`` for ``\\input`` in a paper's ``table`` float
   (needs ``\\usepackage{booktabs}``); the header line as ``%`` comments;
 * ``json``: ``{"suite", "metric", "split", "coverage", "reference", "n_boot", "seed", "notes", "rows"}``
@@ -83,7 +86,7 @@ def run(args) -> int:
     from fwgym.evaluation import AUTO as AUTO_REFERENCE
     from fwgym.evaluation import coverage, leaderboard, load_results, reference_policy, write_csv
     from fwgym.evaluation.leaderboard import (breakdown_tables, credit_weight_of_rows, format_csv, format_json,
-                                              format_latex, leaderboard_table)
+                                              format_latex, leaderboard_table, mark_rows)
     from fwgym.metrics import suite_metric
 
     rs = load_results(args.results, allow_partial=args.allow_partial, common_cases=args.common_cases,
@@ -111,8 +114,10 @@ def run(args) -> int:
               + (f"; intervals: paired series-cluster bootstrap, {args.n_boot:,} draws, seed {args.seed}, "
                  f"policy - {ref}" if ref else ""))
     fmt = resolve_format(args.format)
+    unverified = {r["policy"] for src in rs.sources if not src.verified for r in src.records}
+    csv_rows = mark_rows(rows, unverified, partial=not cov["complete"])  # CSV has no header to say so
     if fmt == "csv":
-        sys.stdout.write(format_csv(rows))
+        sys.stdout.write(format_csv(csv_rows))
     elif fmt == "json":
         print(format_json(rows, suite, split=rs.settings.get("split"),
                           coverage={"cases": cov["cases"], "complete": cov["complete"],
@@ -132,7 +137,7 @@ def run(args) -> int:
                     print()
                 print_table(table.__class__(None, table.columns, table.align, table.rows), fmt)
     if args.csv:
-        print(f"\nwrote {write_csv(rows, args.csv)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
+        print(f"\nwrote {write_csv(csv_rows, args.csv)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
     return 0
 
 

@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, paired_bootstrap
 from fwgym.evaluation.records import by_policy, check_result_set
@@ -25,7 +25,7 @@ from fwgym.validation import is_int
 __all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
            "Table", "leaderboard_table", "breakdown_tables", "markdown_table", "latex_table", "latex_escape",
            "format_leaderboard", "format_breakdowns", "format_latex", "format_json", "format_csv", "write_csv",
-           "credit_weight_of_rows"]
+           "credit_weight_of_rows", "mark_rows"]
 
 #: policies the intervals compare against by default, the first present wins: the protocol's sigma
 #: policy (hour-of-day empirical) and its forecast-task twin that submits the same samples
@@ -312,16 +312,29 @@ def credit_weight_of_rows(rows: Sequence[Mapping]) -> float | None:
                              if r.get("credits")]) if rows else None
 
 
+def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False) -> list[dict]:
+    """:func:`leaderboard` rows with two columns saying what vouches for them, for outputs that carry
+    no header (CSV): ``verified`` (``False`` for the policies in ``unverified``: records from a source
+    without a manifest, :attr:`fwgym.evaluation.ResultSet.unverified`) and ``partial`` (``partial``:
+    the cases are not the whole split, :func:`fwgym.evaluation.coverage`), both ``bool`` on every row."""
+    unverified = set(unverified)
+    return [{**r, "verified": r["policy"] not in unverified, "partial": bool(partial)} for r in rows]
+
+
+def _csv_cell(v):
+    return ("true" if v else "false") if isinstance(v, bool) else v
+
+
 def format_csv(rows: Sequence[Mapping]) -> str:
     """:func:`leaderboard` rows as CSV text (RFC 4180: ``\r\n`` line ends; header = the union of row keys,
-    first row's order first; ``None`` as an empty cell)."""
+    first row's order first; ``None`` as an empty cell; booleans as ``true`` / ``false``)."""
     fields = list(rows[0]) if rows else ["policy"]
     for r in rows:
         fields += [k for k in r if k not in fields]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: _csv_cell(v) for k, v in r.items()} for r in rows)
     return buf.getvalue()
 
 

@@ -52,7 +52,7 @@ from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.validation import is_int, is_number
 
-__all__ = ["RESULTS_FILE", "ALLOW_UNVERIFIED_FLAG", "ResultSource", "ResultSet", "load_source", "load_results",
+__all__ = ["RESULTS_FILE", "ALLOW_UNVERIFIED_FLAG", "ALLOW_PARTIAL_FLAG", "ResultSource", "ResultSet", "load_source", "load_results",
            "read_results", "write_results", "run_meta", "infer_suite"]
 
 UNKNOWN = "unknown"
@@ -151,6 +151,8 @@ def _check_settings(settings: Mapping, where: Path) -> None:
 
 #: the flag of the command lines that accepts sources without a manifest
 ALLOW_UNVERIFIED_FLAG = "--allow-unverified"
+#: the flag of ``fwgym leaderboard`` that accepts a set covering only part of its split (``allow_partial``)
+ALLOW_PARTIAL_FLAG = "--allow-partial"
 
 
 def _unverifiable(p: Path) -> ValueError:
@@ -363,8 +365,13 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
             notes.append(f"restricted to the {common} cases common to every policy (--common-cases; "
                          f"{dropped} records of other cases left out)")
     if records:
-        check_result_set(records, complete=not allow_partial and not all(s.declared_subset for s in sources)
-                         and common is None)
+        check_result_set(records)  # duplicates, unscored records, policies on different cases
+        if not allow_partial and not all(s.declared_subset for s in sources) and common is None:
+            try:
+                check_result_set(records, complete=True)  # only the coverage of the split can fail now
+            except ValueError as exc:
+                raise ValueError(f"{exc} with {ALLOW_PARTIAL_FLAG} (allow_partial=True; the table then says "
+                                 "PARTIAL)") from None
     return ResultSet(records, sources, RunSettings(first.settings), notes, common)
 
 

@@ -22,7 +22,8 @@ from typing import Callable, Iterable, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
-from fwgym.baselines.registry import DEFAULT_POLICIES, FORECAST_TASK_POLICIES, make_policy, policy_models, policy_names
+from fwgym.baselines.registry import (DEFAULT_POLICIES, FORECAST_TASK_POLICIES, check_policy_name, make_policy,
+                                     policy_models)
 from fwgym.cases import TEST_SPLIT, build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
@@ -306,7 +307,9 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT
 
 def policy_labels(policies: Sequence, env_kwargs: dict | None = None) -> list[str]:
     """The policies' row names; refuses repeated names, unknown names, agents (non-string policies) whose
-    name is a policy name of fwgym (:func:`fwgym.baselines.registry.policy_names`), and, in a forecast-task
+    name :func:`fwgym.baselines.registry.check_policy_name` refuses (empty, too long, characters that do
+    not print, leading/trailing whitespace, or the NFKC-casefolded name of a policy of fwgym or of
+    another policy of the run), and, in a forecast-task
     env, named policies that submit decisions."""
     for p in policies:
         if isinstance(p, str):
@@ -314,10 +317,9 @@ def policy_labels(policies: Sequence, env_kwargs: dict | None = None) -> list[st
     labels = [policy_label(p) for p in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"policy names repeat: {labels}")
-    shadowing = [lab for p, lab in zip(policies, labels) if not isinstance(p, str) and lab in policy_names()]
-    if shadowing:
-        raise ValueError(f"agents named like fwgym policies {shadowing}: their rows would pass for those policies'; "
-                         "give them another name (a `name` attribute; on the command line --agent-name)")
+    for i, (p, lab) in enumerate(zip(policies, labels)):
+        if not isinstance(p, str):  # an agent: a printable name that is no policy's (fwgym's or the run's)
+            check_policy_name(lab, labels[:i] + labels[i + 1:])
     pool = set(check_models((env_kwargs or {}).get("models")))
     outside = {p: [m for m in policy_models(p) if m not in pool] for p in policies if isinstance(p, str)}
     outside = {p: ms for p, ms in outside.items() if ms}

@@ -68,7 +68,7 @@ def test_only_fwgyms_registered_oracles_are_granted():
 def test_the_evaluation_refuses_hindsight_to_user_agents():
     recs = evaluate(["perfect_demand"], split="test", limit=1, progress=False)
     assert all(r["S"] == 0.0 for r in recs)
-    with pytest.raises(ValueError, match="named like fwgym policies"):
+    with pytest.raises(ValueError, match="is the name of a policy of fwgym"):
         evaluate([functools.partial(FixedMethodAgent, "weekday_empirical")], split="test", limit=1, progress=False)
     for factory in (functools.partial(Peeker, "weekday_empirical"), MyOracle):
         with pytest.raises(ValueError, match="requires hindsight"):

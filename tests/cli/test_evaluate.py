@@ -462,3 +462,31 @@ def test_an_agent_with_its_own_name_runs_beside_the_policies(tmp_path, capsys):
     assert [r["policy"] for r in rows] == ["my_agent", "hour_of_day_empirical", "perfect_demand"]
     by = {r["policy"]: r for r in rows}
     assert by["my_agent"]["S"] == by["hour_of_day_empirical"]["S"] and by["perfect_demand"]["S"] == 0.0
+
+
+@pytest.mark.parametrize("name, why", [
+    ("perfect_demand\u200b", "holds characters that do not print (U+200B (Cf))"),
+    ("perfect_demand ", "starts or ends with whitespace"),
+    ("Perfect_Demand", "is the name of a policy of fwgym (fwgym list policies), 'perfect_demand', up to case"),
+    ("a\nb", "holds characters that do not print (U+000A (Cc))"),
+])
+def test_an_agent_name_that_only_looks_like_a_policy_or_breaks_the_table_is_refused(tmp_path, capsys, name, why):
+    (tmp_path / "agent.py").write_text(_AGENT_FILE.format(name="mine"))
+    out = tmp_path / "run"
+    assert main(["evaluate", "--split", "test", "--domain", "cycle_hire", "--limit", "1", "--no-progress", "--out",
+                 str(out), "--agent", f"{tmp_path / 'agent.py'}:Agent", "--in-process", "--agent-name", name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fwgym: error: the agent's policy name {name!r} ") and why in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--trace-out", "traces/deep/t.jsonl"]])
+def test_a_refused_openai_agent_leaves_no_folder(tmp_path, monkeypatch, capsys, extra):
+    monkeypatch.chdir(tmp_path)
+    argv = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--limit", "1", "--no-progress", "--agent",
+            "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", "runs/oa", *extra]
+    assert main(argv + ["--agent-name", "perfect_demand"]) == 2  # refused before the agent is built
+    assert "is the name of a policy of fwgym" in capsys.readouterr().err
+    assert main(argv + ["--policies", "no_such_policy"]) == 2  # refused after the agent made its trace folder
+    assert "unknown policy 'no_such_policy'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

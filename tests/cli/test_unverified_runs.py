@@ -1,6 +1,8 @@
 """Run directories that nothing vouches for: a deleted manifest.json is refused by ``fwgym leaderboard``,
 ``report`` and ``plot`` (one line naming the directory, exit 2) unless ``--allow-unverified``, whose output
 says UNVERIFIED; a records file with lines deleted or added says which records are missing or extra."""
+import csv
+import io
 import json
 import shutil
 
@@ -131,3 +133,50 @@ def test_an_edit_beside_a_deletion_is_an_edit(run, tmp_path, capsys):
     assert err.startswith(f"fwgym: error: {d / 'results.jsonl'}:1: record of policy {records[0]['policy']!r}")
     assert err.endswith("differs from the one the run wrote (its sha256 is not the manifest's); the manifest counts "
                         "12 records, the file has 11; the file was edited")
+
+
+def test_csv_marks_every_row_verified_or_not(run, forged, tmp_path, capsys):
+    """CSV has no header line: the UNVERIFIED and PARTIAL marks travel as columns, on stdout and in --csv."""
+    flags = ["--n-boot", "100", "--allow-unverified", "--allow-partial"]
+    other = tmp_path / "other"  # a verified run of another policy on the same cases, merged with the forged one
+    assert main(["evaluate", "--split", "test", "--limit", "2", "--no-progress", "--out", str(other),
+                 "--policies", "lead_matched_selector"]) == 0
+    got = _out(capsys, ["leaderboard", str(forged), str(other), "--format", "csv", "--csv", str(tmp_path / "lb.csv"),
+                        *flags, "--allow-mixed-versions"], 0)  # a bare file has no version
+    rows = list(csv.DictReader(io.StringIO(got.out)))
+    assert {r["policy"]: r["verified"] for r in rows} == {"weekday_empirical": "false", "hour_of_day_empirical": "false",
+                                                          "perfect_demand": "false", "lead_matched_selector": "true"}
+    assert {r["partial"] for r in rows} == {"true"}  # --limit 2: not the whole split
+    assert list(csv.DictReader(io.StringIO((tmp_path / "lb.csv").read_text()))) == rows
+    rows = list(csv.DictReader(io.StringIO(_out(capsys, ["leaderboard", str(run), "--format", "csv", "--n-boot",
+                                                         "100"], 0).out)))
+    assert len(rows) == 3 and {(r["verified"], r["partial"]) for r in rows} == {("true", "true")}
+
+
+@pytest.mark.parametrize("ext", [".png", ".pdf", ".svg"])
+def test_figures_of_unverified_runs_say_so_in_the_figure_and_its_metadata(run, forged, tmp_path, capsys, ext):
+    out = tmp_path / f"f{ext}"
+    _out(capsys, ["plot", "frontier", str(forged), "-o", str(out), "--n-boot", "50", "--allow-unverified"], 0)
+    data = out.read_bytes()
+    if ext == ".png":
+        from PIL import Image
+
+        info = Image.open(out).text
+        assert info["Title"] == "UNVERIFIED: not checked against a run manifest"
+        assert info["Description"].startswith(f"UNVERIFIED: {forged} has no manifest.json")
+    elif ext == ".pdf":
+        assert b"/Title (UNVERIFIED: not checked against a run manifest)" in data and b"/Subject (UNVERIFIED: " in data
+    else:
+        text = data.decode()
+        assert text.count("UNVERIFIED: not checked against a run manifest") >= 2  # drawn (svg.fonttype none) + title
+        assert f"UNVERIFIED: {forged} has no manifest.json" in text
+    clean = tmp_path / f"clean{ext}"
+    _out(capsys, ["plot", "frontier", str(run), "-o", str(clean), "--n-boot", "50"], 0)
+    assert b"UNVERIFIED" not in clean.read_bytes()
+
+
+def test_the_partial_error_names_its_flag(forged, capsys):
+    err = _out(capsys, ["leaderboard", str(forged), "--n-boot", "100", "--allow-unverified"], 2).err.strip()
+    assert err.splitlines()[-1].startswith("fwgym: error: partial result set: it covers 4 of the 1259 cases")
+    assert err.endswith("evaluate the full split, or allow a partial table explicitly with --allow-partial "
+                        "(allow_partial=True; the table then says PARTIAL)")
