@@ -51,3 +51,20 @@ def plan_and_score(env, case_id):
     _, _, term, _, info = env.step({"tool": "submit", "args": {"decisions": decisions}})
     assert term and info["valid"]
     return decisions, info["S"]
+
+
+# -- a tampered extended tariff (tests/tools/test_data_integrity.py, tests/cli/test_evaluate_integrity.py) --
+
+@pytest.fixture
+def edited_tariff(monkeypatch):
+    """The tariff module as at import (extended file not read yet), its pinned digest no longer the file's:
+    what an edited ``tariff_extended.json`` looks like to fwgym."""
+    from fwgym import tariff
+
+    monkeypatch.setattr(tariff, "_EXTENDED", None)
+    monkeypatch.setattr(tariff, "_ROWS", dict(tariff.TARIFF))
+    monkeypatch.setattr(tariff, "_SOURCES", {m: "protocol" for m in tariff.TARIFF})
+    monkeypatch.setattr(tariff, "EXTENDED_TARIFF_SHA256", "0" * 64)
+    tariff._price.cache_clear()
+    yield
+    tariff._price.cache_clear()

@@ -6,7 +6,6 @@ import json
 import pytest
 
 import fwgym.data as fdata
-from fwgym import tariff
 from fwgym.cli import main
 from fwgym.cli.evaluate import check_packaged_files
 from fwgym.errors import DataIntegrityError
@@ -15,16 +14,6 @@ from fwgym.forecasters.registry import POOLS
 _RUN = ["evaluate", "--split", "test", "--limit", "1", "--no-progress"]
 
 
-@pytest.fixture
-def edited_tariff(monkeypatch):
-    """``tariff_extended.json`` no longer has its pinned digest, and has not been read in this process."""
-    monkeypatch.setattr(tariff, "_EXTENDED", None)
-    monkeypatch.setattr(tariff, "_ROWS", dict(tariff.TARIFF))
-    monkeypatch.setattr(tariff, "_SOURCES", {m: "protocol" for m in tariff.TARIFF})
-    monkeypatch.setattr(tariff, "EXTENDED_TARIFF_SHA256", "0" * 64)
-    tariff._price.cache_clear()
-    yield
-    tariff._price.cache_clear()
 
 
 def _edit_manifest(monkeypatch, tmp_path, relpath):

@@ -22,17 +22,6 @@ def test_one_class_under_both_names():
     assert fdata.DataIntegrityError is DataIntegrityError and issubclass(DataIntegrityError, RuntimeError)
 
 
-@pytest.fixture
-def edited_tariff(monkeypatch):
-    """The tariff module as at import (extended file not read yet), its pinned digest no longer the file's:
-    what an edited ``tariff_extended.json`` looks like to fwgym."""
-    monkeypatch.setattr(tariff, "_EXTENDED", None)
-    monkeypatch.setattr(tariff, "_ROWS", dict(tariff.TARIFF))
-    monkeypatch.setattr(tariff, "_SOURCES", {m: "protocol" for m in tariff.TARIFF})
-    monkeypatch.setattr(tariff, "EXTENDED_TARIFF_SHA256", "0" * 64)
-    tariff._price.cache_clear()
-    yield
-    tariff._price.cache_clear()
 
 
 def _extended_env():
