@@ -726,8 +726,10 @@ class IsolatedAgentFactory(dict):
 
     ``source`` (``{"file": absolute path, "sha256": hex}``, set by ``fwgym evaluate --agent``: the agent's
     file, or for ``module:factory`` the module's source file) identifies the agent's code in that
-    description, so ``--resume`` refuses a run whose agent file changed; it is description only (not passed
-    to :class:`IsolatedAgent`) and absent when not given.
+    description, so ``--resume`` refuses a run whose agent file changed; it is not passed to
+    :class:`IsolatedAgent`, and each call checks that the file still has that sha256 (a worker started
+    after an edit mid-run would run other code), raising ``ValueError`` naming the file otherwise. Absent
+    when not given.
 
     Attributes:
         isolated: ``True`` (agents of this factory run in worker processes).
@@ -755,4 +757,14 @@ class IsolatedAgentFactory(dict):
             self["source"] = dict(source)
 
     def __call__(self) -> IsolatedAgent:
+        source = self.get("source")
+        if source is not None:
+            try:
+                with open(source["file"], "rb") as f:
+                    now = hashlib.sha256(f.read()).hexdigest()
+            except OSError as exc:
+                raise ValueError(f"the agent's file {source['file']} cannot be read any more: {exc}") from None
+            if now != source["sha256"]:
+                raise ValueError(f"the agent's file {source['file']} changed since the run started (sha256 "
+                                 f"{source['sha256'][:12]} -> {now[:12]}): restore it, or start a new run")
         return IsolatedAgent(**{k: v for k, v in self.items() if k != "source"})

@@ -112,3 +112,24 @@ def test_an_in_process_agent_is_not_built_from_an_edited_file(tmp_path):
     with pytest.raises(ValueError, match=f"the agent's file {path} changed since the run started "
                                          rf"\(sha256 {old[:12]} -> {_sha(path)[:12]}\)"):
         factory()
+
+
+def test_an_isolated_factory_does_not_start_a_worker_on_an_edited_file(tmp_path):
+    """A worker started mid-run (the first one, or a replacement after a crash) must run the code the
+    run started with: the factory checks the file's sha256 before it builds an agent."""
+    from fwgym.agents.isolation import IsolatedAgentFactory
+    from fwgym.cli.agent_kinds.python import agent_source
+
+    path = tmp_path / "agent.py"
+    path.write_text(_AGENT)
+    factory = IsolatedAgentFactory(f"{path}:Agent", source=agent_source(f"{path}:Agent"))
+    agent = factory()
+    agent.close()
+    old = _sha(path)
+    path.write_text(_AGENT + "# edited\n")
+    with pytest.raises(ValueError, match=f"the agent's file {path} changed since the run started "
+                                         rf"\(sha256 {old[:12]} -> {_sha(path)[:12]}\)"):
+        factory()
+    path.unlink()
+    with pytest.raises(ValueError, match="cannot be read any more"):
+        factory()
