@@ -7,8 +7,9 @@ The numeric types (:func:`positive_int`, :func:`nonnegative_int`, :func:`int_ran
 from __future__ import annotations
 
 import argparse
+import json
 import math
-from typing import Callable
+from typing import Callable, Iterable
 
 from fwgym.data import DOMAINS
 
@@ -92,4 +93,33 @@ def add_domain_argument(parser: argparse.ArgumentParser) -> None:
                         help=f"all (default) or one of {', '.join(DOMAINS)}")
 
 
-__all__ = ["positive_int", "nonnegative_int", "int_range", "positive_float", "domains", "add_domain_argument"]
+def json_object(value: str | None, option: str) -> dict | None:
+    """The JSON object given to ``option`` (``--agent-kwargs``, ``--extra-body``), or ``None`` when the
+    option was not given.
+
+    Raises:
+        ValueError: not valid JSON, or JSON that is not an object (the message names ``option``).
+    """
+    if not value:
+        return None
+    try:
+        obj = json.loads(value)
+    except ValueError as exc:
+        raise ValueError(f"{option} is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{option} must be a JSON object")
+    return obj
+
+
+def add_arguments_once(group, options: Iterable[tuple[tuple[str, ...], dict]]) -> None:
+    """Add each ``(flags, argparse kwargs)`` of ``options`` to ``group`` unless an option with those flags
+    is already there (options that several agent kinds share, added by whichever registers first)."""
+    for flags, kwargs in options:
+        try:
+            group.add_argument(*flags, **kwargs)
+        except argparse.ArgumentError:
+            pass  # added by another kind
+
+
+__all__ = ["positive_int", "nonnegative_int", "int_range", "positive_float", "domains", "add_domain_argument",
+           "json_object", "add_arguments_once"]

@@ -66,3 +66,27 @@ def test_good_values_parse_to_ints():
     assert (ns.workers, ns.concurrency, ns.limit) == (2, 8, 5)
     ns = build_parser().parse_args(["leaderboard", "r", "--n-boot", "100", "--seed", "0"])
     assert (ns.n_boot, ns.seed) == (100, 0)
+
+
+def test_json_object_option():
+    from fwgym.cli.args import json_object
+
+    assert json_object(None, "--x") is None and json_object("", "--x") is None
+    assert json_object('{"a": [1, 2]}', "--x") == {"a": [1, 2]}
+    with pytest.raises(ValueError, match=r"^--extra-body is not valid JSON: "):
+        json_object("{a", "--extra-body")
+    with pytest.raises(ValueError, match=r"^--agent-kwargs must be a JSON object$"):
+        json_object("[1]", "--agent-kwargs")
+
+
+def test_shared_options_are_added_once():
+    import argparse
+
+    from fwgym.cli.args import add_arguments_once
+
+    parser = argparse.ArgumentParser()
+    opts = [(("--agent-name",), {"default": None, "dest": "agent_name"}), (("--k",), {"type": int, "default": 3})]
+    add_arguments_once(parser, opts)
+    add_arguments_once(parser, opts)  # a second kind with the same options: no conflict
+    assert vars(parser.parse_args(["--agent-name", "me"])) == {"agent_name": "me", "k": 3}
+    assert sum(a.dest == "agent_name" for a in parser._actions) == 1

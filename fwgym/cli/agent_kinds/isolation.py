@@ -7,9 +7,8 @@ is idempotent). See :mod:`fwgym.agents.isolation` and SECURITY.md ("Code agents 
 """
 from __future__ import annotations
 
-import argparse
 
-from fwgym.cli.args import positive_float
+from fwgym.cli.args import add_arguments_once, positive_float
 
 #: (flags, argparse kwargs) of the shared options
 ISOLATION_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
@@ -37,11 +36,7 @@ ISOLATION_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
 
 def add_isolation_arguments(group) -> None:
     """Add :data:`ISOLATION_OPTIONS` to ``group`` unless another kind already did."""
-    for flags, kwargs in ISOLATION_OPTIONS:
-        try:
-            group.add_argument(*flags, **kwargs)
-        except argparse.ArgumentError:
-            pass  # added by the other isolated kind
+    add_arguments_once(group, ISOLATION_OPTIONS)
 
 
 def isolation_kwargs(args) -> dict:

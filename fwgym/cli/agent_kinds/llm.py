@@ -7,11 +7,10 @@ The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-toke
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from fwgym.cases import TEST_SPLIT
-from fwgym.cli.args import positive_float
+from fwgym.cli.args import add_arguments_once, positive_float
 
 #: Options shared by the ``openai`` and ``transformers`` kinds: (flags, argparse kwargs).
 COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
@@ -42,11 +41,7 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
 
 def add_common_arguments(group) -> None:
     """Add :data:`COMMON_OPTIONS` to ``group`` unless another LLM kind already did (idempotent)."""
-    for flags, kwargs in COMMON_OPTIONS:
-        try:
-            group.add_argument(*flags, **kwargs)
-        except argparse.ArgumentError:
-            pass  # already added by the other LLM kind
+    add_arguments_once(group, COMMON_OPTIONS)
 
 
 def trace_path(args) -> str:

@@ -15,10 +15,9 @@ the model want ``--describe-tools``; chat templates that drop ``tool`` messages 
 from __future__ import annotations
 
 import argparse
-import json
 
 from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
-from fwgym.cli.args import positive_float
+from fwgym.cli.args import json_object, positive_float
 
 KIND = "openai"
 HELP = "a chat model behind an OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama, hosted): --base-url URL --model NAME"
@@ -65,14 +64,7 @@ def build(args):
 
     if not getattr(args, "model", None):
         raise ValueError("--agent openai needs --model NAME (and usually --base-url URL)")
-    extra = None
-    if getattr(args, "extra_body", None):
-        try:
-            extra = json.loads(args.extra_body)
-        except ValueError as exc:
-            raise ValueError(f"--extra-body is not valid JSON: {exc}") from None
-        if not isinstance(extra, dict):
-            raise ValueError("--extra-body must be a JSON object")
+    extra = json_object(getattr(args, "extra_body", None), "--extra-body")
     if args.max_retries < 0 or args.timeout <= 0:
         raise ValueError("--max-retries must be >= 0 and --timeout > 0")
     path = trace_path(args)

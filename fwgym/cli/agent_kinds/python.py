@@ -22,10 +22,10 @@ was edited since it started (the row would mix two versions of the code).
 """
 from __future__ import annotations
 
-import json
 import os
 
 from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs
+from fwgym.cli.args import add_arguments_once, json_object
 
 KIND = "python"
 HELP = ("your own agent code, given as --agent MODULE:FACTORY or --agent FILE.py:FACTORY (a function or class "
@@ -40,14 +40,10 @@ def accepts(value: str) -> bool:
 
 def add_arguments(group) -> None:
     """``--agent-kwargs``, ``--agent-name`` (if no other kind added it) and the isolation options."""
-    import argparse
-
     group.add_argument("--agent-kwargs", default=None, dest="agent_kwargs", metavar="JSON",
                        help="keyword arguments of the --agent MODULE:FACTORY factory, a JSON object")
-    try:
-        group.add_argument("--agent-name", default=None, dest="agent_name", help="policy name of the agent in results")
-    except argparse.ArgumentError:
-        pass  # added by the LLM kinds
+    add_arguments_once(group, [(("--agent-name",), {"default": None, "dest": "agent_name",
+                                                    "help": "policy name of the agent in results"})])
     add_isolation_arguments(group)
 
 
@@ -172,14 +168,7 @@ def build(args):
     if not accepts(value):
         raise ValueError("name your agent's factory: --agent MODULE:FACTORY or --agent FILE.py:FACTORY")
     target = _target(value)
-    kwargs = {}
-    if getattr(args, "agent_kwargs", None):
-        try:
-            kwargs = json.loads(args.agent_kwargs)
-        except ValueError as exc:
-            raise ValueError(f"--agent-kwargs is not valid JSON: {exc}") from None
-        if not isinstance(kwargs, dict):
-            raise ValueError("--agent-kwargs must be a JSON object")
+    kwargs = json_object(getattr(args, "agent_kwargs", None), "--agent-kwargs") or {}
     name = getattr(args, "agent_name", None)
     source = agent_source(target)  # before the agent is built: the code that the run's episodes play
     pin = {"source": source} if source is not None else {}
