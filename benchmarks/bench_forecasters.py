@@ -68,8 +68,8 @@ def statistical(per_domain: int = 4, reps: int = 3) -> None:
     except ImportError as exc:  # pragma: no cover
         print(f"statsmodels forecasters unavailable ({exc})")
         return
-    from fwgym.cases import get_case
-    from fwgym.tariff import credits_for
+    from fwgym.core.cases import get_case
+    from fwgym.core.tariff import credits_for
 
     if not get_forecaster("ets").availability().available:
         print("statsmodels is not installed: no statsmodels rows")

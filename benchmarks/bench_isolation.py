@@ -143,7 +143,7 @@ def main(argv=None) -> int:
     from stable_baselines3 import PPO
 
     from fwgym.agents.sb3 import SB3Agent, save_policy
-    from fwgym.wrappers import make_rl_env
+    from fwgym.rl import make_rl_env
 
     print(f"== isolation benchmark == {platform.platform()} | {os.cpu_count()} CPUs | python "
           f"{platform.python_version()} | numpy {np.__version__} | torch {torch.__version__} | "

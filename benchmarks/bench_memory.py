@@ -59,7 +59,7 @@ def main(argv=None) -> None:
 
     from fwgym.tools import planning
     from fwgym.forecasters.registry import FORECAST_CACHE
-    from fwgym.wrappers import make_rl_env
+    from fwgym.rl import make_rl_env
 
     rl = make_rl_env(domain="all", split="train", variant="macro")
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Benchmark of the capacity optimizer: numba (fwgym.optimizer) vs two NumPy DPs (straightforward and vectorised).
+"""Benchmark of the capacity optimizer: numba (fwgym.core.optimizer) vs two NumPy DPs (straightforward and vectorised).
 
 Run from the repository root::
 
@@ -9,7 +9,7 @@ Run from the repository root::
 What it prints:
 
 1. machine info (platform, CPU, CPU count, Python, NumPy, numba, ...);
-2. first-call time of ``fwgym.optimizer.optimal_plan`` in fresh subprocesses: import + first call
+2. first-call time of ``fwgym.core.optimizer.optimal_plan`` in fresh subprocesses: import + first call
    with the numba on-disk cache as it is (normally a cache load), and with an empty cache
    directory (``NUMBA_CACHE_DIR`` set to a temporary folder: a full compile; the repo's cache is
    not touched);
@@ -51,8 +51,8 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmarks import numpy_dp  # noqa: E402
-from fwgym import optimizer  # noqa: E402
-from fwgym.contract import ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, Plan, shortage_weights  # noqa: E402
+from fwgym.core import optimizer
+from fwgym.core.contract import ALPHA, BLOCK_HOURS, MAX_RAMP_STEPS, Plan, shortage_weights  # noqa: E402
 
 INPUTS = (("9 quantiles", 9), ("n=100 samples", 100), ("n=1000 samples", 1000))
 N_VARIANTS = 8          # distinct inputs per size, cycled during timing
@@ -152,7 +152,7 @@ def self_check(n_random: int = 3000, n_cases: int = 60, seed: int = 1) -> tuple[
         ties += compare({"values": values, "scale": scale, "shortage": shortage_weights(t % 7), "weights": weights}, f"random #{t} (k={k})")
         n += 1
     # real cases: every free classical method's distribution, and the perfect-demand plan
-    from fwgym.cases import build_cases
+    from fwgym.core.cases import build_cases
     from fwgym.forecasters.classical import CLASSICAL_METHODS, classical_distribution
 
     cases = build_cases("electricity", "test")
@@ -324,8 +324,8 @@ import json, time
 t0 = time.perf_counter()
 import numpy as np
 t1 = time.perf_counter()
-import fwgym.optimizer as o
-from fwgym.contract import shortage_weights
+import fwgym.core.optimizer as o
+from fwgym.core.contract import shortage_weights
 t2 = time.perf_counter()
 v = np.sort(np.random.default_rng(0).normal(1000.0, 100.0, (24, 9)), axis=1)
 r = o.optimal_plan(v, 1000.0, shortage_weights(0), weights=o.QUANTILE_MASSES)
@@ -365,9 +365,9 @@ def print_first_call(warm_runs: list[dict], cold: dict) -> None:
 
     hits = [r["cache_hits"] for r in warm_runs]
     state = "numba cache load" if all(h > 0 for h in hits) else f"cache hits per run {hits} (a compile happened)"
-    print("\nFirst call of fwgym.optimizer.optimal_plan in a fresh subprocess (9 quantiles)")
+    print("\nFirst call of fwgym.core.optimizer.optimal_plan in a fresh subprocess (9 quantiles)")
     print(f"  with the on-disk cache ({state}; median of {len(warm_runs)} processes):")
-    print(f"    import numpy {med('import_numpy_s') * 1e3:7.0f} ms | import fwgym.optimizer {med('import_fwgym_optimizer_s') * 1e3:7.0f} ms"
+    print(f"    import numpy {med('import_numpy_s') * 1e3:7.0f} ms | import fwgym.core.optimizer {med('import_fwgym_optimizer_s') * 1e3:7.0f} ms"
           f" (imports all of fwgym: gymnasium, envs, data) | first call {med('first_call_s') * 1e3:7.0f} ms"
           f" | second call {med('second_call_s') * 1e6:5.0f} us | whole process {med('process_wall_s'):5.2f} s")
     if cold is None:
@@ -375,7 +375,7 @@ def print_first_call(warm_runs: list[dict], cold: dict) -> None:
         return
     print("  with an empty cache dir (full numba compile; cache hits "
           f"{cold['cache_hits']}, misses {cold['cache_misses']}):")
-    print(f"    import fwgym.optimizer {cold['import_fwgym_optimizer_s'] * 1e3:7.0f} ms | first call {cold['first_call_s']:6.2f} s"
+    print(f"    import fwgym.core.optimizer {cold['import_fwgym_optimizer_s'] * 1e3:7.0f} ms | first call {cold['first_call_s']:6.2f} s"
           f" | whole process {cold['process_wall_s']:5.2f} s")
 
 
@@ -397,7 +397,7 @@ def main(argv=None) -> int:
     if args.check:
         t = time.perf_counter()
         n, ties = self_check(n_random=500 if args.quick else 3000, n_cases=10 if args.quick else 60)
-        print(f"self-check OK: {n} inputs in {time.perf_counter() - t:.1f} s; NumPy DP agrees with fwgym.optimizer "
+        print(f"self-check OK: {n} inputs in {time.perf_counter() - t:.1f} s; NumPy DP agrees with fwgym.core.optimizer "
               f"(cost table and expected loss to {LOSS_TOL:g}, same plan indices except {ties} exact ties "
               f"broken differently by rounding, each checked to be an optimal plan of equal loss)")
         return 0

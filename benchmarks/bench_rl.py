@@ -7,7 +7,7 @@ Run from the repository root::
 
 Measured in one process, after a warm-up (case pools built, numba caches loaded):
 
-* microseconds per step of the RL envs of :func:`fwgym.wrappers.make_rl_env` on the train split of
+* microseconds per step of the RL envs of :func:`fwgym.rl.make_rl_env` on the train split of
   both domains (what RL trains on), resets included, and per tool call of the inner env:
   ``features`` (FeatureObservation: one tool call per step; a scripted classical_plan + submit, the
   shortest episode, and the same after 3 more classical_plan looks),
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     ppo_steps = args.ppo_steps or (256 if args.quick else 4096)
     n_steps = 128 if args.quick else 512
 
-    from fwgym.wrappers import make_rl_env
+    from fwgym.rl import make_rl_env
 
     t0 = time.perf_counter()
     macro = make_rl_env(domain="all", split="train", variant="macro")

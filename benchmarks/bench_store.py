@@ -10,7 +10,7 @@ Measured in one process, with tiny random Chronos-Bolt and Chronos-2 models buil
 (``tests/forecasters/tiny_models.py``; real weights are larger, so live inference costs more and the
 store's ratio is larger):
 
-* **RL macro steps/s.** :func:`fwgym.wrappers.make_rl_env` on train cases, one macro step = one
+* **RL macro steps/s.** :func:`fwgym.rl.make_rl_env` on train cases, one macro step = one
   episode (reset + catalog, then ``buy_plan_submit:<model>``: forecast, plan, submit), alternating
   the two tiny TSFMs, every episode a different case (the timed loop includes the resets); the same case list with and without
   ``forecast_store=`` (the process forecast cache is cleared before each chunk, so the run without the
@@ -60,7 +60,7 @@ def rl_rates(tiny: dict, store_dir: Path, case_ids: list[str], variant: str, rou
     """Median µs per macro step with and without the store (chunks alternate)."""
     from fwgym.forecasters.registry import FORECAST_CACHE
     from fwgym.forecasters.store import open_store
-    from fwgym.wrappers import make_rl_env
+    from fwgym.rl import make_rl_env
 
     models = ("chronos_bolt_tiny", "chronos2")
     kw = dict(domain="all", split="train", variant=variant, forecasters=tiny, case_ids=case_ids)
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from tiny_models import build_bolt, build_chronos2
 
-    from fwgym.cases import build_cases
+    from fwgym.core.cases import build_cases
     from fwgym.cli.forecasts import store_requests
     from fwgym.forecasters import Chronos2, ChronosBoltTiny
     from fwgym.forecasters.registry import STATISTICAL_MODELS, get_forecaster

@@ -1,4 +1,4 @@
-"""Throughput of the native macro vector env (fwgym.vector.MacroVectorEnv) next to Gymnasium's
+"""Throughput of the native macro vector env (fwgym.rl.vector.MacroVectorEnv) next to Gymnasium's
 CartPoleVectorEnv and to the wrapped single env in SyncVectorEnv, and PPO (SB3) training speed on each.
 
 Run from the repository root::
@@ -25,7 +25,7 @@ Measured in one process:
 * recording cost: microseconds per recorded (case, entry) outcome (``precompute``);
 * **PPO** (stable-baselines3, MlpPolicy [128, 128], ``torch.set_num_threads(1)``, n_steps 16 per env,
   batch 256, 10 epochs) training steps/s with 64 envs: the native env through
-  :class:`fwgym.wrappers.sb3_vec.SB3VecEnv` (same-step autoreset) on the recorded pool; SyncVectorEnv of
+  :class:`fwgym.rl.sb3_vec.SB3VecEnv` (same-step autoreset) on the recorded pool; SyncVectorEnv of
   wrapped envs through the same adapter; SB3's DummyVecEnv of wrapped envs (SB3's standard path); and
   SB3's DummyVecEnv of CartPole-v1 for reference (CartPoleVectorEnv has next-step autoreset only).
 """
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
-    from fwgym.wrappers.sb3_vec import SB3VecEnv
+    from fwgym.rl.sb3_vec import SB3VecEnv
 
     n = 64
     for infos in (True, False):

@@ -1,4 +1,4 @@
-"""NumPy references of :func:`fwgym.optimizer.optimal_plan` (benchmark baselines only).
+"""NumPy references of :func:`fwgym.core.optimizer.optimal_plan` (benchmark baselines only).
 
 These are *not* part of fwgym (DESIGN §4 keeps one optimizer there); they exist so the benchmarks
 can report speed ratios against NumPy implementations and cross-check the numba DP.
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fwgym.contract import ALPHA, BLOCK_HOURS, GRID, MAX_RAMP_STEPS, N_BLOCKS, TARGET_HOURS
+from fwgym.core.contract import ALPHA, BLOCK_HOURS, GRID, MAX_RAMP_STEPS, N_BLOCKS, TARGET_HOURS
 
 _N_LEVELS = GRID.shape[0]
 #: _WINDOW[j] = the previous-block grid indices reachable from level j, clipped to the grid.
@@ -43,7 +43,7 @@ _ROWS = np.arange(_N_LEVELS)
 
 
 def cost_table(values, scale: float, shortage, weights=None) -> np.ndarray:
-    """Expected hourly cost table (24, 33); same conventions as :func:`fwgym.optimizer.cost_table`
+    """Expected hourly cost table (24, 33); same conventions as :func:`fwgym.core.optimizer.cost_table`
     (no input validation)."""
     v = np.asarray(values, dtype=np.float64)
     if v.ndim == 1:

@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/quantile_score_bias.py        # ~10 s
 
 The forecast envs score a quantile submission with ``QS = 2/9 sum_k pinball_{tau_k}(q_k, y)`` at levels
-0.1..0.9 (:func:`fwgym.scoring.crps_quantiles`), the 9-level discretisation of
+0.1..0.9 (:func:`fwgym.core.scoring.crps_quantiles`), the 9-level discretisation of
 ``CRPS = 2 integral_0^1 pinball_tau dtau``. This script measures how far QS is from the exact CRPS of
 the distribution whose quantiles are submitted:
 
@@ -31,10 +31,10 @@ import numpy as np  # noqa: E402
 import scoringrules as sr  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-from fwgym.cases import build_cases  # noqa: E402
+from fwgym.core.cases import build_cases  # noqa: E402
 from fwgym.forecasters.classical import classical_distribution  # noqa: E402
-from fwgym.optimizer import QUANTILE_LEVELS  # noqa: E402
-from fwgym.scoring import crps_ensemble, crps_quantiles  # noqa: E402
+from fwgym.core.optimizer import QUANTILE_LEVELS  # noqa: E402
+from fwgym.core.scoring import crps_ensemble, crps_quantiles  # noqa: E402
 
 
 def main() -> int:

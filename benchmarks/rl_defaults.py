@@ -6,7 +6,7 @@ Run from the repository root (~10-20 min on 2 busy cores with the defaults)::
     python benchmarks/rl_defaults.py --learning-rates 1e-3 3e-4 --seeds 0 1 2 3   # the study behind ppo.yml
     python benchmarks/rl_defaults.py --steps 2000 --limit 20 --seeds 0   # smoke run
 
-Each setting is a :func:`fwgym.wrappers.make_rl_env` configuration of the macro variant (train split,
+Each setting is a :func:`fwgym.rl.make_rl_env` configuration of the macro variant (train split,
 dense reward); PPO uses the hyperparameters shipped for rl_zoo3 (``fwgym/hyperparams/ppo.yml``,
 ``FWBench-RL-Macro-v0``) on a DummyVecEnv of ``n_envs`` envs seeded ``seed + i`` (as rl_zoo3 and
 ``make_vec_env`` do). Every trained policy and the 8 fixed classical policies are then played on the
@@ -52,7 +52,7 @@ def train(setting: dict, seed: int, steps: int, out: Path, learning_rate: float 
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    from fwgym.wrappers import make_rl_env
+    from fwgym.rl import make_rl_env
     from fwgym.agents.sb3 import save_policy
 
     torch.set_num_threads(1)

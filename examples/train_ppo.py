@@ -14,16 +14,16 @@ What it does, in this order (the test split is touched in step 5 only, once):
    (the protocol's models plus the statsmodels ``ets``, ``theta``, ``sarima``, ``mstl_ets`` at their
    measured prices), so the macro menu has 16 entries: 8 free "plan with method m and submit", and
    "buy model x, plan and submit" for seasonal_empirical, the three TSFMs (masked without weights) and
-   the 4 statsmodels models (:func:`fwgym.wrappers.macro.menu_for`).
-2. **Native vector env.** One :class:`fwgym.vector.MacroVectorEnv` per feature set over those
-   cases (same-step autoreset, no infos, through :class:`fwgym.wrappers.sb3_vec.SB3VecEnv`), with every
+   the 4 statsmodels models (:func:`fwgym.rl.macro.menu_for`).
+2. **Native vector env.** One :class:`fwgym.rl.vector.MacroVectorEnv` per feature set over those
+   cases (same-step autoreset, no infos, through :class:`fwgym.rl.sb3_vec.SB3VecEnv`), with every
    (case, entry) outcome recorded up front by ``precompute()``: each is one episode of the real env
    (``MacroActionWrapper`` over ``FWBenchEnv``). A statsmodels forecast costs 5-75 ms of CPU the first
    time, so the training pool is a bounded subset; the process-wide forecast cache is enlarged so that
    the second feature set and the dev table reuse the forecasts instead of refitting them.
 3. **Dev outcome table.** Every dev case is played once per menu entry through the same wrapper
    (``make_rl_env(split="dev")``): its reset observation and mask and each entry's S. A policy's dev S
-   is then one batched ``predict`` and a weighted mean (:func:`fwgym.scoring.case_weights`), cheap
+   is then one batched ``predict`` and a weighted mean (:func:`fwgym.core.scoring.case_weights`), cheap
    enough to draw **learning curves** (dev S every ``--eval-every`` steps). The table is checked
    against step 4: the final point of every curve must equal that policy's dev S from
    :func:`fwgym.evaluation.evaluate`, case by case.
@@ -114,7 +114,7 @@ def train_case_ids(n: int, seed: int) -> list[str]:
     Raises:
         ValueError: ``n < 2`` or more cases than a domain's train split holds.
     """
-    from fwgym.cases import build_cases
+    from fwgym.core.cases import build_cases
 
     if n < 2:
         raise ValueError(f"--train-cases must be >= 2 (one per domain), got {n}")
@@ -143,7 +143,7 @@ def fixed_policies(pool) -> list[str]:
 
 class OutcomeTable:
     """Every (case, menu entry) outcome of a split's cases, each played once through the wrapped env
-    (:func:`fwgym.wrappers.make_rl_env`, macro variant: ``MacroActionWrapper`` over ``FWBenchEnv``).
+    (:func:`fwgym.rl.make_rl_env`, macro variant: ``MacroActionWrapper`` over ``FWBenchEnv``).
 
     Attributes:
         case_ids: the cases (``limit`` per domain, or the given ``case_ids``), in
@@ -156,8 +156,8 @@ class OutcomeTable:
 
     def __init__(self, split: str, pool, features=FEATURE_SETS, limit: int | None = None, case_ids=None):
         from fwgym.evaluation import select_cases
-        from fwgym.scoring import case_weights
-        from fwgym.wrappers import make_rl_env
+        from fwgym.core.scoring import case_weights
+        from fwgym.rl import make_rl_env
 
         self.split = split
         self.case_ids = [cid for _, cid in select_cases(split, limit=limit, case_ids=case_ids)]
@@ -204,13 +204,13 @@ class OutcomeTable:
 
 def rule_rows(scores: dict, meta: dict, priced: list[str]) -> list[dict]:
     """Per (domain, lead): the best free method and the best priced model as a fixed rule (group
-    aggregate S with :func:`fwgym.scoring.case_weights` on the group's cases) and their difference.
+    aggregate S with :func:`fwgym.core.scoring.case_weights` on the group's cases) and their difference.
 
     Args:
         scores: ``{policy: {case_id: S}}`` for the 8 classical methods and the ``priced`` models.
         meta: ``{case_id: {"domain", "cohort", "series_id", "lead", "case_id"}}``.
     """
-    from fwgym.scoring import case_weights
+    from fwgym.core.scoring import case_weights
 
     rows = []
     for domain in DOMAINS:
@@ -281,7 +281,7 @@ def _curve_callback(table: OutcomeTable, features: str, every: int, masked: bool
 def make_train_venv(case_ids, features: str, pool, n_envs: int):
     """The native macro vector env over ``case_ids`` with every (case, entry) outcome recorded (returns
     ``(venv, seconds spent recording)``)."""
-    from fwgym.vector import MacroVectorEnv
+    from fwgym.rl.vector import MacroVectorEnv
 
     venv = MacroVectorEnv(num_envs=n_envs, autoreset_mode="same_step", infos=False, split="train",
                           features=features, models=pool, case_ids=case_ids)
@@ -296,7 +296,7 @@ def train(venv, features: str, lr: float, seed: int, args, table: OutcomeTable, 
     from stable_baselines3.common.vec_env import VecMonitor
 
     from fwgym.agents.sb3 import save_policy
-    from fwgym.wrappers.sb3_vec import SB3VecEnv
+    from fwgym.rl.sb3_vec import SB3VecEnv
 
     torch.set_num_threads(1)
     if args.algo == "MaskablePPO":
@@ -339,7 +339,7 @@ def purchase_tables(records: list[dict], learned: list[str], oracle: str, priced
         ``{"groups": [...], "models": [...]}`` (one dict per row, the printed columns).
     """
     from fwgym.evaluation import by_policy
-    from fwgym.scoring import aggregate
+    from fwgym.core.scoring import aggregate
 
     pol = {p: {r["case_id"]: r for r in recs} for p, recs in by_policy(records).items()}
     free = [m for m in CLASSICAL_METHODS if m in pol]

@@ -15,7 +15,7 @@
 * ``FWBench-RL-Sequential-v0``: RL env whose macro actions are taken one step at a time.
 
 The first seven are :data:`fwgym.envs.ENV_IDS` (:class:`FWBenchEnv`), the last two
-:data:`fwgym.envs.RL_ENV_IDS` (:func:`fwgym.wrappers.make_rl_env`).
+:data:`fwgym.envs.RL_ENV_IDS` (:func:`fwgym.rl.make_rl_env`).
 """
 from fwgym.envs import ENV_IDS, RL_ENV_IDS, FWBenchEnv, register_envs
 from fwgym.version import __version__

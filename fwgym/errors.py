@@ -8,7 +8,7 @@ An agent-facing error carries a stable machine-readable ``code`` (``"invalid_arg
 Programmer errors (a bad constructor argument, a bad data file) stay ``ValueError`` / ``TypeError``.
 
 A packaged data file that fails its check is not agent-facing either: :class:`DataIntegrityError`
-(raised by :mod:`fwgym.data`, :mod:`fwgym.scoring` and :mod:`fwgym.tariff` when ``sigma.json``, the
+(raised by :mod:`fwgym.data`, :mod:`fwgym.core.scoring` and :mod:`fwgym.core.tariff` when ``sigma.json``, the
 balancing-authority CSVs, a Parquet file or ``tariff_extended.json`` is missing, altered or malformed)
 propagates out of ``env.reset`` / ``env.step`` as the exception it is: no tool turns it into a result,
 no episode is scored on a corrupted install.
@@ -17,7 +17,7 @@ Infrastructure failures are not agent-facing: :class:`HarnessError` (raised by a
 e.g. an LLM endpoint that cannot be reached) ends an episode with status ``"harness_error"``, which is
 never scored (DESIGN §9, trust).
 
-Subclasses elsewhere: :class:`fwgym.contract.PlanError` (an invalid plan or forecast submission) and
+Subclasses elsewhere: :class:`fwgym.core.contract.PlanError` (an invalid plan or forecast submission) and
 :class:`fwgym.agents.chat.parsing.AnswerError` (a chat reply that cannot be used).
 """
 from __future__ import annotations

@@ -35,9 +35,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from fwgym.cases import CHART_HISTORY_HOURS
-from fwgym.metrics import SUITE_NAMES, SuiteMetric, credit_weight_of, infer_suite, suite_metric
-from fwgym.scoring import BUDGET, aggregate
+from fwgym.core.cases import CHART_HISTORY_HOURS
+from fwgym.core.metrics import SUITE_NAMES, SuiteMetric, credit_weight_of, infer_suite, suite_metric
+from fwgym.core.scoring import BUDGET, aggregate
 
 FORMATS = (".png", ".svg", ".pdf")
 ORACLE_NAMES = ("perfect_demand", "catalog_oracle", "free_menu_oracle")
@@ -745,7 +745,7 @@ class CaseData:
     """Hindsight data of one case as its suite scored it (for figures made after the run).
 
     Attributes:
-        case: the :class:`~fwgym.cases.Case`. suite: the suite.
+        case: the :class:`~fwgym.core.cases.Case`. suite: the suite.
         target: float64 (24,) the SCORED target in raw units (scenario-transformed in the context and
             forecast suites). raw_target: float64 (24,) the series' realised values.
         perfect_levels: the perfect-demand plan's 8 normalised levels on ``target`` (decision suites),
@@ -1069,7 +1069,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
                 history_hours: int = CHART_HISTORY_HOURS, suite: str | None = None, traces=None, zoom: bool | None = None,
                 style: str = "paper", columns: int = 2, title: str | None = None, height: float | None = None):
     """The case view as a matplotlib ``Figure`` (see :func:`plot_case` for the arguments)."""
-    from fwgym.cases import HISTORY_HOURS
+    from fwgym.core.cases import HISTORY_HOURS
 
     rec = next((r for r in records if r["case_id"] == case_id and r["policy"] == policy), None)
     if rec is None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from fwgym.jsonl import iter_jsonl
-from fwgym.series import iso_to_hour
+from fwgym.core.series import iso_to_hour
 
 #: messages longer than this start collapsed (their first line is shown)
 OPEN_CHARS = 2500

@@ -59,7 +59,7 @@ def plan_and_score(env, case_id):
 def edited_tariff(monkeypatch):
     """The tariff module as at import (extended file not read yet), its pinned digest no longer the file's:
     what an edited ``tariff_extended.json`` looks like to fwgym."""
-    from fwgym import tariff
+    from fwgym.core import tariff
 
     monkeypatch.setattr(tariff, "_EXTENDED", None)
     monkeypatch.setattr(tariff, "_ROWS", dict(tariff.TARIFF))

@@ -16,7 +16,7 @@ def _loaded(module: str) -> list[str]:
     return json.loads(out)
 
 
-@pytest.mark.parametrize("module", ["fwgym.wrappers", "fwgym.envs", "fwgym.tools"])
+@pytest.mark.parametrize("module", ["fwgym.wrappers", "fwgym.rl", "fwgym.envs", "fwgym.tools"])
 def test_envs_and_wrappers_load_no_agent_code(module):
     loaded = _loaded(module)
     assert not [m for m in loaded if m.startswith(("fwgym.agents", "fwgym.cli", "fwgym.evaluation"))], loaded
@@ -87,19 +87,18 @@ def test_no_import_circles_between_modules():
 #: what each layer must never import (DESIGN §10: data/contract/optimizer/scoring know no env, agent or
 #: CLI; forecasters know no env; envs know no agent; nothing imports the package face ``fwgym``, which
 #: registers the envs)
-_ABOVE = ("fwgym.envs", "fwgym.wrappers", "fwgym.vector", "fwgym.tools", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation",
-          "fwgym.cli", "fwgym.report", "fwgym.plots", "fwgym.calibration", "fwgym.export")
+_ABOVE = ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.tools", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation",
+          "fwgym.cli", "fwgym.report", "fwgym.plots")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    **{low: _ABOVE for low in ("fwgym.data", "fwgym.contract", "fwgym.optimizer", "fwgym.scoring", "fwgym.series",
-                               "fwgym.cases", "fwgym.tariff", "fwgym.validation", "fwgym.jsonl", "fwgym.errors",
-                               "fwgym.version", "fwgym.ray_session", "fwgym.scenarios", "fwgym.context",
-                               "fwgym.forecasters")},
-    "fwgym.tools": ("fwgym.envs", "fwgym.wrappers", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli",
+    **{low: _ABOVE for low in ("fwgym.data", "fwgym.core", "fwgym.context", "fwgym.validation", "fwgym.jsonl",
+                               "fwgym.errors", "fwgym.version", "fwgym.ray_session", "fwgym.forecasters")},
+    "fwgym.tools": ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli",
                     "fwgym.report", "fwgym.plots"),
-    "fwgym.envs": ("fwgym.wrappers", "fwgym.vector", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
-    "fwgym.wrappers": ("fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
-    # the native vector env rebuilds the RL wrapper stack, so it lies above wrappers/
-    "fwgym.vector": ("fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
+    "fwgym.envs": ("fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
+    "fwgym.wrappers": ("fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report",
+                       "fwgym.plots"),
+    # the RL room (features, macro menus, the native vector env) sits above the env and the generic wrappers
+    "fwgym.rl": ("fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
     "fwgym.agents": ("fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
     "fwgym.baselines": ("fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
     "fwgym.evaluation": ("fwgym.cli", "fwgym.report", "fwgym.plots"),

@@ -19,7 +19,7 @@ pytest.importorskip("matplotlib")
 from fwgym import plots  # noqa: E402
 from fwgym.cli import main  # noqa: E402
 from fwgym.evaluation import SUITES, evaluate, paired_bootstrap, run_meta, write_results  # noqa: E402
-from fwgym.scoring import BUDGET, aggregate  # noqa: E402
+from fwgym.core.scoring import BUDGET, aggregate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +252,7 @@ def test_case_figure_context_draws_scored_and_raw_target(context_recs):
 
 def _forecast_trace(path, rec, quantiles):
     """A trace of the case: a bought forecast (the env's result format) and a quantile submission."""
-    from fwgym.series import hour_to_iso
+    from fwgym.core.series import hour_to_iso
 
     data = plots.case_data(rec, "forecast")
     case = data.case

@@ -49,7 +49,7 @@ def test_check_int_raises_the_callers_error_class():
      "budget must be a non-negative integer, got True"),
     (lambda: __import__("fwgym.evaluation.bootstrap", fromlist=["x"]).ClusterBootstrap([], 0, 1),
      "n_boot must be a positive integer, got 0"),
-    (lambda: __import__("fwgym.contract", fromlist=["x"]).shortage_weights(7),
+    (lambda: __import__("fwgym.core.contract", fromlist=["x"]).shortage_weights(7),
      r"target_weekday \(Monday = 0\) must be an integer in 0\.\.6, got 7"),
 ])
 def test_callers_use_the_shared_message(call, message):

@@ -20,7 +20,7 @@ installed at all, e.g. in a container that holds only the agent's code and its d
   targets, hindsight or the scorer (:data:`DENIED_MODULES`) and everything that imports them; and
 * makes ``import fwgym`` a bare package (its ``__path__`` only): ``fwgym/__init__`` is never run, so no
   env is registered and no data file is read. Modules that need no case data stay importable
-  (``fwgym.agents.base``, ``fwgym.contract``, ``fwgym.optimizer``, ``fwgym.forecasters.classical``, ...).
+  (``fwgym.agents.base``, ``fwgym.core.contract``, ``fwgym.core.optimizer``, ``fwgym.forecasters.classical``, ...).
 
 This is process separation, not a sandbox: code in the worker can still open files it has permission
 to read (fwgym's packaged data files included) and remove the guard. For submissions you do not trust,
@@ -68,8 +68,8 @@ HEADER = struct.Struct(">I")
 #: loaders, cases (targets), the envs (hindsight), the tools' episode ledger, the scorer and sigma, the
 #: evaluation and report layers, the baselines (the oracles read hindsight) and the CLI
 DENIED_MODULES: tuple[str, ...] = (
-    "fwgym.data", "fwgym.config", "fwgym.cases", "fwgym.context", "fwgym.scenarios", "fwgym.envs", "fwgym.tools",
-    "fwgym.scoring", "fwgym.calibration", "fwgym.evaluation", "fwgym.baselines", "fwgym.wrappers", "fwgym.report",
+    "fwgym.data", "fwgym.config", "fwgym.core.cases", "fwgym.core.scorer", "fwgym.core.scoring", "fwgym.context",
+    "fwgym.envs", "fwgym.tools", "fwgym.evaluation", "fwgym.baselines", "fwgym.wrappers", "fwgym.rl", "fwgym.report",
     "fwgym.plots", "fwgym.cli",
 )
 #: most characters of an error message / traceback in a reply

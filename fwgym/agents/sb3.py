@@ -2,9 +2,9 @@
 
 :class:`SB3Agent` plays the **raw** env (``act(observation) -> tool call``), so a learned policy is
 evaluated by :func:`fwgym.evaluation.evaluate` / ``fwgym evaluate --agent sb3 --model-path FILE``
-exactly like the baselines. It drives the same :class:`~fwgym.wrappers.macro.MacroController` the
+exactly like the baselines. It drives the same :class:`~fwgym.rl.macro.MacroController` the
 training wrappers use: it sends the ``catalog`` call, rebuilds the feature vector from the
-observations it receives (:mod:`fwgym.wrappers.features`), asks the policy for a menu entry (with
+observations it receives (:mod:`fwgym.rl.features`), asks the policy for a menu entry (with
 the action mask for MaskablePPO) and emits that macro's tool calls one by one. The calls, and hence
 the score, are identical to running the wrapper with the same policy.
 
@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from fwgym.agents.isolation_worker import SB3Policy
-from fwgym.wrappers.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
-from fwgym.wrappers.macro import MENUS, MacroController, menu_for
+from fwgym.rl.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
+from fwgym.rl.macro import MENUS, MacroController, menu_for
 
 #: ``algo`` values: ``"auto"`` (read from the zip) or an algorithm name
 ALGOS = ("auto", "PPO", "MaskablePPO")
@@ -51,7 +51,7 @@ _SB3_POLICY_MODULES = ("stable_baselines3.common.policies", "stable_baselines3.p
 def policy_spec(variant: str, algo: str, features="all", models=None) -> dict:
     """The metadata :func:`save_policy` stores with a model: variant, algorithm, menu names,
     feature names (in input order) and feature version; for a policy trained on an env whose ``models=``
-    pool holds models outside the protocol's (whose menu has extra entries, :func:`~fwgym.wrappers.macro.menu_for`),
+    pool holds models outside the protocol's (whose menu has extra entries, :func:`~fwgym.rl.macro.menu_for`),
     also ``models``, that pool."""
     names = resolve_features(features)
     spec = {"variant": variant, "algo": algo, "menu": [e.name for e in menu_for(variant, models)],
@@ -70,7 +70,7 @@ def save_policy(model, path: str | Path, variant: str = "macro", features="all",
         variant: ``"macro"`` or ``"sequential"`` (the wrapper it was trained on).
         features: the wrapper's feature set (``"all"``, ``"compact"`` or a sequence of names).
         models: the training env's ``models=`` pool (default: the protocol's); models outside the
-            protocol's pool add menu entries (:func:`~fwgym.wrappers.macro.menu_for`), which the
+            protocol's pool add menu entries (:func:`~fwgym.rl.macro.menu_for`), which the
             agent then offers too.
 
     Returns:
@@ -250,7 +250,7 @@ class SB3Agent:
             ``isolated=True`` only; ``None``: the defaults).
 
     A model saved with an extended pool (``save_policy(..., models=EXTENDED_MODELS)``) gets that pool's
-    menu (:func:`~fwgym.wrappers.macro.menu_for`); play it on an env with the same ``models=`` pool (in
+    menu (:func:`~fwgym.rl.macro.menu_for`); play it on an env with the same ``models=`` pool (in
     another env its extra entries are masked: choosing one ends the episode invalid).
 
     Attributes:

@@ -14,8 +14,8 @@ import re
 import numpy as np
 
 from fwgym.forecasters.classical import classical_distribution
-from fwgym.optimizer import optimal_plan
-from fwgym.series import iso_to_hour
+from fwgym.core.optimizer import optimal_plan
+from fwgym.core.series import iso_to_hour
 
 __all__ = ["parse_scenario", "ContextAwareAgent"]
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 
 from fwgym.agents.base import HindsightGrant
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.covering import COVERING_CONTEXT, covering_credits, covering_forecast, plan_on_forecast
 from fwgym.forecasters.registry import check_models, get_forecaster
-from fwgym.optimizer import plan_loss
-from fwgym.scoring import BUDGET, case_score, load_sigma
+from fwgym.core.optimizer import plan_loss
+from fwgym.core.scoring import BUDGET, case_score, load_sigma
 from fwgym.tools import classical_plan_result
 
 __all__ = ["PerfectDemandOracle", "priced_candidate", "MenuOracle", "catalog_oracle", "free_menu_oracle",
@@ -60,7 +60,7 @@ def priced_candidate(case, model: str, forecaster=None, budget: float = BUDGET):
     (:mod:`fwgym.forecasters.covering`: same request, cache entry, quantile masses and DP).
 
     Args:
-        case: the :class:`~fwgym.cases.Case`.
+        case: the :class:`~fwgym.core.cases.Case`.
         model: a priced model name.
         forecaster: the instance serving ``model`` (default: the process-wide one).
         budget: credits available; a request above it is not a candidate.
@@ -88,7 +88,7 @@ class MenuOracle:
     """Hindsight pick of the plan of least S from a menu, executed through the env.
 
     For each case: every candidate plan's realised loss is ``plan_loss(hindsight["cost"], plan)`` and
-    its score ``S = 0.5 * ((loss - floor) / sigma_d + credits / B)`` (:func:`fwgym.scoring.case_score`);
+    its score ``S = 0.5 * ((loss - floor) / sigma_d + credits / B)`` (:func:`fwgym.core.scoring.case_score`);
     the oracle picks the least S, ties by fewer credits, then by name, and then plays
     ``classical_plan(method)`` (free) or ``forecast(model, context_steps=336)`` + ``plan(forecast_id)``
     (charged at the tariff) and submits that plan. The submitted plan must equal the candidate's

@@ -36,10 +36,10 @@ Every window is planned as its own small case: scale = mean of the window's hist
 weights of the hours it covers under the contract's weekday calendar (what the contract would weigh
 each hour if its day were the target day; see :func:`window_shortage`); the method's sample
 distribution from :data:`CLASSICAL_METHODS` on the cropped history (relative hour indices: every
-method uses only hour differences); the optimal plan from :func:`fwgym.optimizer.optimal_plan`; and
+method uses only hour differences); the optimal plan from :func:`fwgym.core.optimizer.optimal_plan`; and
 its realised decision loss against the visible values of the window's target hours (the realised
-cost table of :func:`fwgym.optimizer.cost_table` with one sample, averaged over the plan's hours as
-in :func:`fwgym.optimizer.plan_loss`). The selector picks the method with the least mean loss over
+cost table of :func:`fwgym.core.optimizer.cost_table` with one sample, averaged over the plan's hours as
+in :func:`fwgym.core.optimizer.plan_loss`). The selector picks the method with the least mean loss over
 the windows (windows whose history mean is not > 0 are skipped); ties go to the alphabetically
 first name. Window losses are cached by content (history, target values, weights), so windows shared
 by several selectors or cases are scored once.
@@ -57,10 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fwgym.cases import GAP_HOURS, HISTORY_HOURS, parse_case_id
-from fwgym.contract import N_BLOCKS, TARGET_HOURS, shortage_weights
+from fwgym.core.cases import GAP_HOURS, HISTORY_HOURS, parse_case_id
+from fwgym.core.contract import N_BLOCKS, TARGET_HOURS, shortage_weights
 from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
-from fwgym.optimizer import cost_table, optimal_plan, plan_loss
+from fwgym.core.optimizer import cost_table, optimal_plan, plan_loss
 from fwgym.validation import is_int
 
 __all__ = ["AS_OF_INDEX", "MIN_METHOD_HISTORY", "LEAD_MATCHED_HISTORY", "LEAD_MATCHED_WINDOWS",
@@ -168,7 +168,7 @@ def window_shortage(target_weekday: int, case_target_start: int, window_target_s
 
     Hour ``u`` (index) lies ``d = floor((u - T) / 24)`` days from the case's target start ``T``, at
     position ``(u - T) mod 24`` of that day; its weight is the contract's weight of that position on a
-    target day of weekday ``(target_weekday + d) mod 7`` (:func:`fwgym.contract.shortage_weights`), i.e.
+    target day of weekday ``(target_weekday + d) mod 7`` (:func:`fwgym.core.contract.shortage_weights`), i.e.
     what the contract would charge for a shortage in that hour if its day were the target day.
 
     Args:

@@ -1,10 +1,10 @@
-"""``fwgym calibrate-sigma``: recompute the per-domain sigma (:func:`fwgym.calibration.calibrate_sigma`)."""
+"""``fwgym calibrate-sigma``: recompute the per-domain sigma (:func:`fwgym.evaluation.calibration.calibrate_sigma`)."""
 from __future__ import annotations
 
 import argparse
 
-from fwgym.calibration import CALIBRATION_SPLITS
-from fwgym.cases import DEV_SPLIT
+from fwgym.evaluation.calibration import CALIBRATION_SPLITS
+from fwgym.core.cases import DEV_SPLIT
 from fwgym.cli.args import positive_int
 
 NAME = "calibrate-sigma"
@@ -21,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """Print the calibration as JSON; with ``--write``, also write it to the sigma file."""
-    from fwgym.calibration import calibrate_sigma, sigma_config
-    from fwgym.scoring import write_sigma
+    from fwgym.evaluation.calibration import calibrate_sigma, sigma_config
+    from fwgym.core.scoring import write_sigma
 
     result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress)
     text = sigma_config(result)

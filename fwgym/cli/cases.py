@@ -1,7 +1,7 @@
 """``fwgym cases``: case counts per cohort and lead of a split; ``fwgym cases export``: the cases as Parquet.
 
 ``fwgym cases export --split S --suite SUITE -o DIR`` writes what an agent of that suite sees, so a
-forecasting model can run offline (:mod:`fwgym.export`; the schema is in ``fwgym cases export --help``
+forecasting model can run offline (:mod:`fwgym.evaluation.export`; the schema is in ``fwgym cases export --help``
 and README "Commands"); its forecasts are then submitted through the forecast suite
 (``fwgym evaluate --suite forecast --agent FILE.py:FACTORY``) and scored there.
 """
@@ -12,7 +12,7 @@ import sys
 import textwrap
 from collections import Counter
 
-from fwgym.cases import LEADS, SPLITS, TEST_SPLIT
+from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 
@@ -22,7 +22,7 @@ SUITES = ("decision", "context", "forecast")
 
 
 def _export_help() -> str:
-    from fwgym.export import SCHEMA
+    from fwgym.evaluation.export import SCHEMA
 
     lines = textwrap.wrap("Write the cases of a split, as the suite's env shows them, to DIR as Parquet (pyarrow) with "
                           "a manifest.json (split, suite, case count, the sha256 of the case-id list, and the sha256, "
@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """Print a table of case counts (cohort x lead) and the total."""
-    from fwgym.cases import SPLIT_DOC, build_cases
+    from fwgym.core.cases import SPLIT_DOC, build_cases
     from fwgym.cli.tables import print_table
     from fwgym.evaluation.leaderboard import Table
 
@@ -89,7 +89,7 @@ def run(args) -> int:
 
 def run_export(args) -> int:
     """``fwgym cases export``: write the Parquet files and the manifest; print what was written."""
-    from fwgym.export import export_cases
+    from fwgym.evaluation.export import export_cases
 
     targets = not args.no_targets if args.split != TEST_SPLIT else args.include_test_targets
     if args.split == TEST_SPLIT and args.include_test_targets:

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from fwgym.cases import LEADS, SPLITS, TEST_SPLIT
+from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
@@ -175,7 +175,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
     from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, registered_prices
-    from fwgym.scoring import BUDGET, SCORER_VERSION, load_sigma
+    from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
     from fwgym.tools import MAX_CALLS
 
     if args.concurrency < 1 or args.workers < 1:
@@ -332,7 +332,7 @@ def check_packaged_files(domains, models) -> None:
         ValueError: an unknown domain or model.
     """
     from fwgym.data import DATA_FILES, verify_packaged
-    from fwgym.tariff import tariff_rows
+    from fwgym.core.tariff import tariff_rows
 
     files = ["config/sigma.json"]
     for domain in domains:

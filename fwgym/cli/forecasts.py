@@ -13,7 +13,7 @@ import sys
 from types import SimpleNamespace
 from typing import Iterable
 
-from fwgym.cases import LEADS, SPLITS
+from fwgym.core.cases import LEADS, SPLITS
 from fwgym.cli.args import add_domain_argument, positive_int
 
 NAME = "forecasts"
@@ -32,7 +32,7 @@ def store_requests(cases: Iterable, model: str, context_steps: int | None = None
       bought by the fixed priced policies, the routing reference, the catalog oracle (priced without
       paying, then bought) and the ``buy_plan_submit:<model>`` / ``buy:<model>`` macro entries;
     * the backtest of the ``replay:<model>`` entry of the sequential menu, with the arguments
-      :func:`fwgym.wrappers.macro.replay_args` gives for the case, translated as the ``replay`` tool
+      :func:`fwgym.rl.macro.replay_args` gives for the case, translated as the ``replay`` tool
       does (context = the ``context_steps`` visible values ending at the origin), when the model
       accepts that context.
 
@@ -40,7 +40,7 @@ def store_requests(cases: Iterable, model: str, context_steps: int | None = None
     that context (default 336) and horizon (default ``case.horizon``), e.g. what an LLM agent asks for.
 
     Args:
-        cases: :class:`~fwgym.cases.Case` objects.
+        cases: :class:`~fwgym.core.cases.Case` objects.
         model: a known priced model.
         context_steps: 1..336, or ``None``.
         horizon: 1..336, or ``None``.
@@ -52,13 +52,13 @@ def store_requests(cases: Iterable, model: str, context_steps: int | None = None
         ValueError: unknown model, context/horizon out of range, or a priced macro entry kind this
             function does not know (the menu grew: the store would miss its requests).
     """
-    from fwgym.cases import HISTORY_HOURS
+    from fwgym.core.cases import HISTORY_HOURS
     from fwgym.forecasters.covering import COVERING_CONTEXT
     from fwgym.forecasters.registry import check_models, get_forecaster
     from fwgym.forecasters.store import ForecastRequest
-    from fwgym.tariff import HORIZON_BUCKETS
+    from fwgym.core.tariff import HORIZON_BUCKETS
     from fwgym.tools.arguments import time_arg
-    from fwgym.wrappers.macro import menu_for, replay_args
+    from fwgym.rl.macro import menu_for, replay_args
 
     check_models([model])
     min_context = get_forecaster(model).min_context
@@ -123,7 +123,7 @@ def run(args) -> int:
 
 
 def _build(args) -> int:
-    from fwgym.cases import build_cases
+    from fwgym.core.cases import build_cases
     from fwgym.data import DATA_FILES, expected_sha256
     from fwgym.evaluation import select_cases
     from fwgym.forecasters.registry import check_models, get_forecaster

@@ -6,7 +6,7 @@ leaderboard only ever shows verified, comparable scores. A source without a mani
 bare ``results.jsonl``) is refused unless ``--allow-unverified``; the header then says ``UNVERIFIED``
 (and a warning goes to stderr in every format).
 Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
-:func:`fwgym.metrics.suite_metric`).
+:func:`fwgym.core.metrics.suite_metric`).
 
 ``--format``:
 
@@ -87,7 +87,7 @@ def run(args) -> int:
     from fwgym.evaluation import coverage, leaderboard, load_results, reference_policy, write_csv
     from fwgym.evaluation.leaderboard import (breakdown_tables, credit_weight_of_rows, format_csv, format_json,
                                               format_latex, leaderboard_table, mark_rows)
-    from fwgym.metrics import suite_metric
+    from fwgym.core.metrics import suite_metric
 
     rs = load_results(args.results, allow_partial=args.allow_partial, common_cases=args.common_cases,
                       allow_mixed_versions=args.allow_mixed_versions,

@@ -48,7 +48,7 @@ def envs() -> list[dict]:
 
     rows = [{"id": k, "kind": "tool-call", "entry_point": "fwgym.envs.fwbench:FWBenchEnv", "kwargs": dict(v)}
             for k, v in ENV_IDS.items()]
-    rows += [{"id": k, "kind": "rl", "entry_point": "fwgym.wrappers.rl:make_rl_env", "kwargs": dict(v)}
+    rows += [{"id": k, "kind": "rl", "entry_point": "fwgym.rl.env:make_rl_env", "kwargs": dict(v)}
              for k, v in RL_ENV_IDS.items()]
     for r in rows:
         r["kwargs"] = {k: list(v) if isinstance(v, (tuple, list)) else v for k, v in r["kwargs"].items()}
@@ -61,7 +61,7 @@ def suites() -> list[dict]:
     from fwgym.baselines.registry import suite_policies
     from fwgym.evaluation.runner import SUITES
     from fwgym.forecasters.registry import POOLS
-    from fwgym.metrics import suite_metric
+    from fwgym.core.metrics import suite_metric
 
     out = []
     for s, kwargs in SUITES.items():
@@ -125,7 +125,7 @@ def models(check: bool = True) -> list[dict]:
     local directory or the Hugging Face cache (the hub only when ``HF_HUB_OFFLINE`` is unset and it
     answers); it does not load weights.
     """
-    from fwgym import tariff
+    from fwgym.core import tariff
     from fwgym.forecasters.registry import POOLS, get_forecaster, known_models, model_origin
 
     rows = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from fwgym.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
+from fwgym.core.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_float, positive_int
 from fwgym.cli.leaderboard import add_allow_unverified, warn_unverified
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fwgym.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
+from fwgym.core.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_int
 from fwgym.cli.leaderboard import add_allow_unverified
 from fwgym.evaluation import BOOT_SEED, N_BOOT

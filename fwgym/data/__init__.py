@@ -9,7 +9,7 @@ licences and the required attribution text):
   UTC hour start, zeros kept.
 
 Missing hours are absent rows. :func:`load_series` turns a file into dense per-series hourly
-arrays with NaN at missing hours (see :class:`fwgym.series.Series`).
+arrays with NaN at missing hours (see :class:`fwgym.core.series.Series`).
 
 Every packaged file that changes a score -- the two Parquet files, the balancing-authority names
 and zones (``balancing_authorities.csv``, ``balancing_authority_zones.csv``: names enter the
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from fwgym.errors import DataIntegrityError
-from fwgym.series import Series
+from fwgym.core.series import Series
 
 __all__ = ["DATA_DIR", "PACKAGE_DIR", "MANIFEST_PATH", "DATA_FILES", "DOMAINS", "SCORE_FILES", "DataIntegrityError",
            "sha256_file", "verify_file", "expected_sha256", "verified_bytes", "verify_packaged", "record_sha256",

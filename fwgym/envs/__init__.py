@@ -7,11 +7,11 @@ test split unless told otherwise). A ``case_id`` of another split than the env's
 
 * :data:`ENV_IDS`: the raw tool-call envs (:class:`~fwgym.envs.fwbench.FWBenchEnv`, Dict
   observation with Text fields, JSON tool-call actions).
-* :data:`RL_ENV_IDS`: the RL envs of :func:`fwgym.wrappers.make_rl_env` (Box features, a Discrete
+* :data:`RL_ENV_IDS`: the RL envs of :func:`fwgym.rl.make_rl_env` (Box features, a Discrete
   macro menu with ``action_masks()``, dense reward summing to ``-S``), for stable-baselines3 and
   rl_zoo3 (``python -m rl_zoo3.train --algo ppo --env FWBench-RL-Macro-v0 --gym-packages fwgym
   --conf-file fwgym/hyperparams/ppo.yml``). ``FWBench-RL-Macro-v0`` has a native vector env
-  (:class:`~fwgym.vector.MacroVectorEnv`, its ``vector_entry_point``):
+  (:class:`~fwgym.rl.vector.MacroVectorEnv`, its ``vector_entry_point``):
   ``gym.make_vec("FWBench-RL-Macro-v0", num_envs=N)``.
 """
 from fwgym.envs.fwbench import FWBenchEnv
@@ -37,7 +37,7 @@ RL_ENV_IDS: dict[str, dict] = {
     "FWBench-RL-Macro-v0": {**RL_DEFAULTS, "variant": "macro"},
     "FWBench-RL-Sequential-v0": {**RL_DEFAULTS, "variant": "sequential"},
 }
-_VECTOR_ENTRY_POINTS = {"FWBench-RL-Macro-v0": "fwgym.vector:MacroVectorEnv"}
+_VECTOR_ENTRY_POINTS = {"FWBench-RL-Macro-v0": "fwgym.rl.vector:MacroVectorEnv"}
 
 
 def register_envs() -> None:
@@ -49,7 +49,7 @@ def register_envs() -> None:
             gym.register(id=env_id, entry_point="fwgym.envs.fwbench:FWBenchEnv", kwargs=dict(kwargs))
     for env_id, kwargs in RL_ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point="fwgym.wrappers.rl:make_rl_env", kwargs=dict(kwargs),
+            gym.register(id=env_id, entry_point="fwgym.rl.env:make_rl_env", kwargs=dict(kwargs),
                          vector_entry_point=_VECTOR_ENTRY_POINTS.get(env_id))
 
 

@@ -3,7 +3,7 @@
 Observation (``gymnasium.spaces.Dict``):
 
 * ``history``: Box(336,) float32, visible history in raw units (MW or departures/hour);
-* ``context``: Text, the case context (:func:`fwgym.context.render_context`);
+* ``context``: Text, the case context (:func:`fwgym.context.text.render_context`);
 * ``last_result``: Text, compact JSON of the last tool result (``""`` after reset);
 * ``budget_left``: Box(1,) float32, credits left;
 * ``calls_left``: Discrete(max_calls + 1), tool calls left.
@@ -46,20 +46,20 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from fwgym.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
-from fwgym.context import render_context
-from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP
+from fwgym.core.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
+from fwgym.context.text import render_context
+from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
 from fwgym.data import DOMAINS
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models, get_forecaster
 from fwgym.forecasters.store import active_store, open_store
-from fwgym.optimizer import QUANTILE_LEVELS, perfect_demand_plan
-from fwgym.scenarios import make_scenario
-from fwgym.series import hour_to_iso
-from fwgym.scorer import score_submission
-from fwgym.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
+from fwgym.core.optimizer import QUANTILE_LEVELS, perfect_demand_plan
+from fwgym.context.scenarios import make_scenario
+from fwgym.core.series import hour_to_iso
+from fwgym.core.scorer import score_submission
+from fwgym.core.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
                          parse_action, result_json)
 from fwgym.validation import check_int, is_number
@@ -127,7 +127,7 @@ class FWBenchEnv(gym.Env):
             ``fwgym.forecasters.known_models()``, plug-ins included).
         forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances, e.g.
             ``{"chronos2": Chronos2(local_dir="/models/chronos-2")}``.
-        scenarios: attach a context scenario (:mod:`fwgym.scenarios`) to every case: its note joins the
+        scenarios: attach a context scenario (:mod:`fwgym.context.scenarios`) to every case: its note joins the
             context and the scored target is the transformed one (Context and Forecast envs).
         scenario_seed: seed of the scenario draw (per case id).
         task: ``"decision"`` (submit 8 capacities, reward -S) or ``"forecast"`` (submit quantiles (24, 9)
@@ -272,7 +272,7 @@ class FWBenchEnv(gym.Env):
             states in words, for agents that should not parse text (:func:`fwgym.agents.run_episode`
             passes ``info`` to ``agent.reset(info)``). Nothing in it is at or after ``as_of - 2 h``:
 
-            * ``case``: :meth:`fwgym.cases.Case.summary` (case id, domain, series, unit, lead,
+            * ``case``: :meth:`fwgym.core.cases.Case.summary` (case id, domain, series, unit, lead,
               ``as_of``, ``last_visible``, target start/end, ``horizon``, ``target_steps``, ``scale``,
               split, cohort);
             * ``history``: ``{"start", "end", "hours"}``, the visible window (ISO UTC hour starts,

@@ -15,7 +15,7 @@ The flow, one module each:
 * :mod:`~fwgym.evaluation.bootstrap`: the paired series-cluster bootstrap (:func:`paired_bootstrap`);
 * :mod:`~fwgym.evaluation.leaderboard`: the table, its Markdown and CSV forms, the reference policy.
 
-Sigma calibration, which runs an evaluation, is :mod:`fwgym.calibration`.
+Sigma calibration, which runs an evaluation, is :mod:`fwgym.evaluation.calibration`.
 """
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, paired_bootstrap
 from fwgym.evaluation.leaderboard import (AUTO, DEFAULT_REFERENCE, REFERENCE_POLICIES, format_breakdowns,

@@ -3,7 +3,7 @@
 ``paired_bootstrap(records, reference, policy)`` gives percentile intervals of
 ``aggregate(policy) - aggregate(reference)`` under the protocol's resampling: series ids (balancing
 authorities, stations) are the clusters, drawn with replacement within each domain, and every draw
-re-aggregates with the cohort and (series x lead) weights of :func:`fwgym.scoring.case_weights`.
+re-aggregates with the cohort and (series x lead) weights of :func:`fwgym.core.scoring.case_weights`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from fwgym.evaluation.records import by_policy, check_result_set
-from fwgym.scoring import aggregate
+from fwgym.core.scoring import aggregate
 from fwgym.validation import check_int
 
 __all__ = ["N_BOOT", "BOOT_SEED", "ClusterBootstrap", "paired_bootstrap"]
@@ -24,7 +24,7 @@ BOOT_SEED = 1701  #: bootstrap seed (protocol §5.3)
 
 class ClusterBootstrap:
     """Series-cluster bootstrap of the aggregate of per-case values (the weights of
-    :func:`fwgym.scoring.case_weights` recomputed on every resample).
+    :func:`fwgym.core.scoring.case_weights` recomputed on every resample).
 
     A draw resamples, independently in every domain, as many series ids as the domain has, with
     replacement; a series drawn ``m`` times contributes its (series x lead) groups ``m`` times. With
@@ -110,7 +110,7 @@ def paired_bootstrap(records: Sequence[Mapping], reference: str, policy: str, n_
     Pairs are the two policies' records on the same case. Clusters are series ids, resampled with
     replacement within each domain (``n_boot`` draws, generator ``numpy.random.default_rng(seed)``);
     every draw re-aggregates the paired differences with the case weights of
-    :func:`fwgym.scoring.case_weights` (cohort weights, series x lead groups) on the resampled set.
+    :func:`fwgym.core.scoring.case_weights` (cohort weights, series x lead groups) on the resampled set.
     The interval is the percentile interval (``(1 - level)/2`` and ``(1 + level)/2`` quantiles) of the
     resampled differences. Protocol §5.3 ("paired authority/station cluster bootstrap (10,000
     resamples, seed 1701) for contrasts"); percentile bootstrap: Efron & Tibshirani (1993), ch. 13.

@@ -1,7 +1,7 @@
 """The leaderboard: one row per policy from result records (DESIGN §5), and its forms: Markdown, CSV,
-LaTeX (booktabs) and JSON, labelled with the suite's metric names (:func:`fwgym.metrics.suite_metric`).
+LaTeX (booktabs) and JSON, labelled with the suite's metric names (:func:`fwgym.core.metrics.suite_metric`).
 
-Rows aggregate with the cohort weights of :func:`fwgym.scoring.case_weights`, carry per-cohort and
+Rows aggregate with the cohort weights of :func:`fwgym.core.scoring.case_weights`, carry per-cohort and
 per-lead breakdowns and, against a reference policy (:func:`reference_policy`), the paired
 series-cluster bootstrap intervals of :mod:`fwgym.evaluation.bootstrap`.
 """
@@ -18,8 +18,8 @@ from typing import Iterable, Mapping, Sequence
 
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, paired_bootstrap
 from fwgym.evaluation.records import by_policy, check_result_set
-from fwgym.metrics import suite_metric
-from fwgym.scoring import aggregate
+from fwgym.core.metrics import suite_metric
+from fwgym.core.scoring import aggregate
 from fwgym.validation import is_int
 
 __all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
@@ -81,7 +81,7 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
     """One row per policy, sorted by S (then name).
 
     Columns: aggregate ``S, R, loss, floor, credits, calls, n, valid`` (weights of
-    :func:`fwgym.scoring.case_weights`); ``prompt_tokens``, ``completion_tokens`` (mean per case,
+    :func:`fwgym.core.scoring.case_weights`); ``prompt_tokens``, ``completion_tokens`` (mean per case,
     :func:`token_means`); ``S[<cohort>]``, ``loss[<cohort>]``, ``credits[<cohort>]``
     per cohort and ``S[<lead>]``, ``loss[<lead>]``, ``credits[<lead>]`` per lead (each aggregated
     over its own cases with the same weighting rules); with ``reference``: ``reference`` and the
@@ -150,7 +150,7 @@ def _ci(row: Mapping, m: str, digits: int) -> str:
 
 def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table:
     """The main table of :func:`leaderboard` rows: policy, S, R, the suite's loss (decision loss, or
-    RCRPS in the forecast suite: :func:`fwgym.metrics.suite_metric`), credits, calls, valid/n, the mean
+    RCRPS in the forecast suite: :func:`fwgym.core.metrics.suite_metric`), credits, calls, valid/n, the mean
     tokens per case when a row has token counts (LLM agents) and, when the rows carry a reference, the
     paired-bootstrap 95% intervals of ``ΔS`` and ``Δ<loss>``.
 
@@ -306,7 +306,7 @@ def credit_weight_of_rows(rows: Sequence[Mapping]) -> float | None:
     """The forecast suite's credit weight ``w`` of :func:`leaderboard` rows (``S = R + w * credits / B``
     of the aggregates, from a row that spent credits; ``None`` when none did). Aggregates are weighted
     means of the records, so ``w`` passes through them."""
-    from fwgym.metrics import credit_weight_of
+    from fwgym.core.metrics import credit_weight_of
 
     return credit_weight_of([{"S": r["S"], "R": r["R"], "credits": r["credits"]} for r in rows
                              if r.get("credits")]) if rows else None

@@ -117,7 +117,7 @@ def environment() -> dict:
     """Versions of what produced the records: fwgym, the scorer, Python, the platform, :data:`PACKAGES`
     (installed ones) and the git commit of the fwgym checkout (``None`` outside one)."""
     from fwgym.version import __version__
-    from fwgym.scoring import SCORER_VERSION
+    from fwgym.core.scoring import SCORER_VERSION
 
     packages = {}
     for name in PACKAGES:

@@ -13,7 +13,7 @@ Field groups (TypedDicts, combined by inheritance into :class:`Record`):
 
 * :class:`AgentFields` (``policy``) and :class:`CaseFields` (which case): the record's key is
   ``(policy, case_id)``; the case fields carry the aggregation weights' groups
-  (:func:`fwgym.scoring.case_weights`).
+  (:func:`fwgym.core.scoring.case_weights`).
 * :class:`ScoreFields`: the score and the ledger. With the two above they are :data:`CORE_FIELDS`, the
   fields every results file holds (all that results files of fwgym 0.1.0 hold).
 * :class:`DetailFields`: the rest of every env's terminal info (results files hold them since the
@@ -27,7 +27,7 @@ A record with ``status == "harness_error"`` (``scored`` False) is not an outcome
 infrastructure failed (:class:`fwgym.errors.HarnessError`), so it has no score (loss, floor, R, S are
 ``None``), never enters an aggregate and is rerun by ``fwgym evaluate --resume``.
 
-This module imports nothing of fwgym above :mod:`fwgym.cases` and :mod:`fwgym.errors` (the split index of
+This module imports nothing of fwgym above :mod:`fwgym.core.cases` and :mod:`fwgym.errors` (the split index of
 :func:`check_result_set`).
 """
 # no ``from __future__ import annotations``: the TypedDicts' annotations are read at run time
@@ -35,7 +35,7 @@ import typing
 from collections import defaultdict
 from typing import Annotated, Any, Iterable, Mapping, Sequence, TypedDict
 
-from fwgym.cases import build_cases
+from fwgym.core.cases import build_cases
 from fwgym.errors import AGENT_ERROR_PREFIX, HARNESS_ERROR
 
 __all__ = ["Record", "AgentFields", "CaseFields", "ScoreFields", "DetailFields", "ForecastTaskFields",
@@ -50,7 +50,7 @@ class PurchasedForecastCRPS(TypedDict):
 
     model: Annotated[str, "the forecast model that was bought (e.g. seasonal_empirical, chronos2)"]
     crps: Annotated[float, "mean over the 24 target hours of the CRPS of its 9 quantiles (raw units: MW or "
-                           "departures/hour; fwgym.scoring.crps_quantiles)"]
+                           "departures/hour; fwgym.core.scoring.crps_quantiles)"]
     crps_scaled: Annotated[float, "crps divided by the case's scale s (mean of the visible history)"]
 
 
@@ -61,7 +61,7 @@ class AgentFields(TypedDict):
 
 
 class CaseFields(TypedDict):
-    """Which case (from :class:`fwgym.cases.Case`); ``(policy, case_id)`` is the record's key."""
+    """Which case (from :class:`fwgym.core.cases.Case`); ``(policy, case_id)`` is the record's key."""
 
     case_id: Annotated[str, "stable case id naming the target date, e.g. elec-ISNE-2024-07-25-day_ahead"]
     domain: Annotated[str, "electricity or cycle_hire"]
@@ -69,7 +69,7 @@ class CaseFields(TypedDict):
     series_id: Annotated[str, "EIA balancing-authority code (e.g. ISNE) or TfL station id (e.g. 191): the "
                               "bootstrap's cluster"]
     lead: Annotated[str, "day_ahead or week_ahead"]
-    split: Annotated[str, "train, dev or test (fwgym.cases.SPLITS)"]
+    split: Annotated[str, "train, dev or test (fwgym.core.cases.SPLITS)"]
 
 
 class ScoreFields(TypedDict):

@@ -24,7 +24,7 @@ from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import (DEFAULT_POLICIES, FORECAST_TASK_POLICIES, check_policy_name, make_policy,
                                      policy_models)
-from fwgym.cases import TEST_SPLIT, build_cases
+from fwgym.core.cases import TEST_SPLIT, build_cases
 from fwgym.data import DOMAINS
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models

@@ -4,7 +4,7 @@ A record states its case, what was submitted (``levels`` of a decision plan, or 
 ``submission``), the credits charged and its score. :func:`verify_record` rebuilds the case from the
 packaged data (and the case's scenario from the run's scenario seed, in the context and forecast
 suites), validates the submission again with the env's own validators, and scores it with the ONE
-scorer the env used (:func:`fwgym.scorer.score_submission`), so the check follows any change of the
+scorer the env used (:func:`fwgym.core.scorer.score_submission`), so the check follows any change of the
 scoring rules automatically. A record whose stored ``loss``, ``floor``, ``R`` or ``S`` (and, in the
 forecast suite, ``rcrps``, ``crps``, ``alpha``) differ from the re-computed ones is refused, as are
 non-finite scores, invalid submissions, inconsistent statuses and credits outside ``[0, budget]``.
@@ -33,12 +33,12 @@ from typing import Mapping
 
 import numpy as np
 
-from fwgym.cases import build_cases
-from fwgym.contract import GRID, PlanError, validate_forecast, validate_levels
+from fwgym.core.cases import build_cases
+from fwgym.core.contract import GRID, PlanError, validate_forecast, validate_levels
 from fwgym.evaluation.records import is_scored
-from fwgym.scenarios import make_scenario
-from fwgym.scorer import score_submission
-from fwgym.scoring import BUDGET
+from fwgym.context.scenarios import make_scenario
+from fwgym.core.scorer import score_submission
+from fwgym.core.scoring import BUDGET
 from fwgym.validation import is_int, is_number
 
 __all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_record", "rescore"]

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from fwgym.errors import DataIntegrityError
-from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.validation import check_int
 
 __all__ = ["N_QUANTILES", "ModelUnavailable", "ForecastBackendError", "Availability", "QuantileForecaster", "fill_gaps",

@@ -145,7 +145,7 @@ def classical_distribution(method: str, history: np.ndarray, history_hours: np.n
 
 def method_samples(method: str, history: np.ndarray, history_hours: np.ndarray, target_hours: np.ndarray) -> np.ndarray:
     """:func:`classical_distribution` without the input checks, for callers whose inputs hold the
-    invariants by construction (a :class:`~fwgym.cases.Case`'s arrays, the selectors' backtest
+    invariants by construction (a :class:`~fwgym.core.cases.Case`'s arrays, the selectors' backtest
     windows): float64 ``history`` (n,), consecutive int64 ``history_hours`` (n,), ``target_hours``
     after them. Returns C-contiguous float64 (24, K).
 

@@ -19,12 +19,12 @@ from typing import Callable
 
 import numpy as np
 
-from fwgym.cases import HISTORY_HOURS, Case
+from fwgym.core.cases import HISTORY_HOURS, Case
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.registry import FORECAST_CACHE
 from fwgym.forecasters.store import ForecastStore, active_store
-from fwgym.optimizer import QUANTILE_MASSES, PlanResult, optimal_plan
-from fwgym.tariff import credits_for
+from fwgym.core.optimizer import QUANTILE_MASSES, PlanResult, optimal_plan
+from fwgym.core.tariff import credits_for
 
 __all__ = ["COVERING_CONTEXT", "covering_credits", "forecast_key", "cached_quantiles", "covering_forecast", "target_quantiles",
            "plan_on_forecast"]
@@ -38,7 +38,7 @@ Predict = Callable[[np.ndarray, int], np.ndarray]
 
 
 def covering_credits(model: str, case: Case) -> int:
-    """Credits of the covering request of ``model`` on ``case`` at the tariff (:func:`fwgym.tariff.credits_for`).
+    """Credits of the covering request of ``model`` on ``case`` at the tariff (:func:`fwgym.core.tariff.credits_for`).
 
     Raises:
         ValueError: ``model`` has no tariff row for that request.

@@ -4,7 +4,7 @@ The protocol prices a forecast in "reference CPU microsecond credits" per (conte
 bucket) (PROTOCOL §2.2). This module measures the statsmodels forecasters the same way and writes the
 frozen rows of ``fwgym/config/tariff_extended.json`` with the machine and the method::
 
-    python -m fwgym.forecasters.pricing --write          # measure, write the file, pin its sha256 in fwgym/tariff.py
+    python -m fwgym.forecasters.pricing --write          # measure, write the file, pin its sha256 in fwgym/core/tariff.py
     python -m fwgym.forecasters.pricing --out t.json --models ets --contexts 96 --horizons 24 --cases 2
 
 Method (recorded in the file):
@@ -41,7 +41,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Sequence
 
-from fwgym.tariff import CONTEXT_BUCKETS, EXTENDED_TARIFF_PATH, HORIZON_BUCKETS, UNIT
+from fwgym.core.tariff import CONTEXT_BUCKETS, EXTENDED_TARIFF_PATH, HORIZON_BUCKETS, UNIT
 from fwgym.validation import check_int
 
 __all__ = ["THREAD_VARS", "DEFAULT_CASES", "DEFAULT_REPEATS", "DEFAULT_VERSION", "TARIFF_MODULE", "pricing_cases",
@@ -51,7 +51,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VE
 DEFAULT_CASES = 12
 DEFAULT_REPEATS = 3
 DEFAULT_VERSION = "extended-v1"
-TARIFF_MODULE = Path(__file__).resolve().parents[1] / "tariff.py"
+TARIFF_MODULE = Path(__file__).resolve().parents[1] / "core" / "tariff.py"
 _PIN = re.compile(r'^EXTENDED_TARIFF_SHA256 = "[0-9a-f]{64}"$', re.M)
 
 
@@ -62,7 +62,7 @@ def pricing_cases(per_domain: int = DEFAULT_CASES, split: str = "dev") -> list[s
     Raises:
         ValueError: ``per_domain`` < 1 or unknown split.
     """
-    from fwgym.cases import build_cases
+    from fwgym.core.cases import build_cases
     from fwgym.data import DOMAINS
 
     per_domain = check_int("per_domain", per_domain, minimum=1)
@@ -97,7 +97,7 @@ def _worker(spec: dict) -> dict:
     """Run the timings (in the one-thread child process)."""
     import numpy as np
 
-    from fwgym.cases import get_case
+    from fwgym.core.cases import get_case
     from fwgym.forecasters.registry import get_forecaster
 
     cases = [get_case(cid) for cid in spec["cases"]]
@@ -185,7 +185,7 @@ def tariff_rows_from(timings: dict) -> tuple[dict, dict]:
 def build_document(models: Sequence[str], contexts: Sequence[int] = CONTEXT_BUCKETS,
                    horizons: Sequence[int] = HORIZON_BUCKETS, per_domain: int = DEFAULT_CASES, repeats: int = DEFAULT_REPEATS,
                    version: str = DEFAULT_VERSION, command: str = "") -> dict:
-    """Measure and assemble a tariff document (what :func:`fwgym.tariff.load_extended_tariff` reads when
+    """Measure and assemble a tariff document (what :func:`fwgym.core.tariff.load_extended_tariff` reads when
     the grid is the full one)."""
     cases = pricing_cases(per_domain)
     started = time.monotonic()
@@ -222,7 +222,7 @@ def document_text(doc: dict) -> str:
 
 
 def pin_sha256(digest: str, module: Path = TARIFF_MODULE) -> None:
-    """Rewrite the ``EXTENDED_TARIFF_SHA256 = "..."`` line of ``fwgym/tariff.py``.
+    """Rewrite the ``EXTENDED_TARIFF_SHA256 = "..."`` line of ``fwgym/core/tariff.py``.
 
     Raises:
         RuntimeError: the line is not found exactly once.
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fwgym.forecasters.pricing", description=__doc__.split("\n\n")[0])
     target = ap.add_mutually_exclusive_group()
     target.add_argument("--write", action="store_true",
-                        help=f"write {EXTENDED_TARIFF_PATH.name} in the package and pin its sha256 in fwgym/tariff.py "
+                        help=f"write {EXTENDED_TARIFF_PATH.name} in the package and pin its sha256 in fwgym/core/tariff.py "
                              "(needs the full grid and every statsmodels model)")
     target.add_argument("--out", type=Path, help="write the document to this path (any grid)")
     target.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

@@ -18,7 +18,7 @@ distribution, whose object is a :class:`ForecasterSpec` or a zero-argument calla
 Entry points are loaded once per process, the first time a name outside the built-in models is
 looked up (:func:`known_models`, :func:`get_forecaster`, :func:`check_models`); a failing one raises
 :class:`PluginError` naming the entry point and its distribution (every time, never skipped).
-A registered model is served by :func:`get_forecaster`, priced by :mod:`fwgym.tariff`, and is then a
+A registered model is served by :func:`get_forecaster`, priced by :mod:`fwgym.core.tariff`, and is then a
 valid entry of an env's ``models=`` list, a fixed policy (:func:`fwgym.baselines.registry.make_policy`),
 a catalog-oracle menu and an RL macro entry.
 """
@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from fwgym import tariff
+from fwgym.core import tariff
 from fwgym.forecasters.base import Availability, QuantileForecaster
 from fwgym.forecasters.seasonal import SeasonalEmpirical
 from fwgym.forecasters.statistical import STATISTICAL_FORECASTERS
@@ -77,7 +77,7 @@ class ForecasterSpec:
         factory: zero-argument callable returning a :class:`~fwgym.forecasters.base.QuantileForecaster`
             (called once per process, on first use; weights may load lazily in its ``load``).
         tariff: ``{context bucket: 6 prices}`` in credits (reference CPU microseconds), context buckets
-            a subset of 96 / 336, one price per horizon bucket 24/64/96/192/240/336 (:func:`fwgym.tariff.validate_rows`).
+            a subset of 96 / 336, one price per horizon bucket 24/64/96/192/240/336 (:func:`fwgym.core.tariff.validate_rows`).
         min_context: smallest context the model accepts (overrides the instance's ``min_context``);
             ``None`` keeps the instance's.
         availability: zero-argument callable returning an :class:`~fwgym.forecasters.base.Availability`
@@ -295,7 +295,7 @@ def describe_pool(models: Sequence[str]) -> dict:
         of fwgym's pinned tariffs: plug-ins, in-process registrations)}``. ``"protocol"`` / ``"extended"``
         mean exactly :data:`PRICED_MODELS` / :data:`EXTENDED_MODELS` in that order. The pinned tariffs are
         identified by their source (and the extended file by its sha256); a registered model's rows (credits
-        per context bucket, one per horizon bucket of :data:`fwgym.tariff.HORIZON_BUCKETS`) and smallest
+        per context bucket, one per horizon bucket of :data:`fwgym.core.tariff.HORIZON_BUCKETS`) and smallest
         context are written out, so two runs of one plug-in name at other prices are told apart
         (:func:`registered_prices`).
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from fwgym.forecasters.base import QuantileForecaster
-from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.core.optimizer import QUANTILE_LEVELS
 
 __all__ = ["WEEK", "SeasonalEmpirical"]
 

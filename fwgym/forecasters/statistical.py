@@ -76,7 +76,7 @@ from statistics import NormalDist
 import numpy as np
 
 from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnavailable, QuantileForecaster
-from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.validation import check_int
 
 __all__ = ["DAY", "WEEK", "INSTALL_HINT", "REQUIRED", "Z_LEVELS", "IMPLEMENTATION", "TRANSFORMS", "FitTimeout",

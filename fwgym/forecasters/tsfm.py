@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from fwgym.forecasters.base import Availability, ForecastBackendError, ModelUnavailable, QuantileForecaster
-from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.core.optimizer import QUANTILE_LEVELS
 
 __all__ = ["INSTALL_HINT", "hub_unreachable", "weights_identity", "HubForecaster", "ChronosForecaster",
            "ChronosBoltTiny", "Chronos2", "TimesFM25"]

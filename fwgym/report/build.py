@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from fwgym.cases import CHART_HISTORY_HOURS
+from fwgym.core.cases import CHART_HISTORY_HOURS
 from fwgym.plots import submitted_forecast, suite_metric
 from fwgym.report import charts
 from fwgym.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
@@ -228,7 +228,7 @@ def _tabs(records: Sequence[dict], reference: str | None, n_boot: int, seed: int
 
 
 def _block_table(case, rec: dict, data) -> list[dict]:
-    from fwgym.series import hour_to_iso
+    from fwgym.core.series import hour_to_iso
 
     y = data.target
     rows = []
@@ -246,7 +246,7 @@ def _hour_table(case, data, submitted) -> list[dict]:
     """Rows of the forecast suite's hourly table: the scored target, the raw series where a scenario
     changed it, the Region of Interest, bounds and the submitted forecast's 10/50/90% quantiles."""
     from fwgym.plots import forecast_band
-    from fwgym.series import hour_to_iso
+    from fwgym.core.series import hour_to_iso
 
     band = forecast_band(submitted) if submitted is not None else None
     rows = []
@@ -390,7 +390,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     from fwgym import plots
     from fwgym.version import __version__
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, coverage, reference_policy
-    from fwgym.scoring import BUDGET
+    from fwgym.core.scoring import BUDGET
 
     t0 = time.perf_counter()
     if isinstance(results_paths, (str, Path)):

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from fwgym.contract import is_mapping, names_text, safe_repr
+from fwgym.core.contract import is_mapping, names_text, safe_repr
 from fwgym.errors import ToolError
 
 __all__ = ["MAX_ACTION_CHARS", "ToolCall", "Tool", "ToolError", "loads_strict", "parse_action", "error_result", "result_json"]
@@ -43,7 +43,7 @@ class Tool:
         description: one line for agents (and the function schema).
         parameters: JSON schema of ``"args"``.
         handler: ``handler(episode, args) -> result dict`` (an :class:`~fwgym.tools.episode.Episode`);
-            it raises :class:`~fwgym.errors.ToolError` or :class:`~fwgym.contract.PlanError` to refuse.
+            it raises :class:`~fwgym.errors.ToolError` or :class:`~fwgym.core.contract.PlanError` to refuse.
         counts_as_call: ``True``: every call counts toward the call limit, refused or not.
             ``False`` (the answer tools): an accepted call does not count; a refused one counts like
             any call. :meth:`fwgym.tools.episode.Episode.apply` reads this flag.

@@ -6,7 +6,7 @@ that the episode ends, and the env scores it.
 """
 from __future__ import annotations
 
-from fwgym.contract import validate_forecast
+from fwgym.core.contract import validate_forecast
 from fwgym.errors import ToolError
 from fwgym.tools.arguments import check_keys, plan_from_args
 from fwgym.tools.episode import Episode
@@ -16,7 +16,7 @@ __all__ = ["submit", "abstain"]
 
 def submit(ep: Episode, args: dict) -> dict:
     """``submit``: a plan (``decisions`` or ``levels``) in decision envs; ``quantiles`` (24 x 9) or
-    ``samples`` (n x 24) in forecast envs. An invalid one raises :class:`~fwgym.contract.PlanError`."""
+    ``samples`` (n x 24) in forecast envs. An invalid one raises :class:`~fwgym.core.contract.PlanError`."""
     if ep.task == "forecast":
         check_keys(args, {"quantiles", "samples"}, "submit")
         if ("quantiles" in args) == ("samples" in args):

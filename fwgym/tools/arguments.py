@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 
-from fwgym.cases import Case
-from fwgym.contract import GRID, Plan, names_text, safe_repr, validate_decisions, validate_levels
+from fwgym.core.cases import Case
+from fwgym.core.contract import GRID, Plan, names_text, safe_repr, validate_decisions, validate_levels
 from fwgym.errors import ToolError
-from fwgym.series import iso_to_hour
+from fwgym.core.series import iso_to_hour
 from fwgym.validation import is_number
 
 __all__ = ["LEVEL_LABELS", "check_keys", "int_arg", "time_arg", "plan_from_args"]
@@ -54,7 +54,7 @@ def time_arg(args: dict, key: str) -> int:
 
 def plan_from_args(case: Case, args: dict, tool: str) -> Plan:
     """The plan given by exactly one of ``decisions`` (physical capacities) or ``levels`` (normalised);
-    raises :class:`~fwgym.contract.PlanError` when it is not a valid plan."""
+    raises :class:`~fwgym.core.contract.PlanError` when it is not a valid plan."""
     has_d, has_l = "decisions" in args, "levels" in args
     if has_d == has_l:
         raise ToolError("invalid_arguments", f"{tool}: give exactly one of 'decisions' (physical capacities) or 'levels' (normalised grid levels)")

@@ -27,12 +27,12 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
-from fwgym.cases import Case
-from fwgym.contract import ForecastSubmission, Plan, PlanError, safe_repr
+from fwgym.core.cases import Case
+from fwgym.core.contract import ForecastSubmission, Plan, PlanError, safe_repr
 from fwgym.errors import DataIntegrityError, ToolError
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
-from fwgym.scoring import BUDGET
+from fwgym.core.scoring import BUDGET
 from fwgym.tools.actions import Tool, ToolCall, error_result
 
 __all__ = ["MAX_CALLS", "TERMINATE", "ERROR", "CallOutcome", "Episode"]
@@ -69,7 +69,7 @@ class Episode:
     """State of one episode: the case, the ledger (credits and calls) and the answer.
 
     Attributes:
-        case: the :class:`~fwgym.cases.Case` being played.
+        case: the :class:`~fwgym.core.cases.Case` being played.
         budget: credits available (default 113,726).
         max_calls: tool-call limit (default 12; accepted answers do not count).
         tools: the tools this episode allows, by name (e.g. ``{n: REGISTRY[n] for n in names}``); a
@@ -218,7 +218,7 @@ class Episode:
         """HINDSIGHT (scorer only; no tool calls it): the realised target, transformed by the scenario
         if any, float64 (24,)."""
         if self._target is None:
-            from fwgym.scorer import realised_target
+            from fwgym.core.scorer import realised_target
 
             self._target = realised_target(self.case, self.scenario)
         return self._target

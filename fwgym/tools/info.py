@@ -2,14 +2,14 @@
 ``history`` (the visible window only: nothing at or after ``as_of - 2 h``)."""
 from __future__ import annotations
 
-from fwgym.cases import HISTORY_HOURS
-from fwgym.contract import ALPHA, BLOCK_HOURS, DECISION_IDS, GRID, N_BLOCKS, RAMP
+from fwgym.core.cases import HISTORY_HOURS
+from fwgym.core.contract import ALPHA, BLOCK_HOURS, DECISION_IDS, GRID, N_BLOCKS, RAMP
 from fwgym.errors import ToolError
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.covering import covering_credits
-from fwgym.optimizer import QUANTILE_LEVELS
-from fwgym.series import hour_to_iso
-from fwgym.tariff import TARIFF, tariff_rows
+from fwgym.core.optimizer import QUANTILE_LEVELS
+from fwgym.core.series import hour_to_iso
+from fwgym.core.tariff import TARIFF, tariff_rows
 from fwgym.tools.arguments import LEVEL_LABELS, check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
 

@@ -1,7 +1,7 @@
 """Free planning tools: ``classical_plan``, ``plan`` and ``evaluate_plan``, and the process-wide
 cache of classical plans (:func:`classical_plan_result`).
 
-A plan is the DP optimum of :func:`fwgym.optimizer.optimal_plan` under a predictive distribution: a
+A plan is the DP optimum of :func:`fwgym.core.optimizer.optimal_plan` under a predictive distribution: a
 free classical method's samples, or a bought forecast's quantiles (planned once, when it is bought:
 :func:`fwgym.forecasters.covering.plan_on_forecast`).
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from fwgym.cases import Case
-from fwgym.contract import DECISION_IDS, Plan, safe_repr
+from fwgym.core.cases import Case
+from fwgym.core.contract import DECISION_IDS, Plan, safe_repr
 from fwgym.errors import ToolError
 from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
-from fwgym.optimizer import PlanResult, optimal_plan, plan_loss
+from fwgym.core.optimizer import PlanResult, optimal_plan, plan_loss
 from fwgym.tools.arguments import LEVEL_LABELS, check_keys, plan_from_args
 from fwgym.tools.episode import Episode
 

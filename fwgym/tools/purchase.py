@@ -16,14 +16,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
-from fwgym.cases import HISTORY_HOURS
-from fwgym.contract import safe_repr
+from fwgym.core.cases import HISTORY_HOURS
+from fwgym.core.contract import safe_repr
 from fwgym.errors import DataIntegrityError, ToolError
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable, QuantileForecaster
 from fwgym.forecasters.covering import cached_quantiles, plan_on_forecast
-from fwgym.optimizer import QUANTILE_LEVELS
-from fwgym.series import hour_to_iso
-from fwgym.tariff import HORIZON_BUCKETS, price
+from fwgym.core.optimizer import QUANTILE_LEVELS
+from fwgym.core.series import hour_to_iso
+from fwgym.core.tariff import HORIZON_BUCKETS, price
 from fwgym.tools.arguments import check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
 from fwgym.validation import check_int

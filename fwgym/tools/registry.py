@@ -36,13 +36,13 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from fwgym.cases import HISTORY_HOURS
-from fwgym.contract import DECISION_IDS, GRID, MAX_FORECAST_SAMPLES, N_BLOCKS, TARGET_HOURS
+from fwgym.core.cases import HISTORY_HOURS
+from fwgym.core.contract import DECISION_IDS, GRID, MAX_FORECAST_SAMPLES, N_BLOCKS, TARGET_HOURS
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.forecasters.seasonal import WEEK
-from fwgym.optimizer import QUANTILE_LEVELS
-from fwgym.tariff import HORIZON_BUCKETS
+from fwgym.core.optimizer import QUANTILE_LEVELS
+from fwgym.core.tariff import HORIZON_BUCKETS
 from fwgym.tools import answer, info, planning, purchase
 from fwgym.tools.actions import Tool
 

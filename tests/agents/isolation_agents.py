@@ -10,10 +10,10 @@ import time
 import warnings
 
 #: fwgym modules the snoop tries to import (the guard refuses each in a worker)
-PRIVATE_MODULES = ("fwgym.envs", "fwgym.envs.fwbench", "fwgym.cases", "fwgym.data", "fwgym.scoring",
-                   "fwgym.evaluation", "fwgym.baselines.oracles", "fwgym.tools", "fwgym.wrappers.features")
+PRIVATE_MODULES = ("fwgym.envs", "fwgym.envs.fwbench", "fwgym.core.cases", "fwgym.data", "fwgym.core.scoring",
+                   "fwgym.evaluation", "fwgym.baselines.oracles", "fwgym.tools", "fwgym.rl.features")
 #: fwgym modules that hold no case data (importable in a worker)
-PUBLIC_MODULES = ("fwgym.agents.base", "fwgym.contract", "fwgym.optimizer", "fwgym.errors", "fwgym.forecasters.classical")
+PUBLIC_MODULES = ("fwgym.agents.base", "fwgym.core.contract", "fwgym.core.optimizer", "fwgym.errors", "fwgym.forecasters.classical")
 
 
 def _plan_decisions(obs):

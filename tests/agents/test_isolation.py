@@ -187,7 +187,7 @@ def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path, monkeypat
     # without the guard the same probe imports them: the guard is what stops it
     open_probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)}, guard=False)
     run_episode(env, open_probe, options={"case_id": CASES[0]})
-    assert json.loads(report.read_text())["imports"]["fwgym.cases"] == "imported"
+    assert json.loads(report.read_text())["imports"]["fwgym.core.cases"] == "imported"
 
 
 def _hindsight_free(report: Path, cid_targets: dict) -> list[dict]:

@@ -15,8 +15,8 @@ from fwgym.agents.base import run_episode
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import evaluate, select_cases
 from fwgym.agents.sb3 import SB3Agent, policy_class, read_data, read_spec, resolve_algo, saved_algo, save_policy
-from fwgym.wrappers import make_rl_env
-from fwgym.wrappers.features import resolve_features
+from fwgym.rl import make_rl_env
+from fwgym.rl.features import resolve_features
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,7 +223,7 @@ def test_extended_pool_policy_keeps_its_menu(tmp_path, monkeypatch):
     from stable_baselines3 import PPO
 
     from fwgym.forecasters import EXTENDED_MODELS
-    from fwgym.tariff import credits_for
+    from fwgym.core.tariff import credits_for
 
     cases = [("cycle_hire", cid) for _, cid in select_cases("dev", domains=["cycle_hire"], limit=2)]
     ids = [cid for _, cid in cases]
@@ -289,7 +289,7 @@ import os, sys
 with open({mark!r}, "a") as f:
     f.write("unpickled in %d\\n" % os.getpid())
 try:
-    import fwgym.envs.fwbench, fwgym.scoring
+    import fwgym.envs.fwbench, fwgym.core.scoring
     zero = lambda *a, **k: (0.0, 0.0)
     for name, module in list(sys.modules.items()):  # the scorer and every module that holds a reference to it
         if name.startswith("fwgym") and hasattr(module, "case_score"):
@@ -313,7 +313,7 @@ class _PatchScorer:
 
 
 def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro):
-    """Issue 17: a crafted SB3 zip whose unpickling replaces fwgym.scoring.case_score (and the env's reference
+    """Issue 17: a crafted SB3 zip whose unpickling replaces fwgym.core.scoring.case_score (and the env's reference
     to it). Isolated (the default), every record of the run equals a clean run's; the payload ran in the
     worker, where the import guard refused the scorer. The control (--in-process, in a subprocess) shows the
     attack works where the zip is unpickled in the evaluator: every score of that run becomes 0."""

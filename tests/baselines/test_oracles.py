@@ -7,13 +7,13 @@ import pytest
 from fwgym.agents.base import run_episode
 from fwgym.baselines import make_policy
 from fwgym.baselines.oracles import MenuOracle, oracle_grant, priced_candidate
-from fwgym.cases import build_cases
+from fwgym.core.cases import build_cases
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import evaluate
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.scoring import aggregate
-from fwgym.tariff import price
+from fwgym.core.scoring import aggregate
+from fwgym.core.tariff import price
 from fwgym.tools import classical_plan_result
 
 FIXED = list(CLASSICAL_METHODS)

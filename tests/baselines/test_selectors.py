@@ -2,15 +2,15 @@
 import numpy as np
 import pytest
 
-import fwgym.cases
+import fwgym.core.cases
 from fwgym.agents.base import run_episode
 from fwgym.baselines import make_policy
 from fwgym.baselines import selectors as S
-from fwgym.cases import build_cases
-from fwgym.contract import shortage_weights
+from fwgym.core.cases import build_cases
+from fwgym.core.contract import shortage_weights
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.optimizer import cost_table, optimal_plan, plan_loss
+from fwgym.core.optimizer import cost_table, optimal_plan, plan_loss
 from fwgym.tools import classical_plan_result
 
 NAMES = ("backtest_selector_4", "backtest_selector_8", "lead_matched_selector")
@@ -102,14 +102,14 @@ def test_selectors_submit_their_choice_and_use_no_target_data(monkeypatch):
     S._CACHE.clear()
     normal = _run(NAMES, cases)
     for (name, cid), (choice, losses, rec) in normal.items():
-        case = fwgym.cases.get_case(cid)
+        case = fwgym.core.cases.get_case(cid)
         assert rec["valid"] and rec["credits"] == 0 and rec["calls"] == 1
         assert rec["tool_counts"] == {"classical_plan": 1, "submit": 1}
         assert rec["levels"] == list(classical_plan_result(case, choice).plan.levels)
         assert choice == S.select_method(losses)
     # replace every realised target by other (valid) values: the choices and window losses must not move
     S._CACHE.clear()
-    monkeypatch.setattr(fwgym.cases.Case, "target", lambda self: np.full(24, 3.0 * self.scale))
+    monkeypatch.setattr(fwgym.core.cases.Case, "target", lambda self: np.full(24, 3.0 * self.scale))
     patched = _run(NAMES, cases)
     for key, (choice, losses, rec) in patched.items():
         assert choice == normal[key][0]

@@ -69,7 +69,7 @@ def sb3_zips(tmp_path_factory):
     from stable_baselines3 import PPO
 
     from fwgym.agents.sb3 import save_policy
-    from fwgym.wrappers import make_rl_env
+    from fwgym.rl import make_rl_env
 
     root = tmp_path_factory.mktemp("sb3")
     ppo = PPO("MlpPolicy", make_rl_env(split="dev", variant="macro"), n_steps=64, batch_size=32, seed=0, device="cpu")

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-import fwgym.calibration
+import fwgym.evaluation.calibration
 from fwgym.cli import main
 
 
@@ -20,7 +20,7 @@ def test_prints_and_writes_the_calibration(monkeypatch, tmp_path, capsys):
         calls.append((split, workers, progress))
         return {"split": split, "sigma": {"electricity": 0.05, "cycle_hire": 0.04}}
 
-    monkeypatch.setattr(fwgym.calibration, "calibrate_sigma", fake)
+    monkeypatch.setattr(fwgym.evaluation.calibration, "calibrate_sigma", fake)
     out = tmp_path / "sigma.json"
     assert main(["calibrate-sigma", "--split", "train", "--workers", "3", "--no-progress", "--write", "--output",
                  str(out)]) == 0

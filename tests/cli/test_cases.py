@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from fwgym.cases import SPLIT_DOC
+from fwgym.core.cases import SPLIT_DOC
 from fwgym.cli import main
 
 
@@ -44,7 +44,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from fwgym.data import sha256_file  # noqa: E402
 from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
 from fwgym.evaluation import SUITES, select_cases  # noqa: E402
-from fwgym.export import SCHEMA, read_manifest  # noqa: E402
+from fwgym.evaluation.export import SCHEMA, read_manifest  # noqa: E402
 
 
 def _utc(hour):

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.cli import main
 from fwgym.cli.forecasts import store_requests
 from fwgym.evaluation import evaluate
@@ -23,7 +23,7 @@ def test_the_requests_are_the_covering_forecast_and_the_macro_replay(monkeypatch
                    (WEEK.case_id, "ISNE", wv, 336, 194), (WEEK.case_id, "ISNE", wv - 168, 168, 168)]
     day = store_requests([DAY], "chronos2")
     assert np.array_equal(day[0].context, DAY.history) and np.array_equal(day[1].context, DAY.history[:286])
-    import fwgym.wrappers.macro as macro
+    import fwgym.rl.macro as macro
 
     monkeypatch.setattr(macro, "REPLAY_MAX_HORIZON", 24)  # read from the menu's definition, not retyped
     assert [r.key for r in store_requests([WEEK], "ets")][1] == ("ISNE", wv - 24, 312, 24)

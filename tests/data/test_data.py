@@ -219,7 +219,7 @@ def package_copy(tmp_path, monkeypatch):
         shutil.copy(PKG_DATA.parent / rel, tmp_path / rel)
     monkeypatch.setattr(fdata, "PACKAGE_DIR", tmp_path)
     monkeypatch.setattr(fdata, "MANIFEST_PATH", tmp_path / "data" / "sha256.json")
-    from fwgym.scenarios import ba_zones
+    from fwgym.context.scenarios import ba_zones
 
     ba_zones.cache_clear()
     yield tmp_path
@@ -227,7 +227,7 @@ def package_copy(tmp_path, monkeypatch):
 
 
 def test_edited_zone_is_refused_naming_the_file(package_copy):
-    from fwgym.scenarios import ba_zones
+    from fwgym.context.scenarios import ba_zones
 
     assert ba_zones()["ISNE"][0] == "America/New_York"  # the unedited copy passes
     ba_zones.cache_clear()
@@ -253,7 +253,7 @@ def test_edited_ba_name_is_refused_naming_the_file(package_copy, tmp_path_factor
 def test_edited_sigma_is_refused_naming_the_file(package_copy, monkeypatch):
     import json
 
-    import fwgym.scoring as scoring
+    import fwgym.core.scoring as scoring
 
     sigma_path = package_copy / "config" / "sigma.json"
     monkeypatch.setattr(scoring, "SIGMA_PATH", sigma_path)

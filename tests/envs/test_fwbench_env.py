@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fwgym
-from fwgym.contract import GRID
+from fwgym.core.contract import GRID
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.tools import REGISTRY, result_json
 
@@ -329,7 +329,7 @@ def test_no_value_at_or_after_cutoff_reaches_the_agent(case_id, suite):
     # history requests crossing the cut-off are refused, not clipped
     e.reset(options={"case_id": case_id})
     end = case.last_visible + 1
-    from fwgym.series import hour_to_iso
+    from fwgym.core.series import hour_to_iso
     obs, *_ = e.step({"tool": "history", "args": {"end": hour_to_iso(end)}})
     assert json.loads(obs["last_result"])["error"]["code"] == "out_of_range"
 

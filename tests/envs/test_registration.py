@@ -86,7 +86,7 @@ def test_rl_ids_spaces_masks_and_dense_reward():
             total += r
             done = term or trunc
         assert total == pytest.approx(-info["S"], abs=1e-12)  # dense reward: the episode sum is -S
-    assert gym.spec("FWBench-RL-Macro-v0").vector_entry_point == "fwgym.vector:MacroVectorEnv"
+    assert gym.spec("FWBench-RL-Macro-v0").vector_entry_point == "fwgym.rl.vector:MacroVectorEnv"
     assert gym.spec("FWBench-RL-Sequential-v0").vector_entry_point is None
 
 

@@ -6,10 +6,10 @@ import pickle
 import numpy as np
 import pytest
 
-import fwgym.cases
-from fwgym.contract import ALPHA, DECISION_IDS, GRID, RAMP
+import fwgym.core.cases
+from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
 from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.series import hour_to_iso
+from fwgym.core.series import hour_to_iso
 
 KEYS = ["case", "history", "target", "contract", "task", "tools", "budget", "max_calls"]
 
@@ -54,9 +54,9 @@ def test_no_hindsight_value_reaches_the_facts(monkeypatch):
     env = FWBenchEnv("electricity", split="test")
     ids = [c.case_id for c in env.cases[::97]]
     before = [env.reset(options={"case_id": cid})[1]["episode"] for cid in ids]
-    monkeypatch.setattr(fwgym.cases.Case, "target", lambda self: np.full(24, 7.0 * self.scale))
+    monkeypatch.setattr(fwgym.core.cases.Case, "target", lambda self: np.full(24, 7.0 * self.scale))
     after = [env.reset(options={"case_id": cid})[1]["episode"] for cid in ids]
     assert after == before
     for cid, facts in zip(ids, after):
-        case = fwgym.cases.get_case(cid)
+        case = fwgym.core.cases.get_case(cid)
         assert facts["history"]["end"] == hour_to_iso(case.as_of - 3)  # the last visible hour is as_of - 3 h

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from fwgym.evaluation import ClusterBootstrap, evaluate, leaderboard, paired_bootstrap
-from fwgym.scoring import aggregate
+from fwgym.core.scoring import aggregate
 
 
 @pytest.fixture(scope="module")

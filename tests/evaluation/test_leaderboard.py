@@ -9,7 +9,7 @@ import pytest
 from fwgym.evaluation import (DEFAULT_REFERENCE, REFERENCE_POLICIES, check_result_set, coverage, evaluate,
                               format_breakdowns, format_leaderboard, leaderboard, reference_policy, write_csv,
                               write_results)
-from fwgym.scoring import case_weights
+from fwgym.core.scoring import case_weights
 
 
 def _fake(policy, cohort, series, lead, S, i=0, domain="electricity"):

@@ -7,11 +7,11 @@ import pytest
 from scripted_agents import BuyThenSubmitQuantiles
 
 from fwgym.cli import main
-from fwgym.contract import GRID
+from fwgym.core.contract import GRID
 from fwgym.evaluation import SUITES, evaluate, load_results, read_results, write_results
 from fwgym.evaluation.manifest import file_sha256, record_sha256
 from fwgym.evaluation.verify import RunSettings, rescore
-from fwgym.scoring import load_sigma
+from fwgym.core.scoring import load_sigma
 
 POLICIES = ["weekday_empirical", "perfect_demand", "seasonal_empirical"]
 

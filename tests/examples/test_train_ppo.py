@@ -80,7 +80,7 @@ def test_quick_run_selects_on_dev_and_tests_once(example, tmp_path, capsys, monk
 
 
 def test_train_pool_draw(example):
-    from fwgym.cases import build_cases
+    from fwgym.core.cases import build_cases
 
     a, b = example["train_case_ids"](9, 3), example["train_case_ids"](9, 3)
     assert a == b and len(set(a)) == 9 and example["train_case_ids"](9, 4) != a

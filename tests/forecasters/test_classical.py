@@ -333,7 +333,7 @@ def test_three_week_history(method):
 @pytest.mark.parametrize("case_id", ["elec-ISNE-2024-07-19-day_ahead", "cycle-14-2015-10-05-week_ahead",
                                      "elec-CISO-2024-02-03-week_ahead"])
 def test_method_samples_equal_the_checked_distribution_on_real_cases(case_id):
-    from fwgym.cases import get_case
+    from fwgym.core.cases import get_case
     from fwgym.forecasters.classical import method_samples
 
     c = get_case(case_id)

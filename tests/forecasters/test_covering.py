@@ -5,12 +5,12 @@ from pathlib import Path
 
 import numpy as np
 
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.covering import (COVERING_CONTEXT, cached_quantiles, covering_credits, covering_forecast,
                                         forecast_key, plan_on_forecast, target_quantiles)
 from fwgym.forecasters.registry import FORECAST_CACHE
-from fwgym.optimizer import QUANTILE_MASSES, optimal_plan
+from fwgym.core.optimizer import QUANTILE_MASSES, optimal_plan
 
 DAY = get_case("elec-ISNE-2024-07-19-day_ahead")  # horizon 50, target steps 27..50
 WEEK = get_case("elec-ISNE-2024-07-19-week_ahead")  # horizon 194, target steps 171..194
@@ -95,6 +95,6 @@ def test_the_recipe_knows_no_env_and_no_tool():
         if m not in seen:
             seen.add(m)
             todo.extend(_fwgym_imports(m))
-    assert "fwgym.forecasters.registry" in seen and "fwgym.cases" in seen
+    assert "fwgym.forecasters.registry" in seen and "fwgym.core.cases" in seen
     assert not [m for m in seen if m.startswith(("fwgym.envs", "fwgym.tools", "fwgym.agents", "fwgym.wrappers",
                                                  "fwgym.baselines", "fwgym.evaluation", "fwgym.cli"))], sorted(seen)

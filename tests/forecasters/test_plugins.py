@@ -24,10 +24,10 @@ from fwgym.forecasters.base import Availability, QuantileForecaster
 from fwgym.forecasters.registry import (EXTENDED_MODELS, PRICED_MODELS, ForecasterSpec, PluginError, check_models,
                                         describe_pool, get_forecaster, known_models, load_entry_points,
                                         register_forecaster, unregister_forecaster)
-from fwgym.optimizer import QUANTILE_LEVELS
-from fwgym.tariff import price
-from fwgym.wrappers.features import FeatureObservation, feature_index
-from fwgym.wrappers.macro import SEQUENTIAL_MENU, SINGLE_MENU, MacroActionWrapper, SequentialMacroWrapper, menu_for
+from fwgym.core.optimizer import QUANTILE_LEVELS
+from fwgym.core.tariff import price
+from fwgym.rl.features import FeatureObservation, feature_index
+from fwgym.rl.macro import SEQUENTIAL_MENU, SINGLE_MENU, MacroActionWrapper, SequentialMacroWrapper, menu_for
 
 CASE = "cycle-101-2015-10-05-day_ahead"
 ROWS = {96: [900, 900, 950, 1000, 1100, 1200], 336: [1000, 1001, 1050, 1100, 1200, 1300]}
@@ -216,7 +216,7 @@ def test_features_of_the_protocol_slots_do_not_change_with_the_pool():
 _PLUGIN_MODULE = '''
 import numpy as np
 from fwgym.forecasters import ForecasterSpec, QuantileForecaster
-from fwgym.optimizer import QUANTILE_LEVELS
+from fwgym.core.optimizer import QUANTILE_LEVELS
 
 class DemoWeekly(QuantileForecaster):
     min_context = 200
@@ -250,7 +250,7 @@ _SCRIPT = textwrap.dedent('''
     from fwgym.baselines import make_policy
     from fwgym.envs.fwbench import FWBenchEnv
     from fwgym.forecasters import known_models
-    from fwgym.wrappers.macro import MacroActionWrapper
+    from fwgym.rl.macro import MacroActionWrapper
     models = ("seasonal_empirical", "demo_weekly", "demo_callable")
     env = FWBenchEnv("cycle_hire", split="test", models=models)   # looks the entry points up (once)
     env.reset(options={"case_id": "%s"})

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from fwgym.forecasters import pricing
-from fwgym.tariff import UNIT, load_extended_tariff
+from fwgym.core.tariff import UNIT, load_extended_tariff
 
 
 def test_rows_rule_by_hand():

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable
 from fwgym.forecasters.registry import EXTENDED_MODELS, STATISTICAL_MODELS, get_forecaster
@@ -221,7 +221,7 @@ def test_missing_statsmodels_is_refused_free(monkeypatch):
 _SCRIPT = """
 import hashlib, json, sys
 import numpy as np
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.forecasters.registry import get_forecaster
 out = {}
 for cid in sys.argv[1:]:

@@ -12,7 +12,7 @@ pytest.importorskip("pyarrow")
 from fwgym.agents import run_episode
 from fwgym.baselines.forecast import FixedForecastAgent
 from fwgym.baselines.oracles import MenuOracle, oracle_grant, priced_candidate
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.cli.forecasts import store_requests
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import select_cases
@@ -21,7 +21,7 @@ from fwgym.forecasters.base import ForecastBackendError
 from fwgym.forecasters.registry import FORECAST_CACHE, get_forecaster
 from fwgym.forecasters.store import (ForecastRequest, StoreError, StoreIntegrityError, StoreMismatch, build_store,
                                      open_store, use_store)
-from fwgym.wrappers.macro import MacroActionWrapper, SequentialMacroWrapper
+from fwgym.rl.macro import MacroActionWrapper, SequentialMacroWrapper
 
 torch = pytest.importorskip("torch", reason="the tsfm extra (torch, chronos-forecasting) is not installed")
 pytest.importorskip("chronos")

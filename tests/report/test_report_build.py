@@ -161,7 +161,7 @@ def test_episode_pages_content(report_site):
     assert credits > 0 and f"<td class=\"num\">{credits:,.0f}</td>" in html
     # case metadata
     case_id = valid_key[1]
-    from fwgym.cases import get_case
+    from fwgym.core.cases import get_case
 
     s = get_case(case_id).summary()
     for k in ("as_of", "target_start", "target_end", "series_id", "lead"):

@@ -1,7 +1,7 @@
 """Episodes built directly on the ledger (no env): one day-ahead ISNE test case, every tool allowed."""
 import pytest
 
-from fwgym.cases import get_case
+from fwgym.core.cases import get_case
 from fwgym.tools import DEFAULT_TOOLS, REGISTRY, Episode
 
 #: day-ahead (horizon 50, target steps 27..50), scale 17618.30 MW; seasonal_empirical at 336/50: 1027 credits

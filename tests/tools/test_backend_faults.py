@@ -68,7 +68,7 @@ def test_replay_refuses_future_origin_free_and_scores_visible_steps_only():
     env = FWBenchEnv("electricity", split="test")
     env.reset(options={"case_id": CASE})
     case = env.episode.case
-    from fwgym.series import hour_to_iso
+    from fwgym.core.series import hour_to_iso
 
     obs, _, _, _, info = env.step({"tool": "replay", "args": {"model": "seasonal_empirical", "origin": hour_to_iso(case.as_of)}})
     assert json.loads(obs["last_result"])["error"]["code"] == "out_of_range" and info["credits"] == 0

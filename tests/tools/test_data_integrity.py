@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 import fwgym.data as fdata
-from fwgym import cases, context, scenarios, tariff
+from fwgym.core import cases
+from fwgym.context import text as context
+from fwgym.context import scenarios
+from fwgym.core import tariff
 from fwgym.agents import run_episode
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.errors import DataIntegrityError

@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fwgym.cases import Case
-from fwgym.series import hour_to_iso
+from fwgym.core.cases import Case
+from fwgym.core.series import hour_to_iso
 from fwgym.tools import ERROR, REGISTRY, TERMINATE, CallOutcome, Episode, parse_action
 from fwgym.tools import episode as episode_module
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fwgym.contract import GRID
+from fwgym.core.contract import GRID
 from fwgym.tools import parse_action
 
 CUT = "2024-07-17T22:00:00Z"  # as_of - 2 h of the case: never visible
@@ -89,7 +89,7 @@ def test_catalog_tariff_lists_the_rows_of_every_pool_model():
     import fwgym
     from fwgym.envs.fwbench import FWBenchEnv
     from fwgym.forecasters import EXTENDED_MODELS
-    from fwgym.tariff import TARIFF
+    from fwgym.core.tariff import TARIFF
 
     frozen = json.loads((Path(fwgym.__file__).parent / "config" / "tariff_extended.json").read_text())["rows"]
     env = FWBenchEnv(domain="electricity", split="dev")

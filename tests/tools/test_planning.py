@@ -5,10 +5,10 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from fwgym.cases import build_cases
-from fwgym.contract import GRID
+from fwgym.core.cases import build_cases
+from fwgym.core.contract import GRID
 from fwgym.forecasters.classical import classical_distribution, method_samples
-from fwgym.optimizer import QUANTILE_MASSES, optimal_plan
+from fwgym.core.optimizer import QUANTILE_MASSES, optimal_plan
 from fwgym.tools import parse_action, planning
 
 

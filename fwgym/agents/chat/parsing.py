@@ -89,7 +89,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from fwgym.contract import DECISION_IDS, MAX_FORECAST_SAMPLES, TARGET_HOURS, PlanError, decision_values
+from fwgym.core.contract import DECISION_IDS, MAX_FORECAST_SAMPLES, TARGET_HOURS, PlanError, decision_values
 from fwgym.errors import CodedError
 
 #: A strict JSON number (RFC 8259): no sign ``+``, no leading zeros, no hex, no spaces.

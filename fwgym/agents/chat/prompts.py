@@ -18,8 +18,8 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Sequence
 
-from fwgym.contract import ALPHA, RAMP
-from fwgym.series import hour_to_datetime, iso_to_hour
+from fwgym.core.contract import ALPHA, RAMP
+from fwgym.core.series import hour_to_datetime, iso_to_hour
 from fwgym.tools import REGISTRY
 from fwgym.tools.registry import strict_parameters, tool_parameters
 
@@ -347,7 +347,7 @@ def direct_prompt(observation: Mapping, episode: Mapping | None, *, task: str = 
 
 
 def _iso(text: Any) -> datetime | None:
-    """The UTC ``datetime`` of an ISO 8601 hour of the episode's facts (:func:`fwgym.series.iso_to_hour`),
+    """The UTC ``datetime`` of an ISO 8601 hour of the episode's facts (:func:`fwgym.core.series.iso_to_hour`),
     ``None`` when it is not one."""
     try:
         return hour_to_datetime(iso_to_hour(text))

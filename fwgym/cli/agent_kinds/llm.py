@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwgym.cases import TEST_SPLIT
+from fwgym.core.cases import TEST_SPLIT
 from fwgym.cli.args import add_arguments_once, positive_float
 
 #: Options shared by the ``openai`` and ``transformers`` kinds: (flags, argparse kwargs).

@@ -80,7 +80,7 @@ def _play(env, tool, args):
     if tool == "replay" and "context_steps" in args and "must be in" in err.get("message", ""):
         # beyond JSON Schema: a replay's context is at most the visible hours before its origin
         case = env.episode.case
-        from fwgym.series import datetime_to_hour
+        from fwgym.core.series import datetime_to_hour
 
         origin = datetime_to_hour(datetime.fromisoformat(args["origin"].replace("Z", "+00:00")))
         assert args["context_steps"] > origin - case.history_start + 1, (args, err)

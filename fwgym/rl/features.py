@@ -1,0 +1,601 @@
+"""Numeric observation features for reinforcement learning (DESIGN §9, issue 5).
+
+Everything here is computed from the **raw observation stream** of an
+:class:`~fwgym.envs.fwbench.FWBenchEnv` (``history``, ``last_result``, ``budget_left``, ``calls_left``)
+and from nothing else: no :class:`~fwgym.core.cases.Case`, no ``hindsight()``. (The wrappers read the tool
+result from ``info["tool_result"]``, the same dict that ``last_result`` carries as JSON, so that they
+can run the env with ``text_observations=False`` and skip the text rendering.) The case
+metadata (as_of, lead, target date, scale, budget, call limit, tools, model availability) comes from
+one free ``catalog`` call that every feature-based episode makes right after ``reset``. Because the
+features are a pure function of what an agent sees, a learned policy can rebuild them exactly from
+the observations it receives in :func:`fwgym.agents.run_episode`
+(:class:`fwgym.agents.sb3.SB3Agent`), and they cannot leak the target.
+
+Feature vector (``float32``, shape ``(N_FEATURES,) = (403,)``; bounds in :func:`feature_space`):
+
+=========  ==========================================================================  ===========
+index      feature                                                                     range
+=========  ==========================================================================  ===========
+0..335     ``history[i] / scale`` (scale = mean of the visible history); 335 = last       [0, 50]
+           visible hour (as_of - 3 h)
+336, 337   sin, cos of 2*pi*hour(as_of, UTC)/24                                         [-1, 1]
+338..344   weekday of the target date, one-hot (Mon..Sun; local date for cycle hire)    {0, 1}
+345, 346   sin, cos of 2*pi*(day of year of the target date - 1)/365.25                 [-1, 1]
+347, 348   lead one-hot (day_ahead, week_ahead)                                         {0, 1}
+349, 350   domain one-hot (electricity, cycle_hire)                                     {0, 1}
+351        (log10(scale) + 2) / 8 (scale in raw units: MW or departures/hour)           [0, 1]
+352        credits left / budget                                                        [0, 1]
+353        tool calls left / call limit                                                 [0, 1]
+354..381   per priced model, in :data:`~fwgym.forecasters.registry.PRICED_MODELS`       see below
+           order (seasonal_empirical, chronos_bolt_tiny, chronos2, timesfm25), 7 each:
+           +0 available (in this env's pool and its weights resolvable)                 {0, 1}
+           +1 price of a full-context covering forecast / budget                        [0, 20]
+           +2 affordable now (price <= credits left)                                    {0, 1}
+           +3 a covering forecast was bought this episode                              {0, 1}
+           +4 expected loss of the plan under that forecast (0 if none)                 [0, 10]
+           +5 a replay of this model was bought this episode                            {0, 1}
+           +6 the first such replay's mean pinball loss / scale (0 if none)             [0, 10]
+382..397   per classical method, in :data:`~fwgym.forecasters.classical.CLASSICAL_METHODS`
+           order, 2 each: +0 its plan is known (classical_plan or plan called)          {0, 1}
+           +1 the plan's expected loss under the method's own distribution (0 if none)  [0, 10]
+398        least expected loss among all plans seen (0 if none; NaN losses skipped)     [0, 10]
+399        at least one plan is known                                                   {0, 1}
+400        forecasts bought / 4 (every bought forecast, covering or not)                [0, 3]
+401        models replayed / 4 (distinct models with a bought replay)                   [0, 3]
+402        credits spent / budget                                                       [0, 1]
+=========  ==========================================================================  ===========
+
+``FEATURE_NAMES[i]`` names feature ``i``; :func:`feature_index` maps a name back. Expected losses
+are in normalised units (the decision loss of DESIGN §3, demand divided by scale).
+
+**Feature sets.** Wrappers take ``features="all"`` (the 403 above, default), ``"compact"`` or any
+sequence of feature names (kept in the order given). ``"compact"`` (56 features) keeps the lead and
+domain one-hots, ``log_scale``, the budget/call fractions and every model/method/summary feature
+(indices 347..402 of the table), and drops the raw history and the calendar features
+(as_of hour, target weekday, day of year). Reason, measured on the dev split (the pre-test split for
+model selection): a ridge-regression method selector fitted on 5,000 train cases reached dev S 0.457
+with the compact inputs, but 0.53-0.58 with the calendar and history inputs, which fit the train
+years and do not transfer (best fixed policy on dev: 0.492).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from fwgym.core.cases import HISTORY_HOURS, LEADS, parse_case_id
+from fwgym.data import DOMAINS
+from fwgym.forecasters.classical import CLASSICAL_METHODS
+from fwgym.forecasters.registry import PRICED_MODELS
+from fwgym.core.series import iso_to_hour
+from fwgym.core.tariff import credits_for
+from fwgym.tools import parse_action, ToolCall
+
+__all__ = ["FEATURE_VERSION", "CATALOG_CALL", "HISTORY_MAX", "LOSS_MAX", "PRICE_MAX", "MODEL_FIELDS", "METHOD_FIELDS",
+           "WEEKDAYS", "FEATURE_NAMES", "N_FEATURES", "feature_index", "FEATURE_SETS", "resolve_features",
+           "feature_space", "CaseMeta", "EpisodeTracker", "feature_vector", "check_raw_env", "start_episode",
+           "FeatureObservation"]
+
+#: bumped whenever the meaning or order of a feature changes (stored with trained models)
+FEATURE_VERSION = 1
+#: the call every feature-based episode makes right after ``reset`` (free; counts as one call)
+CATALOG_CALL: dict = {"tool": "catalog", "args": {}}
+
+HISTORY_MAX = 50.0
+LOSS_MAX = 10.0
+PRICE_MAX = 20.0
+MODEL_FIELDS = ("available", "price_frac", "affordable", "bought", "bought_expected_loss", "replayed", "replay_pinball_scaled")
+METHOD_FIELDS = ("known", "expected_loss")
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+#: error codes of the env's terminal results (the episode has ended), whatever the tool
+_TERMINAL_CODES = ("invalid_submission", "call_limit_exceeded", "abstained")
+
+
+def _names() -> tuple[str, ...]:
+    names = [f"history_{i:03d}" for i in range(HISTORY_HOURS)]
+    names += ["as_of_hour_sin", "as_of_hour_cos"] + [f"target_weekday_{d}" for d in WEEKDAYS]
+    names += ["target_doy_sin", "target_doy_cos"] + [f"lead_{lead}" for lead in LEADS] + [f"domain_{d}" for d in DOMAINS]
+    names += ["log_scale", "budget_left_frac", "calls_left_frac"]
+    names += [f"model_{m}_{f}" for m in PRICED_MODELS for f in MODEL_FIELDS]
+    names += [f"method_{m}_{f}" for m in CLASSICAL_METHODS for f in METHOD_FIELDS]
+    names += ["best_expected_loss", "any_plan_known", "forecasts_bought_div4", "replays_div4", "spent_frac"]
+    return tuple(names)
+
+
+#: name of every feature, in order
+FEATURE_NAMES: tuple[str, ...] = _names()
+N_FEATURES = len(FEATURE_NAMES)
+_INDEX = {n: i for i, n in enumerate(FEATURE_NAMES)}
+
+
+def feature_index(name: str) -> int:
+    """Index of feature ``name`` in the vector.
+
+    Raises:
+        KeyError: unknown feature name (see :data:`FEATURE_NAMES`).
+    """
+    try:
+        return _INDEX[name]
+    except KeyError:
+        raise KeyError(f"unknown feature {name!r}; see fwgym.rl.features.FEATURE_NAMES") from None
+
+
+def _bounds() -> tuple[np.ndarray, np.ndarray]:
+    low = np.zeros(N_FEATURES, dtype=np.float32)
+    high = np.ones(N_FEATURES, dtype=np.float32)
+    high[:HISTORY_HOURS] = HISTORY_MAX
+    for n in ("as_of_hour_sin", "as_of_hour_cos", "target_doy_sin", "target_doy_cos"):
+        low[_INDEX[n]] = -1.0
+    for m in PRICED_MODELS:
+        high[_INDEX[f"model_{m}_price_frac"]] = PRICE_MAX
+        high[_INDEX[f"model_{m}_bought_expected_loss"]] = LOSS_MAX
+        high[_INDEX[f"model_{m}_replay_pinball_scaled"]] = LOSS_MAX
+    for m in CLASSICAL_METHODS:
+        high[_INDEX[f"method_{m}_expected_loss"]] = LOSS_MAX
+    high[_INDEX["best_expected_loss"]] = LOSS_MAX
+    high[_INDEX["forecasts_bought_div4"]] = 3.0
+    high[_INDEX["replays_div4"]] = 3.0
+    return low, high
+
+
+_LOW, _HIGH = _bounds()
+
+_CALENDAR = {"as_of_hour_sin", "as_of_hour_cos", "target_doy_sin", "target_doy_cos"} | {f"target_weekday_{d}" for d in WEEKDAYS}
+#: named feature sets (see the module docstring)
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "all": FEATURE_NAMES,
+    "compact": tuple(n for n in FEATURE_NAMES[HISTORY_HOURS:] if n not in _CALENDAR),
+}
+
+
+def resolve_features(features: str | Sequence[str] = "all") -> tuple[str, ...]:
+    """Feature names of a set name (``"all"``, ``"compact"``) or of an explicit sequence of names.
+
+    Raises:
+        ValueError: unknown set name, unknown or repeated feature name, or an empty selection.
+    """
+    if isinstance(features, str):
+        if features not in FEATURE_SETS:
+            raise ValueError(f"unknown feature set {features!r}; expected one of {list(FEATURE_SETS)} or a list of names")
+        return FEATURE_SETS[features]
+    names = tuple(features)
+    bad = [n for n in names if n not in _INDEX]
+    if bad or not names or len(set(names)) != len(names):
+        raise ValueError(f"features must be distinct names of FEATURE_NAMES (unknown: {bad[:5]}, n={len(names)})")
+    return names
+
+
+_INDICES_CACHE: dict = {}
+
+
+def _indices(features: str | Sequence[str]) -> np.ndarray | None:
+    key = features if isinstance(features, str) else tuple(features)
+    hit = _INDICES_CACHE.get(key, False)
+    if hit is False:
+        names = resolve_features(features)
+        hit = None if names == FEATURE_NAMES else np.array([_INDEX[n] for n in names], dtype=np.int64)
+        if len(_INDICES_CACHE) < 1024:
+            _INDICES_CACHE[key] = hit
+    return hit
+
+
+def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:
+    """The observation space of a feature set: ``Box(low, high, (n,), float32)`` (n = 403 for
+    ``"all"``, 56 for ``"compact"``) with the per-feature bounds of the module table (every feature
+    is clipped into them).
+
+    Raises:
+        ValueError: see :func:`resolve_features`.
+    """
+    idx = _indices(features)
+    low, high = (_LOW, _HIGH) if idx is None else (_LOW[idx], _HIGH[idx])
+    return spaces.Box(low=low.copy(), high=high.copy(), dtype=np.float32)
+
+
+
+
+@dataclass(frozen=True)
+class CaseMeta:
+    """Visible metadata of the current case, read from the ``catalog`` tool result.
+
+    Attributes:
+        case_id, domain, lead, series_id, unit: as in :meth:`fwgym.core.cases.Case.summary`.
+        as_of, last_visible: epoch hours (UTC).
+        target_date: the (local) target date, from the case id.
+        horizon: forecast steps covering the target (50 or 194).
+        scale: mean of the visible history (raw units, > 0).
+        budget: credits per episode; max_calls: tool-call limit.
+        tools: tools this env allows; models: its priced forecast pool.
+        min_context: ``{model: smallest context}`` of the pool.
+    """
+
+    case_id: str
+    domain: str
+    lead: str
+    series_id: str
+    unit: str
+    as_of: int
+    last_visible: int
+    target_date: date
+    horizon: int
+    scale: float
+    budget: int
+    max_calls: int
+    tools: tuple[str, ...]
+    models: tuple[str, ...]
+    min_context: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_catalog(cls, result: dict) -> "CaseMeta":
+        """Build from the ``result`` of a successful ``catalog`` call.
+
+        Raises:
+            ValueError: the result lacks a field (not a catalog result).
+        """
+        try:
+            case = result["case"]
+            _, _, target_date, _ = parse_case_id(case["case_id"])
+            return cls(case_id=case["case_id"], domain=case["domain"], lead=case["lead"], series_id=str(case["series_id"]),
+                       unit=case["unit"], as_of=iso_to_hour(case["as_of"]), last_visible=iso_to_hour(case["last_visible"]),
+                       target_date=target_date, horizon=int(case["horizon"]), scale=float(result["contract"]["scale"]),
+                       budget=int(result["budget"]["budget"]), max_calls=int(result["calls"]["limit"]),
+                       tools=tuple(result["tools"]), models=tuple(m["model"] for m in result["models"]),
+                       min_context={m["model"]: int(m["min_context"]) for m in result["models"]})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a catalog result ({type(exc).__name__}: {exc})") from None
+
+
+class EpisodeTracker:
+    """What an agent has learned so far in one episode, updated from raw observations only.
+
+    Call :meth:`reset` with the observation returned by ``env.reset`` and :meth:`update` with every
+    action and the observation it produced. Tool results are read from ``info["tool_result"]`` when
+    the step's ``info`` is passed (the env's structured result), else parsed from ``obs["last_result"]``.
+
+    Attributes:
+        meta: :class:`CaseMeta` once the ``catalog`` result has been seen, else ``None``.
+        history: visible history, float32 (336,), raw units.
+        budget_left: credits left (float); calls_left: tool calls left (int).
+        available: ``{model: bool}`` for the env's pool (from catalog; set False by a
+            ``model_unavailable`` error).
+        plans: ``{method: {"decisions": [...], "expected_loss": float}}`` of classical plans seen.
+        forecasts: ``{forecast_id: {"model", "covers_target", "decisions", "expected_loss"}}``
+            (``decisions``/``expected_loss`` None until ``plan`` was called on it).
+        bought: ``{model: forecast_id}`` of the first covering forecast bought per model.
+        replays: ``{model: mean pinball loss / scale}``.
+        last: the parsed last tool result (dict) or ``None``.
+        terminated: the last update ended the episode (a submit, an abstain or a call beyond the limit).
+        version: incremented by every :meth:`reset` and :meth:`update` (for caches of derived values).
+
+    The features that are fixed within an episode (history, calendar, lead, domain, scale and the
+    catalog's prices) are computed once per catalog result, i.e. per ``meta`` object: after editing
+    ``history`` by hand, assign a new ``meta`` (e.g. ``dataclasses.replace(tracker.meta)``). The
+    macro wrappers' action masks are cached per ``version``.
+    """
+
+    def __init__(self):
+        self.meta: CaseMeta | None = None
+        self.history = np.zeros(HISTORY_HOURS, dtype=np.float32)
+        self.budget_left = 0.0
+        self.calls_left = 0
+        self.available: dict[str, bool] = {}
+        self.plans: dict[str, dict] = {}
+        self.forecasts: dict[str, dict] = {}
+        self.bought: dict[str, str] = {}
+        self.replays: dict[str, float] = {}
+        self.last: dict | None = None
+        self.terminated = False
+        self.version = getattr(self, "version", 0) + 1
+        self._prices: dict[str, int] = {}
+        self._static: tuple | None = None
+
+    def reset(self, obs: dict) -> None:
+        """Start a new episode from the ``reset`` observation."""
+        self.__init__()
+        self._read_obs(obs)
+
+    def _read_obs(self, obs: dict) -> None:
+        self.history = np.asarray(obs["history"], dtype=np.float32)
+        b = obs["budget_left"]
+        self.budget_left = float(b[0]) if type(b) is np.ndarray and b.shape == (1,) else float(np.asarray(b).reshape(-1)[0])
+        self.calls_left = int(obs["calls_left"])
+
+    def update(self, action: Any, obs: dict, info: dict | None = None) -> dict | None:
+        """Record ``action`` (the tool call just sent) and the observation it produced.
+
+        Args:
+            action: the tool call (JSON string or dict).
+            obs: the raw observation the step returned.
+            info: the step's ``info``; its ``tool_result`` (if any) is used instead of parsing
+                ``obs["last_result"]`` (needed when the env has ``text_observations=False``).
+
+        Returns:
+            the parsed tool result (``{"tool", "ok", "result" | "error"}``) or ``None`` when
+            there is none (``last_result`` empty or not JSON, no ``tool_result``).
+        """
+        self._read_obs(obs)
+        self.version += 1
+        res = info.get("tool_result") if info is not None else None
+        if res is None:
+            try:
+                res = json.loads(obs["last_result"]) if obs["last_result"] else None
+            except ValueError:
+                res = None
+        self.last = res if isinstance(res, dict) else None
+        if self.last is None:
+            return None
+        # the env's result names the tool it ran ("invalid" for a malformed action); only a
+        # model_unavailable error needs the action's own arguments
+        tool, ok = self.last.get("tool"), bool(self.last.get("ok"))
+        body = self.last.get("result") if ok else None
+        code = (self.last.get("error") or {}).get("code") if not ok else None
+        if code in _TERMINAL_CODES or (ok and self.last.get("tool") == "submit"):
+            self.terminated = True  # the env's terminal result (a refused, non-final submit is not)
+        elif ok and tool == "catalog":
+            self.meta = CaseMeta.from_catalog(body)
+            self.available = {m["model"]: bool(m["available"]) for m in body["models"]}
+            self._prices = {m["model"]: int(m["credits_full_context_covering_horizon"])
+                            for m in body["models"] if "credits_full_context_covering_horizon" in m}
+        elif ok and tool in ("classical_plan", "plan") and "method" in body:
+            self.plans[body["method"]] = {"decisions": body["plan"]["decisions"], "expected_loss": float(body["expected_loss"])}
+        elif ok and tool == "plan" and "forecast_id" in body:
+            fc = self.forecasts.get(body["forecast_id"])
+            if fc is not None:
+                fc.update(decisions=body["plan"]["decisions"], expected_loss=float(body["expected_loss"]))
+        elif ok and tool == "forecast":
+            fid, model = body["forecast_id"], body["model"]
+            self.forecasts[fid] = {"model": model, "covers_target": bool(body["covers_target"]),
+                                   "decisions": None, "expected_loss": None}
+            if body["covers_target"]:
+                self.bought.setdefault(model, fid)
+        elif ok and tool == "replay":
+            self.replays.setdefault(body["model"], float(body["mean_pinball_loss_scaled"]))
+        elif not ok and tool in ("forecast", "replay", "quote") and code == "model_unavailable":
+            call = parse_action(action)
+            model = call.args.get("model") if isinstance(call, ToolCall) else None
+            if isinstance(model, str) and model in self.available:
+                self.available[model] = False
+        return self.last
+
+    # -- derived quantities ----------------------------------------------------------------------
+
+    def full_price(self, model: str) -> int:
+        """Credits of a full-context (336) forecast covering the target horizon of this case (as the
+        catalog quoted it for the env's pool; from the tariff for other models)."""
+        p = self._prices.get(model)
+        if p is None:
+            p = self._prices[model] = credits_for(model, HISTORY_HOURS, self.meta.horizon)
+        return p
+
+    def bought_plan(self, model: str) -> dict | None:
+        """The planned covering forecast bought from ``model`` (with decisions), or ``None``."""
+        fid = self.bought.get(model)
+        fc = self.forecasts.get(fid) if fid else None
+        return fc if fc is not None and fc["decisions"] is not None else None
+
+
+def feature_vector(tracker: EpisodeTracker, features: str | Sequence[str] = "all") -> np.ndarray:
+    """The feature vector of the tracker's current state (see the module table).
+
+    Args:
+        tracker: the episode's :class:`EpisodeTracker` (after the catalog call).
+        features: a feature set name or a sequence of feature names (default: all 403).
+
+    Returns:
+        float32 array (n,), clipped into :func:`feature_space` of the same set.
+
+    Raises:
+        RuntimeError: the tracker has not seen a ``catalog`` result yet.
+        ValueError: see :func:`resolve_features`.
+    """
+    x = _full_vector(tracker)
+    idx = _indices(features)
+    return x if idx is None else x[idx]
+
+
+_I = _INDEX
+_I_WEEKDAY = {d: _I[f"target_weekday_{d}"] for d in WEEKDAYS}
+_I_METHOD = {m: tuple(_I[f"method_{m}_{f}"] for f in METHOD_FIELDS) for m in CLASSICAL_METHODS}
+#: features from here on change within an episode (budget, calls, models, methods, summary); the
+#: ones before are fixed once the catalog is known (history, calendar, lead, domain, scale)
+_DYNAMIC = _I["budget_left_frac"]
+_N_DYNAMIC = N_FEATURES - _DYNAMIC
+_MODEL0 = {m: _I[f"model_{m}_{MODEL_FIELDS[0]}"] - _DYNAMIC for m in PRICED_MODELS}  # offsets in the dynamic part
+_METHOD0 = {m: _I[f"method_{m}_{METHOD_FIELDS[0]}"] - _DYNAMIC for m in CLASSICAL_METHODS}
+_D_BUDGET_LEFT, _D_CALLS_LEFT, _D_BEST, _D_ANY_PLAN, _D_FORECASTS, _D_REPLAYS, _D_SPENT = (_I[n] - _DYNAMIC for n in (
+    "budget_left_frac", "calls_left_frac", "best_expected_loss", "any_plan_known", "forecasts_bought_div4",
+    "replays_div4", "spent_frac"))
+
+
+_TAIL = HISTORY_HOURS  # features 336..351 (calendar, lead, domain, scale), offsets in the static tail
+_T_HOUR = (_I["as_of_hour_sin"] - _TAIL, _I["as_of_hour_cos"] - _TAIL)
+_T_DOY = (_I["target_doy_sin"] - _TAIL, _I["target_doy_cos"] - _TAIL)
+_T_WEEKDAY = tuple(_I_WEEKDAY[d] - _TAIL for d in WEEKDAYS)
+_T_ONE_HOT = {**{lead: _I[f"lead_{lead}"] - _TAIL for lead in LEADS}, **{d: _I[f"domain_{d}"] - _TAIL for d in DOMAINS}}
+_T_LOG_SCALE = _I["log_scale"] - _TAIL
+
+
+def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
+    """The whole vector with features 0..351 (history, calendar, lead, domain, scale; float32,
+    clipped) filled in and the dynamic part 352..402 zero: the fixed part of an episode once the
+    catalog is known, so computed once per episode (each step copies it and writes the dynamic part)."""
+    meta = tracker.meta
+    x = np.zeros(N_FEATURES, dtype=np.float32)
+    hist = np.divide(tracker.history, meta.scale, dtype=np.float64)  # cleaned and clipped in float64, then stored
+    if not math.isfinite(np.add.reduce(hist)):  # a finite sum means every value is finite
+        np.nan_to_num(hist, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+    x[:HISTORY_HOURS] = np.minimum(np.maximum(hist, 0.0, out=hist), HISTORY_MAX, out=hist)
+    tail = [0.0] * (_DYNAMIC - _TAIL)  # all inside their bounds by construction
+    hour, day = meta.as_of % 24, meta.target_date
+    doy = day.toordinal() - date(day.year, 1, 1).toordinal()
+    tail[_T_HOUR[0]], tail[_T_HOUR[1]] = math.sin(2 * math.pi * hour / 24), math.cos(2 * math.pi * hour / 24)
+    tail[_T_WEEKDAY[day.weekday()]] = 1.0
+    tail[_T_DOY[0]], tail[_T_DOY[1]] = math.sin(2 * math.pi * doy / 365.25), math.cos(2 * math.pi * doy / 365.25)
+    for name in (meta.lead, meta.domain):
+        if name in _T_ONE_HOT:
+            tail[_T_ONE_HOT[name]] = 1.0
+    log_scale = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
+    tail[_T_LOG_SCALE] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
+    x[_TAIL:_DYNAMIC] = tail
+    return x
+
+
+def _fit(v: float | None, high: float) -> float:
+    """``v`` as the vector stores it: None, NaN and +-inf -> 0, then clipped into [0, high] (every
+    dynamic feature's lower bound is 0; -0.0 is stored as 0.0)."""
+    if v is None or v != v or v == math.inf or v == -math.inf:
+        return 0.0
+    return 0.0 if v <= 0.0 else high if v > high else v
+
+
+def _episode_parts(tracker: EpisodeTracker) -> tuple:
+    """What stays fixed once the catalog is known, computed once per episode (per ``meta``):
+    ``(meta, static vector, dynamic template, model rows)``. The template holds the price features
+    (the catalog's prices, fixed for the episode) and zeros; a model row is ``(offset, model, price,
+    in the env's pool)``."""
+    meta = tracker.meta
+    budget = meta.budget if meta.budget > 0 else 1
+    template = [0.0] * _N_DYNAMIC
+    rows = []
+    for m, j in _MODEL0.items():
+        full = tracker.full_price(m)
+        template[j + 1] = _fit(full / budget, PRICE_MAX)
+        rows.append((j, m, full, m in meta.models))
+    return meta, _static_vector(tracker), template, tuple(rows)
+
+
+def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple) -> list[float]:
+    """Features 352..402 (see the module table) as Python floats, already inside their bounds:
+    ``template`` (:func:`_episode_parts`) with what changes within an episode written in."""
+    meta = tracker.meta
+    d = template.copy()
+    left = tracker.budget_left
+    if meta.budget > 0:
+        d[_D_BUDGET_LEFT] = _fit(left / meta.budget, 1.0)
+        d[_D_SPENT] = _fit((meta.budget - left) / meta.budget, 1.0)
+    if meta.max_calls > 0:
+        d[_D_CALLS_LEFT] = _fit(tracker.calls_left / meta.max_calls, 1.0)
+    available, bought, replays = tracker.available, tracker.bought, tracker.replays
+    for j, m, full, in_pool in rows:  # +0 available, +1 price, +2 affordable, +3 bought, +4 loss, +5 replayed, +6 pinball
+        if in_pool:
+            a = available.get(m, False)
+            d[j] = 1.0 if a is True else 0.0 if a is False or a is None else _fit(float(a), 1.0)
+            d[j + 2] = 1.0 if full <= left else 0.0
+        if bought and m in bought:
+            d[j + 3] = 1.0
+            fc = tracker.bought_plan(m)
+            d[j + 4] = _fit(fc["expected_loss"], LOSS_MAX) if fc else 0.0
+        if replays and m in replays:
+            d[j + 5] = 1.0
+            d[j + 6] = _fit(replays[m], LOSS_MAX)
+    known, best = False, math.inf  # least loss over the known plans; None and NaN losses are skipped
+    for m, p in tracker.plans.items():
+        j = _METHOD0.get(m)
+        if j is not None:
+            v = p["expected_loss"]
+            d[j], d[j + 1], known = 1.0, _fit(v, LOSS_MAX), True
+            if v is not None and v < best:
+                best = v
+    if tracker.forecasts:
+        for fc in tracker.forecasts.values():
+            v = fc["expected_loss"]
+            if v is not None:
+                known = True
+                if v < best:
+                    best = v
+        d[_D_FORECASTS] = _fit(len(tracker.forecasts) / 4.0, 3.0)
+    if known:
+        d[_D_BEST] = _fit(best, LOSS_MAX)
+        d[_D_ANY_PLAN] = 1.0
+    if replays:
+        d[_D_REPLAYS] = _fit(len(replays) / 4.0, 3.0)
+    return d
+
+
+def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
+    meta = tracker.meta
+    if meta is None:
+        raise RuntimeError("features need the catalog result: send CATALOG_CALL right after reset and update the tracker")
+    parts = tracker._static  # the visible history and the prices are the same at every step of an episode
+    if parts is None or parts[0] is not meta:
+        parts = tracker._static = _episode_parts(tracker)
+    x = parts[1].copy()
+    x[_DYNAMIC:] = _dynamic_values(tracker, parts[2], parts[3])
+    return x
+
+
+def check_raw_env(env: gym.Env, who: str) -> None:
+    """Check that ``env`` is an fwgym decision env with the raw Dict observation and ``catalog``.
+
+    Raises:
+        TypeError: the observation space is not the raw FWBench Dict (e.g. already wrapped).
+        ValueError: the env does not allow the ``catalog`` tool.
+    """
+    space = env.observation_space
+    need = {"history", "last_result", "budget_left", "calls_left"}
+    if not isinstance(space, spaces.Dict) or not need <= set(space.spaces):
+        raise TypeError(f"{who} wraps the raw FWBench env (Dict observation with {sorted(need)}), got {space}")
+    tools = getattr(env.unwrapped, "tools", ())
+    if "catalog" not in tools:
+        raise ValueError(f"{who} needs the 'catalog' tool (it reads the case metadata from it); the env allows {list(tools)}")
+
+
+def start_episode(env: gym.Env, tracker: EpisodeTracker, seed: int | None, options: dict | None):
+    """``env.reset`` then the free ``catalog`` call, feeding both observations to ``tracker``.
+
+    Returns:
+        ``(raw_obs, info)`` after the catalog call.
+
+    Raises:
+        RuntimeError: the catalog call failed, paid a reward or ended the episode (call limit 0).
+    """
+    obs, _ = env.reset(seed=seed, options=options)
+    tracker.reset(obs)
+    obs, reward, terminated, truncated, info = env.step(CATALOG_CALL)
+    res = tracker.update(CATALOG_CALL, obs, info)
+    if terminated or truncated or reward != 0.0 or not (res or {}).get("ok") or tracker.meta is None:
+        raise RuntimeError(f"the catalog call after reset failed (terminated={terminated}, reward={reward}, "
+                           f"result={obs['last_result'][:200]!r}); feature wrappers need max_calls >= 2")
+    return obs, info
+
+
+class FeatureObservation(gym.Wrapper):
+    """Numeric observations for the raw FWBench env; actions stay JSON tool calls.
+
+    ``reset`` makes one free ``catalog`` call (it counts as one tool call) and returns the feature
+    vector of the module table; ``step(action)`` forwards the tool call and returns the new
+    features. Rewards, termination and ``info`` are the inner env's.
+
+    Observation: ``Box(n,)`` float32 (:func:`feature_space`; n = 403 by default). Action: the inner
+    env's (Text).
+
+    Args:
+        env: an :class:`~fwgym.envs.fwbench.FWBenchEnv` (possibly inside Gymnasium's default
+            wrappers) with the raw Dict observation.
+        features: feature set name (``"all"``, ``"compact"``) or a sequence of feature names.
+
+    Raises:
+        TypeError, ValueError: see :func:`check_raw_env` and :func:`resolve_features`.
+    """
+
+    def __init__(self, env: gym.Env, features: str | Sequence[str] = "all"):
+        check_raw_env(env, "FeatureObservation")
+        super().__init__(env)
+        self.features = resolve_features(features)
+        self.observation_space = feature_space(self.features)
+        self.tracker = EpisodeTracker()
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        _, info = start_episode(self.env, self.tracker, seed, options)
+        return feature_vector(self.tracker, self.features), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.tracker.update(action, obs, info)
+        return feature_vector(self.tracker, self.features), reward, terminated, truncated, info
