@@ -54,7 +54,7 @@ from fwgym.agents.chat.parsing import AnswerError, normalise_submit_args, parse_
 from fwgym.agents.chat.prompts import (budget_left, calls_left, compact_result, direct_prompt, first_user_message,
                                        history_start, result_json, system_prompt, tool_schemas)
 from fwgym.tools import REGISTRY, loads_strict
-from fwgym.tools.registry import drop_null_arguments
+from fwgym.tools.registry import drop_null_arguments, pool_from_facts
 
 #: Tool name of the action that stands for an unusable reply (counted by the env as one call).
 REPLY_ERROR_TOOL = "invalid_reply"
@@ -147,6 +147,8 @@ class ChatSession:
         messages: the chat so far (OpenAI message dicts; ``content`` is always a string).
         steps: one dict per env action (reply turn, action, parse outcome, env result, feedback).
         tools, task, max_calls: the episode's tools, task and call limit (set by :meth:`start`).
+        pool: the episode's forecast pool (:func:`fwgym.tools.registry.pool_from_facts` of the facts'
+            ``pool``; ``None`` without it: the protocol's), what the tool schemas and listing offer.
         episode: the episode's structured facts given to :meth:`start` (``{}`` without them).
         turns: model replies so far.
         notices: harness notices of the episode (dropped tool calls), for the trace.
@@ -178,6 +180,7 @@ class ChatSession:
         self.steps: list[dict] = []
         self.episode: dict = {}
         self.tools: tuple[str, ...] = ()
+        self.pool = None
         self.task = "decision"
         self.max_calls = 0
         self.turns = 0
@@ -205,6 +208,7 @@ class ChatSession:
         self.tools = self._tools_arg or tuple(facts.get("tools") or REGISTRY)
         tool_schemas(self.tools)  # validates names
         self.task = "forecast" if facts.get("task") == "forecast" else "decision"
+        self.pool = pool_from_facts(facts.get("pool"))  # the env's forecast pool (None: the protocol's)
         self.max_calls = int(facts["max_calls"]) if "max_calls" in facts else calls_left(observation)
         budget = facts["budget"] if "budget" in facts else budget_left(observation)
         if self.direct:
@@ -214,7 +218,7 @@ class ChatSession:
             system = self._system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
                                                    native_tools=self.native_tools, task=self.task,
                                                    describe_tools=self.describe_tools, compact=self.compact_results,
-                                                   episode=facts)
+                                                   episode=facts, pool=self.pool)
             user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
                                       history_hours=self.history_hours, native_tools=self.native_tools)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -225,7 +229,9 @@ class ChatSession:
 
     def tool_schemas(self) -> list[dict] | None:
         """Function schemas for the request (``None`` when tools are not native)."""
-        return tool_schemas(self.tools, self.task, strict=self.strict_tools) if self.native_tools else None
+        if not self.native_tools:
+            return None
+        return tool_schemas(self.tools, self.task, strict=self.strict_tools, pool=self.pool)
 
     # -- replies -------------------------------------------------------------------------------
 
@@ -292,7 +298,7 @@ class ChatSession:
         args = dict(args)
         notes = None
         if self.strict_tools and name in REGISTRY:
-            plain = drop_null_arguments(name, args, self.task)
+            plain = drop_null_arguments(name, args, self.task, self.pool)
             if plain != args:
                 notes = {"dropped_null_arguments": sorted(set(args) - set(plain))}
                 args = plain
