@@ -241,8 +241,6 @@ class OpenAIChatAgent(ChatAgent):
         timeout: wall-clock seconds per model reply, retries and waits included (see the module docstring).
         max_retries: the SDK's retries of a transient failure (0 = one attempt only).
         api_key_env: name of the environment variable holding the key.
-        native_tools: send tool schemas for native function calling (turn off for servers without
-            tool support: tools are then called with JSON in text).
         extra_body: extra JSON fields for the request body (e.g. ``{"top_k": 20}`` or
             ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM).
         reply_cache: folder of the on-disk reply cache (``None``: no cache).
@@ -250,11 +248,13 @@ class OpenAIChatAgent(ChatAgent):
             ``max_tokens``, so that even a 2,000,000-record submit arrives and is refused as the model's
             counted error; a larger body is a ``bad_response`` harness error).
         name: policy name (default ``"openai:<model>"``).
-        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` options (``trace_out``, ``max_tool_chars``,
-            ``max_turns``, ``text_tool_calls``, ``tools``, ``system``, ``history_hours``,
-            ``episode_timeout``, ``describe_tools``, ``compact_results``, ``strict_tools``,
-            ``tool_results_as``, ``direct_prompt``, ``max_reply_chars``, ``max_argument_chars``,
-            ``max_trace_chars``).
+        options: the chat options (:class:`~fwgym.agents.chat.options.ChatOptions` or their JSON form):
+            ``native_tools`` (send tool schemas for native function calling; off for servers without tool
+            support: tools are then called with JSON in text), ``strict_tools``, ``describe_tools``,
+            ``compact_results``, ``constrain``, ...
+        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` arguments (``trace_out``, ``max_turns``,
+            ``episode_timeout``, ``max_reply_chars``, ``max_trace_chars``) and single chat options
+            (``native_tools=False``, ...).
 
     Raises:
         ValueError: empty model name, negative ``max_retries``, non-positive ``timeout`` or ``max_tokens``.
@@ -265,7 +265,7 @@ class OpenAIChatAgent(ChatAgent):
     def __init__(self, model: str, base_url: str | None = None, *, temperature: float | None = None,
                  top_p: float | None = None, seed: int | None = None, max_tokens: int | None = DEFAULT_MAX_TOKENS,
                  timeout: float = 120.0, max_retries: int = 3, api_key_env: str = "OPENAI_API_KEY",
-                 native_tools: bool = True, extra_body: Mapping | None = None, reply_cache: str | os.PathLike | None = None,
+                 extra_body: Mapping | None = None, reply_cache: str | os.PathLike | None = None,
                  max_response_bytes: int = MAX_RESPONSE_BYTES, name: str | None = None, **chat_kwargs: Any):
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty model name")
@@ -274,7 +274,7 @@ class OpenAIChatAgent(ChatAgent):
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if max_tokens is not None:
             max_tokens = check_int("max_tokens (or None)", max_tokens, minimum=1)
-        super().__init__(name or f"openai:{model}", native_tools=native_tools, **chat_kwargs)
+        super().__init__(name or f"openai:{model}", **chat_kwargs)
         self.model, self.base_url = model, base_url
         self.temperature, self.top_p, self.seed, self.max_tokens = temperature, top_p, seed, max_tokens
         self.timeout, self.max_retries = float(timeout), int(max_retries)
@@ -295,11 +295,7 @@ class OpenAIChatAgent(ChatAgent):
         return {"model": self.model, "base_url": self.base_url, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed, "max_tokens": self.max_tokens, "timeout": self.timeout,
                 "max_retries": self.max_retries, "api_key_env": self.api_key_env, "extra_body": self.extra_body,
-                "history_hours": self.history_hours, "episode_timeout": self.episode_timeout,
-                "native_tools": self.native_tools, "describe_tools": self.describe_tools,
-                "compact_results": self.compact_results, "strict_tools": self.strict_tools,
-                "tool_results_as": self.tool_results_as, "direct_prompt": self.direct_prompt,
-                "reply_cache": self.reply_cache}
+                "episode_timeout": self.episode_timeout, "reply_cache": self.reply_cache, **self.options.to_json()}
 
     def secrets(self) -> list[str]:
         """The API key from ``api_key_env`` (when set): scrubbed from everything written."""

@@ -59,17 +59,29 @@ def start_trace_file(path: str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
+def chat_options(args, **kind_options) -> dict:
+    """The chat session's options (:class:`fwgym.agents.chat.options.ChatOptions`, JSON form) from the shared
+    options and a kind's own (``kind_options``, e.g. the openai kind's ``native_tools``): built once here,
+    carried unchanged by the factory and the agent to the session.
+
+    Raises:
+        ValueError: a bad value (e.g. ``--history-hours 0``).
+    """
+    from fwgym.agents.chat.options import ChatOptions
+
+    return ChatOptions(max_tool_chars=getattr(args, "max_tool_chars", None),
+                       history_hours=getattr(args, "history_hours", None),
+                       compact_results=bool(getattr(args, "compact_results", False)),
+                       direct_prompt=bool(getattr(args, "direct_prompt", False)), **kind_options).to_json()
+
+
 def common_kwargs(args) -> dict:
-    """Agent kwargs from the shared options."""
+    """Agent kwargs from the shared options other than the chat options (:func:`chat_options`)."""
     kw = {"temperature": getattr(args, "temperature", None), "top_p": getattr(args, "top_p", None),
-          "seed": getattr(args, "llm_seed", None), "max_tool_chars": getattr(args, "max_tool_chars", None),
-          "history_hours": getattr(args, "history_hours", None),
-          "compact_results": bool(getattr(args, "compact_results", False)),
-          "direct_prompt": bool(getattr(args, "direct_prompt", False)),
-          "episode_timeout": getattr(args, "episode_timeout", None)}
+          "seed": getattr(args, "llm_seed", None), "episode_timeout": getattr(args, "episode_timeout", None)}
     if getattr(args, "agent_name", None):
         kw["name"] = args.agent_name
     return kw
 
 
-__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs"]
+__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs", "chat_options"]

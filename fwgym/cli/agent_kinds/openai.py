@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
+from fwgym.cli.agent_kinds.llm import add_common_arguments, chat_options, common_kwargs, start_trace_file, trace_path
 from fwgym.cli.args import json_object, positive_float
 
 KIND = "openai"
@@ -69,14 +69,15 @@ def build(args):
         raise ValueError("--max-retries must be >= 0 and --timeout > 0")
     path = trace_path(args)
     max_tokens = getattr(args, "max_tokens", None)
+    options = chat_options(args, native_tools=not args.no_native_tools,
+                           describe_tools=getattr(args, "describe_tools", None),
+                           tool_results_as=getattr(args, "tool_results_as", "tool"),
+                           strict_tools=bool(getattr(args, "strict_tools", False)))
     factory = LLMAgentFactory(kind="openai", model=args.model, base_url=args.base_url, timeout=args.timeout,
-                              max_retries=args.max_retries, api_key_env=args.api_key_env,
-                              native_tools=not args.no_native_tools, extra_body=extra,
+                              max_retries=args.max_retries, api_key_env=args.api_key_env, extra_body=extra,
                               max_tokens=max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS,
-                              describe_tools=getattr(args, "describe_tools", None),
-                              tool_results_as=getattr(args, "tool_results_as", "tool"),
-                              strict_tools=bool(getattr(args, "strict_tools", False)),
-                              reply_cache=getattr(args, "reply_cache", None), trace_out=path, **common_kwargs(args))
+                              reply_cache=getattr(args, "reply_cache", None), trace_out=path, options=options,
+                              **common_kwargs(args))
     factory()  # validates the settings now (cheap: no connection is made)
     start_trace_file(path)
     return factory
