@@ -16,7 +16,6 @@ resume it) or an agent's preflight failed (nothing was run); 2 a bad argument or
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
 from pathlib import Path
@@ -165,17 +164,15 @@ def _agent_settings(policy) -> object:
 
 
 def _execute(args, out: Path, manifest: dict | None) -> int:
-    from fwgym.version import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.errors import HarnessError
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
     from fwgym.cli.tables import print_table
     from fwgym.evaluation.leaderboard import format_breakdowns, leaderboard_table
-    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
+    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now, run_settings
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, registered_prices
-    from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
+    from fwgym.forecasters.registry import describe_pool
     from fwgym.tools import MAX_CALLS
 
     if args.concurrency < 1 or args.workers < 1:
@@ -200,18 +197,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             raise ValueError("no case selected")
         case_ids = [c for _, c in selected]
         env = environment()
-        settings = {
-            "suite": args.suite, "split": args.split, "domains": list(args.domain), "lead": args.lead,
-            "limit": args.limit, "cases": case_ids,
-            "cases_sha256": hashlib.sha256("\n".join(case_ids).encode()).hexdigest(), "n_cases": len(case_ids),
-            "policies": labels, "agents": {lab: _agent_settings(p) for lab, p in zip(labels, policies)},
-            "env_kwargs": env_kwargs, "sigma": load_sigma(), "budget": env_kwargs.get("budget", BUDGET),
-            "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
-            "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
-            "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
-        prices = registered_prices(settings["forecast_pool"])
-        if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
-            settings["registered_prices"] = prices
+        settings = run_settings(suite=args.suite, split=args.split, domains=args.domain, lead=args.lead,
+                                limit=args.limit, cases=case_ids, policies=labels,
+                                agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
+                                env_kwargs=env_kwargs, max_calls=MAX_CALLS)
         if resume:
             _check_resume(out, manifest, settings, env)
         try:
