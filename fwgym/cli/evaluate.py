@@ -209,6 +209,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             print(f"fwgym: error: preflight failed ({getattr(exc, 'kind', 'infrastructure')}): {exc}; nothing was run"
                   + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
             return EXIT_INCOMPLETE
+        print_preflight(preflight, args.concurrency)
         started = now()
         session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
                    "concurrency": args.concurrency, "backend": args.backend, "environment": env,
@@ -286,6 +287,30 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def print_preflight(preflight: dict, concurrency: int = 1) -> None:
+    """The agents' preflight findings on stderr (they are in the manifest too): model listed, seed honoured,
+    tools shown to the model, parallel slots, with a note when requests will queue on a single-slot server."""
+    for policy, facts in preflight.items():
+        if not isinstance(facts, dict):
+            continue
+        parts = []
+        for key, label in (("model_listed", "model listed"), ("seed_honoured", "seed honoured"),
+                           ("tools_shown", "tools shown to the model"), ("parallel_slots", "parallel slots"),
+                           ("server_kind", "server")):
+            if key in facts:
+                parts.append(f"{label}: {'unknown' if facts[key] is None else facts[key]}")
+        if parts:
+            print(f"preflight {policy}: " + "; ".join(parts), file=sys.stderr)
+        if facts.get("tools_shown") is False:
+            print(f"warning: {policy}: the server accepts tools but does not show them to the model (the prompt did "
+                  "not grow); pass --describe-tools (or --no-native-tools)", file=sys.stderr)
+        slots = facts.get("parallel_slots")
+        if isinstance(slots, int) and concurrency > slots:
+            print(f"note: {policy}: the server has {slots} parallel slot(s) and --concurrency is {concurrency}: "
+                  "requests queue, so the per-reply --timeout must cover the queue (concurrency x generation time)",
+                  file=sys.stderr)
 
 
 def _missing_dirs(paths) -> list[Path]:

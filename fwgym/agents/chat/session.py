@@ -50,6 +50,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from fwgym.agents.chat.constrain import constraint_payload
 from fwgym.agents.chat.options import MAX_ARGUMENT_CHARS, TOOL_RESULT_ROLES, ChatOptions, as_options
 from fwgym.agents.chat.parsing import AnswerError, normalise_submit_args, parse_reply_text
 from fwgym.agents.chat.prompts import (budget_left, calls_left, compact_result, direct_prompt, first_user_message,
@@ -191,10 +192,18 @@ class ChatSession:
             user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
                                       history_hours=self.options.history_hours, native_tools=self.native_tools)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        mode = self.options.constrain
+        self._constraint = None if mode is None else (
+            mode, constraint_payload(mode, () if self.direct else self.tools, self.task, facts, self.pool))
         self.steps, self._queue, self._outstanding, self.notices = [], [], None, []
         self.turns = 0
         self._result_turn = None
         return self.messages
+
+    def constraint(self) -> tuple[str, Any] | None:
+        """``(mode, schema or grammar)`` of the replies with ``constrain`` set (:mod:`fwgym.agents.chat.constrain`,
+        built from the episode's facts at :meth:`start`), else ``None``."""
+        return getattr(self, "_constraint", None)
 
     def tool_schemas(self) -> list[dict] | None:
         """Function schemas for the request (``None`` when tools are not native)."""

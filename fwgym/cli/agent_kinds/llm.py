@@ -33,6 +33,9 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--direct-prompt",), {"action": "store_true", "dest": "direct_prompt",
                             "help": "direct-prompt baseline (Context is Key style): no tools, the model answers at once "
                                     "(forecast suite: quantiles or samples)"}),
+    (("--tools",), {"nargs": "+", "default": None, "metavar": "NAME", "dest": "tools",
+                    "help": "offer only these tools (submit and abstain are always there), e.g. --tools classical_plan "
+                            "plan: fewer schema tokens for small windows"}),
     (("--episode-timeout",), {"type": positive_float, "default": None, "dest": "episode_timeout",
                               "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
                                       "(never scored; default: no bound)"}),
@@ -72,7 +75,51 @@ def chat_options(args, **kind_options) -> dict:
     return ChatOptions(max_tool_chars=getattr(args, "max_tool_chars", None),
                        history_hours=getattr(args, "history_hours", None),
                        compact_results=bool(getattr(args, "compact_results", False)),
-                       direct_prompt=bool(getattr(args, "direct_prompt", False)), **kind_options).to_json()
+                       direct_prompt=bool(getattr(args, "direct_prompt", False)),
+                       tools=_tools(getattr(args, "tools", None)), **kind_options).to_json()
+
+
+def _tools(names):
+    """``--tools``: registered names, with the answer tools added (the env always offers them)."""
+    if not names:
+        return None
+    from fwgym.tools import ANSWER_TOOLS, REGISTRY
+
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise ValueError(f"--tools: unknown tools {unknown}; registered: {list(REGISTRY)}")
+    return list(dict.fromkeys([*names, *ANSWER_TOOLS]))
+
+
+#: characters per token of the answer estimate when no tokenizer is at hand (digit-heavy JSON: about 3)
+CHARS_PER_TOKEN = 3.0
+
+
+def answer_tokens(suite: str, tokenizer=None) -> tuple[int, str]:
+    """Tokens a final answer of ``suite`` takes (``(count, how)``): the model's tokenizer on a typical answer
+    (:func:`fwgym.agents.chat.constrain.answer_example`), else a stated estimate of 3 characters per token."""
+    import math
+
+    from fwgym.agents.chat.constrain import answer_example
+
+    text = answer_example("forecast" if suite == "forecast" else "decision", {"case": {"scale": 17618.3}})
+    if tokenizer is not None:
+        return int(tokenizer(text)), "the model's tokenizer"
+    return math.ceil(len(text) / CHARS_PER_TOKEN), f"estimate: {len(text)} characters / {CHARS_PER_TOKEN:g} per token"
+
+
+def check_max_tokens(args, max_tokens: int | None, tokenizer=None) -> None:
+    """Refuse a ``--max-tokens`` that cannot hold the suite's answer (a run that could never answer).
+
+    Raises:
+        ValueError: ``max_tokens`` is below :func:`answer_tokens` (the message gives both and how it was counted).
+    """
+    if max_tokens is None or getattr(args, "direct_prompt", False) is None:
+        return
+    need, how = answer_tokens(getattr(args, "suite", "decision"), tokenizer)
+    if max_tokens < need:
+        raise ValueError(f"--max-tokens {max_tokens} cannot hold a {getattr(args, 'suite', 'decision')}-suite answer "
+                         f"(~{need} tokens, {how}); raise --max-tokens")
 
 
 def common_kwargs(args) -> dict:
@@ -84,4 +131,5 @@ def common_kwargs(args) -> dict:
     return kw
 
 
-__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs", "chat_options"]
+__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs", "chat_options",
+           "check_max_tokens", "answer_tokens"]

@@ -96,8 +96,12 @@ class InspectChatAgent(ChatAgent):
             return
         import anyio.from_thread
         from inspect_ai.model import messages_from_openai
+        from inspect_ai.util import LimitExceededError
 
-        self.state.messages = anyio.from_thread.run(messages_from_openai, list(self.session.messages))
+        try:  # the log shows the whole episode, unless the conversation is past inspect's message limit
+            self.state.messages = anyio.from_thread.run(messages_from_openai, list(self.session.messages))
+        except LimitExceededError:
+            pass
 
 
 def _reply(output: Any) -> ModelReply:
