@@ -59,7 +59,7 @@ from fwgym.core.optimizer import QUANTILE_LEVELS, perfect_demand_plan
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.series import hour_to_iso
 from fwgym.core.scorer import score_submission
-from fwgym.core.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
+from fwgym.core.scoring import BUDGET, case_weights, crps_ensemble, load_sigma, quantile_atoms
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
                          parse_action, result_json)
 from fwgym.validation import check_int, is_number
@@ -536,13 +536,15 @@ class FWBenchEnv(gym.Env):
         return -weight * credits / (self.budget or BUDGET)
 
     def _forecast_crps(self) -> dict:
-        """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""
+        """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it:
+        its 9 quantiles as the distribution they define (equally weighted atoms, the rule that scores
+        a quantile submission, :func:`fwgym.core.scoring.score_forecast`)."""
         ep = self.episode
         out = {}
         for fid, fc in ep.forecasts.items():
             q = target_quantiles(ep.case, fc["quantiles"])
             if q is not None:
-                c = float(crps_quantiles(q, QUANTILE_LEVELS, ep.target()).mean())
+                c = float(crps_ensemble(quantile_atoms(q), ep.target(), estimator="nrg").mean())
                 out[fid] = {"model": fc["model"], "crps": c, "crps_scaled": c / ep.case.scale}
         return out
 

@@ -49,8 +49,9 @@ class PurchasedForecastCRPS(TypedDict):
     """Score of one purchased forecast over the target window (a value of ``forecast_crps``)."""
 
     model: Annotated[str, "the forecast model that was bought (e.g. seasonal_empirical, chronos2)"]
-    crps: Annotated[float, "mean over the 24 target hours of the CRPS of its 9 quantiles (raw units: MW or "
-                           "departures/hour; fwgym.core.scoring.crps_quantiles)"]
+    crps: Annotated[float, "mean over the 24 target hours of the CRPS of its 9 quantiles as equally weighted "
+                           "atoms (raw units: MW or departures/hour; the rule of quantile submissions, "
+                           "fwgym.core.scoring.score_forecast)"]
     crps_scaled: Annotated[float, "crps divided by the case's scale s (mean of the visible history)"]
 
 
@@ -121,6 +122,10 @@ class ForecastTaskFields(TypedDict, total=False):
     crps: Annotated[float | None, "mean over the 24 target hours of the CRPS of the submitted forecast (raw units); "
                                   "None for an invalid forecast"]
     alpha: Annotated[float, "the RCRPS scale alpha of the series (1 / mean target range of held-out instances)"]
+    rcrps_fair: Annotated[float | None, "the same RCRPS with CiK's fair (PWM) estimator, uncapped: comparable to "
+                                        "CiK's published numbers for independent model draws (the direct prompt's "
+                                        "samples); never the score (chosen samples game it); None for quantiles, "
+                                        "invalid forecasts and records without it"]
 
 
 class EpisodeOutcome(CaseFields, ScoreFields, DetailFields, ForecastTaskFields):

@@ -47,7 +47,8 @@ __all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_rec
 RTOL = 1e-12
 #: the fields compared, per task
 VERIFIED_FIELDS: dict[str, tuple[str, ...]] = {"decision": ("loss", "floor", "R", "S"),
-                                               "forecast": ("loss", "floor", "R", "S", "rcrps", "crps", "alpha")}
+                                               "forecast": ("loss", "floor", "R", "S", "rcrps", "crps", "alpha",
+                                                            "rcrps_fair")}
 #: statuses the env ends a scored episode with
 ENV_STATUSES: tuple[str, ...] = ("submitted", "invalid_submission", "abstained", "call_limit_exceeded")
 

@@ -117,7 +117,7 @@ def test_the_manifest_records_the_run(tmp_path):
     assert st["n_cases"] == 2 == len(st["cases"]) and st["policies"] == ["weekday_empirical", "perfect_demand"]
     assert st["budget"] == 113_726 and st["scenario_seed"] == 0 and set(st["sigma"]) == {"electricity", "cycle_hire"}
     assert st["forecast_pool"] == ["seasonal_empirical", "chronos_bolt_tiny", "chronos2", "timesfm25"]
-    assert st["scorer_version"] == m["environment"]["scorer_version"] == "1"
+    assert st["scorer_version"] == m["environment"]["scorer_version"] == "2"
     env = m["environment"]
     assert env["packages"]["numpy"] and env["packages"]["gymnasium"] and env["fwgym_version"] == "0.1.0"
     assert env["git"] is None or len(env["git"]["commit"]) == 40

@@ -10,7 +10,7 @@ from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.core.optimizer import QUANTILE_LEVELS
-from fwgym.core.scoring import crps_quantiles, rcrps_alpha, rcrps_quantiles
+from fwgym.core.scoring import crps_ensemble, rcrps, rcrps_alpha
 
 
 def test_context_env_scores_the_transformed_target():
@@ -39,7 +39,7 @@ def test_forecast_env_rcrps_reward_by_hand():
     assert info["credits"] == 1027
     _, r, term, _, info = env.step({"tool": "submit", "args": {"quantiles": q.tolist()}})
     alpha = rcrps_alpha("electricity", "ISNE", sc.family)  # the announced event's family (as CiK's scaling)
-    expected = rcrps_quantiles(q, QUANTILE_LEVELS, y, alpha, sc.roi, sc.lower, sc.upper)
+    expected = rcrps(q.T, y, alpha, sc.roi, sc.lower, sc.upper, estimator="nrg")  # the 9 values as equal atoms
     assert term and info["valid"] and info["rcrps"] == pytest.approx(expected)
     assert r == pytest.approx(-(min(expected, 5.0) + 1027 / 113726))
     fc = info["forecast_crps"]["f1"]
@@ -75,7 +75,7 @@ def test_decision_env_info_reports_forecast_crps():
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
     q = np.array(json.loads(obs["last_result"])["result"]["quantiles"])[170:194]
     _, _, _, _, info = env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
-    expected = crps_quantiles(q, QUANTILE_LEVELS, env.hindsight()["target"]).mean()
+    expected = crps_ensemble(q.T, env.hindsight()["target"], estimator="nrg").mean()  # as a quantile submission
     assert info["forecast_crps"]["f1"]["crps"] == pytest.approx(expected, rel=1e-6)
 
 
