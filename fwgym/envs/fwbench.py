@@ -55,7 +55,7 @@ from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models, get_forecaster
 from fwgym.forecasters.store import active_store, open_store
-from fwgym.core.optimizer import QUANTILE_LEVELS, perfect_demand_plan
+from fwgym.core.optimizer import perfect_demand_plan
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.series import hour_to_iso
 from fwgym.core.scorer import score_submission

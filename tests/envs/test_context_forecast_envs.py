@@ -9,7 +9,6 @@ import pytest
 from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.core.scoring import crps_ensemble, rcrps, rcrps_alpha
 
 
