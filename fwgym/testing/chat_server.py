@@ -28,7 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer", "plan_then_answer", "forecast_then_answer",
-           "play_every_suite", "is_forecast_request", "unused_url"]
+           "play_every_suite", "trajectory_answer", "is_forecast_request", "unused_url"]
 
 
 def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model"):
@@ -135,12 +135,47 @@ def forecast_then_answer(model: str = "seasonal_empirical"):
     return respond
 
 
+def trajectory_answer(body):
+    """A Context-is-Key direct-prompt completion (:mod:`fwgym.agents.chat.direct`): for each timestamp the prompt
+    asks for, the history's value one week earlier (the latest day when that hour is not shown) times a factor
+    ``1 + 0.05 z`` with ``z`` standard normal drawn from the request's ``seed`` (0 without one), as
+    ``(timestamp, value)`` lines between ``<forecast>`` tags. ``None`` when the request is no such prompt."""
+    import random
+    from datetime import datetime, timedelta
+
+    user = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"), "")
+    if "<history>" not in user or "<forecast>" not in user or "following timestamps:" not in user:
+        return None
+    hist = {}
+    for line in user.split("<history>")[1].split("</history>")[0].strip().splitlines():
+        stamp, _, value = line.strip("()").partition(", ")
+        try:
+            hist[stamp] = float(value)
+        except ValueError:
+            continue
+    asked = user.split("following timestamps:")[1].split("].")[0]
+    stamps = [t.strip("'\" ") for t in asked.replace("[", "").replace("\n", " ").split("'") if t.strip("'\" []\n")]
+    rng = random.Random(int(body.get("seed") or 0))
+    last = sorted(hist)[-24:] if hist else []
+    rows = []
+    for i, t in enumerate(stamps):
+        week = (datetime.strptime(t, "%Y-%m-%d %H:%M:%S") - timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S")
+        base = hist.get(week, hist[last[i % len(last)]] if last else 0.0)
+        rows.append(f"({t}, {max(base * (1 + 0.05 * rng.gauss(0, 1)), 0.0):.6g})")
+    return completion("<forecast>\n" + "\n".join(rows) + "\n</forecast>")
+
+
 def play_every_suite(method: str = "weekday_empirical", model: str = "seasonal_empirical"):
     """The offline server's model: :func:`forecast_then_answer` in forecast episodes, :func:`plan_then_answer`
-    in decision and context episodes (:func:`is_forecast_request` tells them apart)."""
+    in decision and context episodes (:func:`is_forecast_request` tells them apart), and
+    :func:`trajectory_answer` for Context is Key's direct prompt (``--direct-prompt``)."""
     plan, forecast = plan_then_answer(method), forecast_then_answer(model)
 
     def respond(body):
+        if not body.get("tools"):
+            direct = trajectory_answer(body)
+            if direct is not None:
+                return direct
         return forecast(body) if is_forecast_request(body) else plan(body)
 
     return respond
