@@ -81,6 +81,13 @@ def _submission_json(submission) -> dict | None:
     return {"kind": submission.kind, "values": np.asarray(submission.values, dtype=np.float64).tolist()}
 
 
+def _scenario_fields(scenario) -> dict:
+    """The record's note metadata: ``context_types``, ``skills``, ``skeleton`` (``None`` without a scenario)."""
+    if scenario is None:
+        return {"context_types": None, "skills": None, "skeleton": None}
+    return {"context_types": list(scenario.context_types), "skills": list(scenario.skills), "skeleton": scenario.skeleton}
+
+
 def _short(text: str, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters, control characters as ``?`` (render: the
     agent's tool names and arguments reach a terminal)."""
@@ -342,6 +349,8 @@ class FWBenchEnv(gym.Env):
             "tools": list(self.tools),
             "budget": self.budget,
             "max_calls": self.max_calls,
+            # the note's CiK context types and skills (never its family, effect or values)
+            "scenario": self.episode.scenario.metadata() if self.episode.scenario is not None else None,
         }
 
     def step(self, action: Any):
@@ -486,6 +495,7 @@ class FWBenchEnv(gym.Env):
             "lead": case.lead, "split": case.split, "credits": ep.spent, "calls": ep.calls, "valid": valid,
             "status": status, "reason": reason, "tool_counts": dict(ep.tool_counts),
             "scenario": ep.scenario.family if ep.scenario is not None else None,
+            **_scenario_fields(ep.scenario),
             "forecast_crps": self._forecast_crps(),
         }
         submission = ep.submission if valid else None
@@ -523,7 +533,8 @@ class FWBenchEnv(gym.Env):
             "case_id": case.case_id, "domain": case.domain, "cohort": case.cohort, "series_id": case.series_id,
             "lead": case.lead, "split": case.split, "credits": ep.spent, "calls": ep.calls, "valid": False,
             "status": HARNESS_ERROR, "reason": str(reason), "tool_counts": dict(ep.tool_counts),
-            "scenario": ep.scenario.family if ep.scenario is not None else None, "forecast_crps": {},
+            "scenario": ep.scenario.family if ep.scenario is not None else None, **_scenario_fields(ep.scenario),
+            "forecast_crps": {},
             "loss": None, "floor": None, "R": None, "S": None, "levels": None, "submission": None,
             "budget_left": ep.budget_left,
         }

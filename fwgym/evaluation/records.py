@@ -110,6 +110,12 @@ class DetailFields(TypedDict):
                                        "without an accepted answer"]
     budget_left: Annotated[int, "credits left at the end (budget - credits)"]
     scenario: Annotated[str | None, "scenario family of the case's context (context and forecast suites), else None"]
+    context_types: Annotated[list[str] | None, "Context is Key context types the note needs (c_i, c_h, c_cov, c_f, "
+                                               "c_causal); None without a scenario"]
+    skills: Annotated[list[str] | None, "Context is Key skill tags of the note (e.g. 'reasoning: causal'); None "
+                                        "without a scenario"]
+    skeleton: Annotated[str | None, "the note's skeleton id (family/pool/core<k>/<register>; pool seen on train and "
+                                    "dev, held_out elsewhere); None without a scenario"]
     forecast_crps: Annotated[dict[str, PurchasedForecastCRPS], "{forecast_id: score} of every purchased forecast "
                                                                "whose horizon covers the target window; {} if none"]
 

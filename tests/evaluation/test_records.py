@@ -64,7 +64,7 @@ def test_env_terminal_info_is_the_schema(suite):
 def test_schema_fields_types_and_meanings():
     assert RECORD_FIELDS[0] == "policy"
     assert set(RECORD_FIELDS) == set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 35
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 38
     assert RUN_FIELDS == ("episode_id", "scored", "harness_kind")
     assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",
                                                        "request_latency_s", "wall_s")
