@@ -105,7 +105,7 @@ def test_local_hours_equal_hour_by_hour_conversion_including_clock_changes():
     from datetime import date
 
     from fwgym.core.cases import build_cases
-    from fwgym.context.scenarios import local_hours, local_zone
+    from fwgym.context.scenarios import local_zone
     from fwgym.core.series import hour_to_datetime
 
     changes = {date(2023, 3, 12), date(2023, 11, 5), date(2022, 3, 13), date(2022, 11, 6), date(2015, 3, 29),
