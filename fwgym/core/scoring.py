@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
-           "pinball_loss", "crps_quantiles", "quantile_atoms", "bound_violation", "rcrps", "score_forecast",
+           "pinball_loss", "crps_quantiles", "quantile_atoms", "bound_violation", "rcrps", "rcrps_terms", "score_forecast",
            "ALPHA_SCENARIO_SEED", "ALPHA_SCENARIO_CASES", "rcrps_alpha"]
 
 BUDGET = 113_726  #: credits per case
@@ -361,6 +361,21 @@ def _roi_mean(per_step: np.ndarray, roi) -> float:
     return 0.5 * float(per_step[m].mean()) + 0.5 * float(per_step[~m].mean())
 
 
+def _rcrps_parts(x: np.ndarray, y: np.ndarray, roi, lower, upper, beta: float, estimator: str) -> tuple[float, float]:
+    """``(base, penalty)`` of :func:`rcrps` before the ``alpha`` scaling: the RoI-weighted mean CRPS and
+    ``beta * CRPS(v, 0)`` (0.0 without bounds or violations, ``inf`` for violations beyond float range)."""
+    per_step = crps_ensemble(x, y, estimator=estimator)
+    base = _roi_mean(np.atleast_1d(per_step), roi)
+    penalty = 0.0
+    if lower is not None or upper is not None:
+        v = bound_violation(x if x.ndim == 2 else x[:, None], lower, upper)
+        if not np.all(np.isfinite(v)):  # violations beyond float range (samples near 1e308)
+            penalty = math.inf
+        elif v.any():
+            penalty = beta * float(crps_ensemble(v[:, None], np.zeros(1), estimator=estimator)[0])
+    return base, penalty
+
+
 def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
           lower: np.ndarray | None = None, upper: np.ndarray | None = None, beta: float = RCRPS_BETA, *,
           estimator: str = "nrg") -> float:
@@ -373,6 +388,7 @@ def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | No
     ``threshold_weighted_crps`` with roi_weight 1/2, violation factor beta, scaling alpha; CiK
     multiplies samples and bounds by alpha before the violation, which the CRPS's homogeneity makes
     the same); ``"nrg"`` (default) scores submitted samples as their empirical distribution.
+    :func:`rcrps_terms` gives the two terms apart.
 
     Args:
         samples: (n, T) forecast samples, raw units.
@@ -391,17 +407,22 @@ def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | No
     """
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha!r}")
-    x = np.asarray(samples, dtype=np.float64)
-    per_step = crps_ensemble(x, y, estimator=estimator)
-    base = _roi_mean(np.atleast_1d(per_step), roi)
-    penalty = 0.0
-    if lower is not None or upper is not None:
-        v = bound_violation(x if x.ndim == 2 else x[:, None], lower, upper)
-        if not np.all(np.isfinite(v)):  # violations beyond float range (samples near 1e308)
-            penalty = math.inf
-        elif v.any():
-            penalty = beta * float(crps_ensemble(v[:, None], np.zeros(1), estimator=estimator)[0])
+    base, penalty = _rcrps_parts(np.asarray(samples, dtype=np.float64), y, roi, lower, upper, beta, estimator)
     return float(alpha * (base + penalty))
+
+
+def rcrps_terms(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
+                lower: np.ndarray | None = None, upper: np.ndarray | None = None, beta: float = RCRPS_BETA, *,
+                estimator: str = "nrg") -> tuple[float, float]:
+    """The two terms of :func:`rcrps`: ``(alpha * RoI-weighted mean CRPS, alpha * beta * CRPS(v, 0))``,
+    the CRPS term (the RCRPS without the violation term, exactly ``rcrps`` with no bounds) and the
+    bound-violation term (0.0 without bounds or violations, ``inf`` for violations beyond float range).
+    Their sum is ``rcrps`` up to rounding (``rcrps`` scales the sum once). Arguments, units and errors
+    as :func:`rcrps`."""
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    base, penalty = _rcrps_parts(np.asarray(samples, dtype=np.float64), y, roi, lower, upper, beta, estimator)
+    return float(alpha * base), float(alpha * penalty)
 
 
 def quantile_atoms(quantiles: np.ndarray) -> np.ndarray:
@@ -446,20 +467,27 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
 
     Returns:
         ``{"rcrps": RCRPS (RCRPS_CAP when invalid or not finite), "R": min(rcrps, RCRPS_CAP),
-        "crps": mean per-step CRPS (nrg) in raw units (None when invalid)}``, plus ``"rcrps_fair"``
-        (uncapped, the cap when not finite; ``None`` where it does not apply) when ``fair``.
-        Never raises for a validated submission.
+        "rcrps_no_violation": the same RCRPS without its bound-violation term (alpha times the
+        RoI-weighted CRPS alone, :func:`rcrps_terms`; uncapped, RCRPS_CAP when invalid or not finite;
+        equal to rcrps, bit for bit, when nothing violates a bound), "crps": mean per-step CRPS (nrg)
+        in raw units (None when invalid)}``, plus ``"rcrps_fair"`` (uncapped, the cap when not finite;
+        ``None`` where it does not apply) when ``fair``. Never raises for a validated submission.
     """
     if submission is None:
-        return {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "crps": None, **({"rcrps_fair": None} if fair else {})}
+        return {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "rcrps_no_violation": RCRPS_CAP, "crps": None,
+                **({"rcrps_fair": None} if fair else {})}
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
     # one memory layout for both formats, so that the same numbers give the same float sums bit for bit
     paths = quantile_atoms(submission.values) if submission.kind == "quantiles" else \
         np.ascontiguousarray(submission.values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         step = crps_ensemble(paths, y, estimator="nrg")
-        score = rcrps(paths, y, alpha, roi, lower, upper, estimator="nrg")
+        base, penalty = _rcrps_parts(paths, y, roi, lower, upper, RCRPS_BETA, "nrg")
+        score, no_violation = float(alpha * (base + penalty)), float(alpha * base)  # as rcrps and rcrps_terms
         crps_mean = float(np.mean(step))
         out = {"rcrps": score if math.isfinite(score) else RCRPS_CAP, "R": 0.0,
+               "rcrps_no_violation": no_violation if math.isfinite(no_violation) else RCRPS_CAP,
                "crps": crps_mean if math.isfinite(crps_mean) else None}
         if fair:
             drawn = submission.kind == "samples" and len(paths) >= 2

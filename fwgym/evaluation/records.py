@@ -128,6 +128,9 @@ class ForecastTaskFields(TypedDict, total=False):
     crps: Annotated[float | None, "mean over the 24 target hours of the CRPS of the submitted forecast (raw units); "
                                   "None for an invalid forecast"]
     alpha: Annotated[float, "the RCRPS scale alpha of the series (1 / mean target range of held-out instances)"]
+    rcrps_no_violation: Annotated[float, "the same RCRPS without its bound-violation term (alpha times the "
+                                         "RoI-weighted CRPS alone; = rcrps when no path violates a bound), "
+                                         "uncapped; an invalid forecast scores the cap 5"]
     rcrps_fair: Annotated[float | None, "the same RCRPS with CiK's fair (PWM) estimator, uncapped: comparable to "
                                         "CiK's published numbers for independent model draws (the direct prompt's "
                                         "samples); never the score (chosen samples game it); None for quantiles, "

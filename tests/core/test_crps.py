@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from fwgym.core.contract import ForecastSubmission
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.core.scoring import (RCRPS_CAP, bound_violation, crps_ensemble, crps_quantiles, pinball_loss, quantile_atoms,
-                           rcrps, rcrps_alpha, score_forecast)
+                           rcrps, rcrps_alpha, rcrps_terms, score_forecast)
 
 SAMPLES = np.array([[9, 12, 15, 16], [10, 11, 13, 17], [11, 13, 14, 15], [8, 12, 16, 18], [10, 14, 12, 16]], float)
 TARGET = np.array([10, 12, 14, 16], float)
@@ -169,6 +169,22 @@ def test_rcrps_equals_cik_on_a_hand_computed_k3_of_24_example():
     m = np.zeros(24, bool)
     m[5:8] = True
     assert rcrps(x, y, 0.1, roi=m, upper=upper, estimator="fair") == pytest.approx(0.1 * (0.25 + 10 / 6), rel=1e-14)
+
+
+def test_rcrps_terms_split_the_hand_computed_k3_example():
+    # the same example: CRPS term 0.1 * 13.25/24, violation term 0.1 * 10 * 5/12 (nrg); fair: 0.1 * 1.5/24, 0.1 * 10/6
+    x, y, upper = _k3_example()
+    crps_term, violation_term = rcrps_terms(x, y, 0.1, upper=upper)
+    assert crps_term == pytest.approx(0.1 * 13.25 / 24, rel=1e-14)
+    assert violation_term == pytest.approx(0.1 * 10 * 5 / 12, rel=1e-14)
+    assert crps_term + violation_term == pytest.approx(rcrps(x, y, 0.1, upper=upper), rel=1e-14)
+    fair = rcrps_terms(x, y, 0.1, upper=upper, estimator="fair")
+    assert fair == pytest.approx((0.1 * 1.5 / 24, 0.1 * 10 / 6), rel=1e-14)
+    # the CRPS term is exactly the RCRPS without bounds; no violation -> a violation term of exactly 0
+    assert crps_term == rcrps(x, y, 0.1)
+    assert rcrps_terms(x, y, 0.1, upper=np.full(24, 100.0)) == (rcrps(x, y, 0.1), 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        rcrps_terms(x, y, 0.0)
 
 
 def cik_metric(target, forecast, scaling, roi_mask, indices, thresholds):
@@ -411,11 +427,15 @@ def test_score_forecast_assembly_and_cap():
     x, y, upper = _k3_example()
     res = score_forecast(_sub("samples", x), y, 0.1, None, None, upper)
     assert res["rcrps"] == pytest.approx(0.1 * (13.25 / 24 + 10 * 5 / 12), rel=1e-14)
+    # without the violation term: the CRPS term alone, which is the RCRPS of the same paths without bounds
+    assert res["rcrps_no_violation"] == pytest.approx(0.1 * 13.25 / 24, rel=1e-14)
+    assert res["rcrps_no_violation"] == score_forecast(_sub("samples", x), y, 0.1)["rcrps"]
     assert res["R"] == res["rcrps"] and res["crps"] == pytest.approx(13.25 / 24, rel=1e-14)
     # the bracket: nrg per step = (y + 1e9 - y)/2 - 1e9/4 = 2.5e8 -> far above the cap
     res = score_forecast(_sub("samples", [[0.0] * 24, [1e9] * 24]), y, 0.1)
     assert res["rcrps"] == pytest.approx(0.1 * 2.5e8) and res["R"] == RCRPS_CAP
-    assert score_forecast(None, y, 0.1) == {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "crps": None}
+    assert score_forecast(None, y, 0.1) == {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "rcrps_no_violation": RCRPS_CAP,
+                                            "crps": None}
     q = np.tile(np.linspace(8, 12, 9), (24, 1))
     res = score_forecast(_sub("quantiles", q), y, 0.1)
     assert res["rcrps"] == pytest.approx(0.1 * crps_ensemble(q.T, y, estimator="nrg").mean(), rel=1e-14)
@@ -423,6 +443,7 @@ def test_score_forecast_assembly_and_cap():
     assert score_forecast(_sub("quantiles", q), y, 0.1, fair=True)["rcrps_fair"] is None
     assert score_forecast(None, y, 0.1, fair=True)["rcrps_fair"] is None
     res = score_forecast(_sub("samples", q.T), y, 0.1, fair=True)
+    assert res["rcrps_no_violation"] == res["rcrps"]  # no bounds: the same number, bit for bit
     assert res["rcrps_fair"] == pytest.approx(0.1 * crps_ensemble(q.T, y, estimator="fair").mean(), rel=1e-14)
     assert res["rcrps"] == pytest.approx(0.1 * crps_ensemble(q.T, y, estimator="nrg").mean(), rel=1e-14)
 
@@ -433,6 +454,7 @@ def test_score_forecast_maps_a_non_finite_score_to_the_cap():
     for vals in ([[1e308] * 24, [-1e308] * 24], [[1e308] * 24, [1.5e308] * 24]):
         res = score_forecast(_sub("samples", vals), y, 0.1, None, None, np.full(24, 5.0))
         assert res["rcrps"] == RCRPS_CAP and res["R"] == RCRPS_CAP
+        assert np.isfinite(res["rcrps_no_violation"])
 
 
 @pytest.mark.parametrize("env_id", ["FWBench-Electricity-Forecast-v0", "FWBench-CycleHire-Forecast-v0"])

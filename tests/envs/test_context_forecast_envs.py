@@ -45,6 +45,26 @@ def test_forecast_env_rcrps_reward_by_hand():
     assert fc["model"] == "seasonal_empirical" and fc["crps"] > 0
 
 
+def test_forecast_record_carries_the_rcrps_without_its_violation_term():
+    # a station closure (upper bound 0 over the closed hours): history-shaped quantiles violate it, so the
+    # record's rcrps is the CRPS term plus alpha * 10 * CRPS(v, 0), and rcrps_no_violation is the CRPS term alone
+    from fwgym.context.scenarios import make_scenario
+
+    env = FWBenchEnv("cycle_hire", split="test", scenarios=True, task="forecast")
+    case = next(c for c in env.cases if make_scenario(c, 0).upper is not None)
+    env.reset(options={"case_id": case.case_id})
+    sc = env.episode.scenario
+    y = env.hindsight()["target"]
+    q = np.array(_quantiles(np.asarray(env.episode.case.history[-24:]) + 1.0))
+    *_, info = env.step({"tool": "submit", "args": {"quantiles": q.tolist()}})
+    alpha = rcrps_alpha("cycle_hire", case.series_id, sc.family)
+    with_bounds = rcrps(q.T, y, alpha, sc.roi, sc.lower, sc.upper)
+    without = rcrps(q.T, y, alpha, sc.roi)  # the same paths, no bounds
+    assert info["rcrps"] == pytest.approx(with_bounds, rel=1e-12)
+    assert info["rcrps_no_violation"] == pytest.approx(without, rel=1e-12)
+    assert info["rcrps"] > info["rcrps_no_violation"] > 0
+
+
 @pytest.mark.parametrize("args,reason", [
     ({"quantiles": [[1.0] * 9] * 23}, "bad_format"),
     ({"quantiles": [[1.0] * 8 + [float("nan")]] + [[1.0] * 9] * 23}, "non_finite"),
