@@ -50,7 +50,9 @@ class ChatOptions:
             reply folded into one ``user`` message).
         max_argument_chars: refuse native tool-call arguments longer than this (``arguments_too_long``).
         direct_prompt: the direct-prompt baseline (:func:`~fwgym.agents.chat.prompts.direct_prompt`): no
-            tools offered, no tool calls accepted; the model answers at once.
+            tools offered, no tool calls accepted; the model answers at once (forecast episodes: Context is Key's
+            direct prompt, :mod:`fwgym.agents.chat.direct`).
+        samples: completions per direct-prompt forecast (default 25, CiK's ``N_SAMPLES``).
         constrain: ``None``, ``"json-schema"`` or ``"grammar"``: constrain each reply to the episode's
             own answer and tool-call grammar (:mod:`fwgym.agents.chat.constrain`); replies are then JSON
             in text (native tools are not sent).
@@ -71,6 +73,7 @@ class ChatOptions:
     tool_results_as: str = "tool"
     max_argument_chars: int = MAX_ARGUMENT_CHARS
     direct_prompt: bool = False
+    samples: int = 25
     constrain: str | None = None
 
     def __post_init__(self) -> None:
@@ -87,6 +90,8 @@ class ChatOptions:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise ValueError(f"{name} must be None or an integer >= 1, got {v!r}")
+        if not isinstance(self.samples, int) or isinstance(self.samples, bool) or self.samples < 2:
+            raise ValueError(f"samples must be an integer >= 2, got {self.samples!r}")
         if self.constrain is not None and self.constrain not in CONSTRAIN_MODES:
             raise ValueError(f"constrain must be None or one of {list(CONSTRAIN_MODES)}, got {self.constrain!r}")
         for name in ("native_tools", "text_tool_calls", "compact_results", "strict_tools", "direct_prompt"):

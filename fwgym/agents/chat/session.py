@@ -180,7 +180,7 @@ class ChatSession:
         self.pool = pool_from_facts(facts.get("pool"))  # the env's forecast pool (None: the protocol's)
         self.max_calls = int(facts["max_calls"]) if "max_calls" in facts else calls_left(observation)
         budget = facts["budget"] if "budget" in facts else budget_left(observation)
-        if self.direct:
+        if self.direct:  # forecast episodes: Context is Key's direct prompt (fwgym.agents.chat.direct)
             system, user = direct_prompt(observation, facts, task=self.task, history_hours=self.options.history_hours)
             system = self.options.system or system
         else:

@@ -1,11 +1,12 @@
 """``--model fwgym/scripted``: an offline, deterministic inspect-ai model (registered through inspect's model-API
 entry point), for trying and testing the fwgym tasks without a model, a server or a download.
 
-It plays the script of fwgym's scripted chat server (:func:`fwgym.testing.chat_server.plan_then_answer`): it calls
-``classical_plan`` with ``weekday_empirical`` (``-M method=NAME`` for another of the 8 classical methods), then
-answers with that plan as the final answer JSON, so its S equals the ``weekday_empirical`` row of ``fwgym
-leaderboard`` on the same cases (decision and context tasks; in the forecast task its capacity answer is refused
-and the episode ends invalid). Replies depend on the request only.
+It plays the script of fwgym's scripted chat server (:func:`fwgym.testing.chat_server.play_every_suite`): in the
+decision and context tasks it calls ``classical_plan`` with ``weekday_empirical`` (``-M method=NAME`` for another
+of the 8 classical methods), then answers with that plan as the final answer JSON, so its S equals the
+``weekday_empirical`` row of ``fwgym leaderboard`` on the same cases; in the forecast task it buys a
+``seasonal_empirical`` forecast and submits its 24 target rows (the ``seasonal_empirical_quantiles`` row). Replies
+depend on the request only.
 
 Token counts need no tokenizer (inspect's default estimate downloads tiktoken's ``o200k_base``): a stated
 estimate of 4 bytes of UTF-8 per token, ``ceil(bytes / 4)``, for the prompt (its messages and tool schemas as
@@ -34,7 +35,7 @@ def _make():
     from inspect_ai.tool import ToolCall
 
     from fwgym.forecasters.classical import CLASSICAL_METHODS
-    from fwgym.testing.chat_server import plan_then_answer
+    from fwgym.testing.chat_server import play_every_suite
 
     @modelapi(name="fwgym")
     class ScriptedModel(ModelAPI):
@@ -51,7 +52,7 @@ def _make():
             if method not in CLASSICAL_METHODS:
                 raise ValueError(f"method must be one of {list(CLASSICAL_METHODS)}, got {method!r}")
             self.method = method
-            self._respond = plan_then_answer(method)
+            self._respond = play_every_suite(method)
 
         async def count_text_tokens(self, text: str) -> int:
             return estimate_tokens(text)
