@@ -171,3 +171,13 @@ def test_imported_rows_join_the_leaderboard_next_to_the_baselines(tmp_path):
     for cid in {c for _, c in by}:
         if ("scripted-via-inspect", cid) in by:
             assert by[("scripted-via-inspect", cid)] == by[("weekday_empirical", cid)]
+
+
+def test_the_scripted_model_plays_the_forecast_task(tmp_path):
+    log = _eval(tmp_path, task="fwgym/forecast", limit=1)
+    got = _sample_S(log)
+    kw = {"scenarios": True, "task": "forecast"}
+    for cid, s in got.items():
+        env = FWBenchEnv(cid.split("-")[0] == "elec" and "electricity" or "cycle_hire", split=SPLIT, case_ids=[cid], **kw)
+        want = run_episode(env, make_policy("seasonal_empirical_quantiles"), options={"case_id": cid}).record["S"]
+        assert s == want and sample_score(log.samples[0]).metadata["valid"] is True

@@ -60,7 +60,9 @@ def _make():
         async def generate(self, input, tools, tool_choice, config):
             messages = await messages_to_openai(input)
             body = {"model": self.model_name, "messages": messages,
-                    "tools": [{"type": "function", "function": {"name": t.name}} for t in tools]}
+                    "tools": [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                                "parameters": t.parameters.model_dump(exclude_none=True)}}
+                              for t in tools]}
             reply = self._respond(body)["choices"][0]["message"]
             calls = [ToolCall(id=c["id"], function=c["function"]["name"],
                               arguments=json.loads(c["function"]["arguments"]), type="function")
