@@ -38,8 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="add these priced models (plug-ins or built-in) to the pool")
     s.add_argument("--http", default=None, metavar="HOST:PORT",
-                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (the server stops after the "
-                        "episode ends)")
+                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (the server stops --linger "
+                        "seconds after the episode ends)")
+    s.add_argument("--linger", type=positive_float, default=10.0,
+                   help="--http: seconds the server stays up after the episode ends (default 10: the client may still "
+                        "read the result, the prompt or the resources)")
     s.add_argument("--out", default=None, metavar="RUN",
                    help="add the finished episode to this run directory (created when missing; one per policy "
                         "and case), so it joins fwgym leaderboard")
@@ -94,8 +97,12 @@ def run(args) -> int:
         if args.out:
             _write(args, server, env_kwargs, client, record, domain)
             print(f"fwgym mcp: recorded in {args.out}", file=sys.stderr)
-        if address is not None and getattr(server, "_uvicorn", None) is not None:
-            server._uvicorn.should_exit = True  # the response is sent first; then the HTTP server stops
+        if address is not None and getattr(server, "_uvicorn", None) is not None:  # the client may still read
+            import threading
+
+            timer = threading.Timer(args.linger, setattr, (server._uvicorn, "should_exit", True))
+            timer.daemon = True
+            timer.start()
 
     server = EpisodeServer(env, args.case_id, policy=args.policy_name, on_end=on_end, timeout=args.timeout)
     print(f"fwgym mcp: case {args.case_id} ({args.split}, {args.suite} suite), "

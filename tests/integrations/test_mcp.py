@@ -126,23 +126,25 @@ def _free_port() -> int:
 def test_streamable_http_with_the_sdk_client(reference):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "fwgym", "mcp", "serve", "--case-id", CASE, "--policy-name", POLICY,
-                             "--http", f"127.0.0.1:{port}"], env=ENV, cwd=str(ROOT), stderr=subprocess.PIPE, text=True)
+                             "--http", f"127.0.0.1:{port}", "--linger", "3"], env=ENV, cwd=str(ROOT), stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        deadline, ready = time.monotonic() + 600, False  # the server imports fwgym and builds the env first
+        while time.monotonic() < deadline and not ready:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                ready = True
             except OSError:
                 assert proc.poll() is None, proc.stderr.read()
                 time.sleep(0.2)
+        assert ready, "the HTTP server did not start"
+        time.sleep(0.5)  # uvicorn accepts before its app's lifespan (the session manager) has started
 
         async def main():
             async with Client(f"http://127.0.0.1:{port}/mcp") as c:
                 return await _play(c)
 
         _check(anyio.run(main), reference)
-        assert proc.wait(timeout=60) == 0  # the HTTP server stops after the episode
+        assert proc.wait(timeout=60) == 0  # the HTTP server stops --linger seconds after the episode
     finally:
         if proc.poll() is None:
             proc.kill()
