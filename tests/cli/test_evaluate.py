@@ -287,7 +287,7 @@ def test_a_401_mid_run_ends_the_remaining_episodes_unscored(tmp_path, capsys):
     n = {"k": 0}
 
     def respond(body):  # the preflight and the first episode (2 requests) are served, then the key is revoked
-        if "tools" not in body:  # the preflight's short completion (no tools offered)
+        if "tools" not in body or body.get("max_tokens") == 1:  # the preflight's probes (short completion, tools probe)
             return completion("ok")
         n["k"] += 1
         return answers(body) if n["k"] <= 2 else Step({"error": {"message": "invalid api key"}}, status=401)
@@ -331,7 +331,8 @@ class _DeadlineAgent:
             f = msg["tool_calls"][0]["function"]
             return {"tool": f["name"], "args": json.loads(f["arguments"])}
         text = msg["content"]
-        return {"tool": "submit", "args": json.loads(text[text.index("{"): text.rindex("}") + 1])}
+        obj = json.loads(text[text.index("{"): text.rindex("}") + 1])
+        return obj if "tool" in obj else {"tool": "submit", "args": obj}  # a JSON tool call in text, or the answer
 
 
 def test_a_slow_drip_past_the_deadline_is_a_harness_error(tmp_path):

@@ -57,6 +57,16 @@ def _eval(tmp_path, task="fwgym/decision", model="fwgym/scripted", **kw):
     return logs[0]
 
 
+def _served(srv):
+    """inspect's openai-api provider pointed at ``srv``: a fresh model, never inspect's memoized one (a model
+    cached by an earlier test would keep the address of that test's closed server and retry it forever), with
+    bounded retries and timeout so a broken server fails the test instead of hanging it."""
+    from inspect_ai.model import GenerateConfig, get_model
+
+    return get_model("openai-api/fws/test-model", base_url=srv.url, api_key="x", memoize=False,
+                     config=GenerateConfig(max_retries=1, timeout=60))
+
+
 def _sample_S(log):
     return {s.id: sample_score(s).value for s in log.samples if s.scores}
 
@@ -101,13 +111,11 @@ def test_samples_are_cases_and_the_metrics_are_fwgyms_aggregate(tmp_path):
     assert m["origin"]["kind"] == "inspect" and m["origin"]["model"] == "fwgym/scripted" and m["status"] == "complete"
 
 
-def test_the_openai_api_provider_against_the_scripted_chat_server(tmp_path, monkeypatch):
+def test_the_openai_api_provider_against_the_scripted_chat_server(tmp_path):
     """The provider that hung: the server's scripted model now only calls tools the request offers and stops
     after a call that returned no plan; through fwgym's tasks it plays the weekday_empirical plan."""
     with ScriptedChatServer(respond=plan_then_answer("weekday_empirical")) as srv:
-        monkeypatch.setenv("FWS_BASE_URL", srv.url)
-        monkeypatch.setenv("FWS_API_KEY", "x")
-        log = _eval(tmp_path, model="openai-api/fws/test-model", limit=2)
+        log = _eval(tmp_path, model=_served(srv), limit=2)
         posts = srv.posts()
     assert log.status == "success" and len(posts) == 4  # per case: classical_plan, then the answer
     assert posts[0]["body"]["tools"] and {t["function"]["name"] for t in posts[0]["body"]["tools"]} >= {"submit"}
@@ -115,14 +123,12 @@ def test_the_openai_api_provider_against_the_scripted_chat_server(tmp_path, monk
     assert got == pytest.approx(_weekday_S(list(got)), abs=0)
 
 
-def test_model_errors_stay_inspects_and_import_as_unscored(tmp_path, monkeypatch):
+def test_model_errors_stay_inspects_and_import_as_unscored(tmp_path):
     def respond(body):
         return Step({"error": {"message": "model is broken", "type": "invalid_request_error"}}, status=400)
 
     with ScriptedChatServer(respond=respond) as srv:
-        monkeypatch.setenv("FWS_BASE_URL", srv.url)
-        monkeypatch.setenv("FWS_API_KEY", "x")
-        log = _eval(tmp_path, model="openai-api/fws/test-model", limit=1, fail_on_error=False)
+        log = _eval(tmp_path, model=_served(srv), limit=1, fail_on_error=False)
     (s,) = log.samples
     assert s.error is not None and not s.scores  # inspect's error, never a score
     imported = read_log(log.location)
