@@ -90,7 +90,7 @@ def test_no_import_circles_between_modules():
 _ABOVE = ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.tools", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation",
           "fwgym.cli", "fwgym.report", "fwgym.plots")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    **{low: _ABOVE for low in ("fwgym.data", "fwgym.core", "fwgym.context", "fwgym.validation", "fwgym.jsonl",
+    **{low: _ABOVE for low in ("fwgym.data", "fwgym.core", "fwgym.context", "fwgym.validation", "fwgym.jsonl", "fwgym.isolation",
                                "fwgym.errors", "fwgym.version", "fwgym.ray_session", "fwgym.forecasters")},
     "fwgym.tools": ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli",
                     "fwgym.report", "fwgym.plots"),

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
+from fwgym.cli.agent_kinds.isolation import protect_run_paths
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import SUITES
@@ -148,10 +149,12 @@ def run(args) -> int:
             if k not in explicit or k not in OPERATIONAL:
                 setattr(args, k, v)
         args.out = str(d)
+        protect_run_paths(args)
         return _execute(args, d, manifest)
     out = Path(args.out) if args.out else default_run_dir(args.split, args.suite)
     check_new_run_dir(out, args.overwrite)
     args.out = str(out)
+    protect_run_paths(args)
     return _execute(args, out, None)
 
 

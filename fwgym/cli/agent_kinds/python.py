@@ -10,7 +10,8 @@
 ``MODULE`` is imported with the current directory first on ``sys.path`` (as ``python -m`` does); a file
 is loaded by path. The agent runs **isolated** (:class:`fwgym.agents.isolation.IsolatedAgentFactory`): a
 worker process that receives only the observations, the public reset info and, after each episode, its
-record; the env, the case data, hindsight and the scorer stay in the evaluating process. An agent that
+record, sandboxed where the kernel allows it (docs/isolation.md); the env, the case data, hindsight and
+the scorer stay in the evaluating process. An agent that
 raises, exceeds ``--agent-timeout`` or exits fails its episode, not the run. ``--in-process`` runs it in
 the evaluating process instead (code you trust; same records). The agent is built once when the command
 starts, so a factory that fails, an object without ``act`` or an agent that declares
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs
+from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs, report_isolation
 from fwgym.cli.args import add_arguments_once, json_object
 
 KIND = "python"
@@ -133,12 +134,12 @@ def make_in_process(target: str, kwargs: dict, name: str | None = None, source: 
             sha256 when an agent is built.
 
     Raises:
-        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.agents.isolation_worker.load_target`;
+        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.isolation.worker.load_target`;
             ValueError also when the agent's file changed since ``source`` was taken.
     """
     import sys
 
-    from fwgym.agents.isolation_worker import load_target
+    from fwgym.isolation.worker import load_target
 
     if source is not None:
         now = agent_source(target)
@@ -193,6 +194,7 @@ def build(args):
         factory()  # starts the worker and builds the agent now; the worker is reused by the run
     except AgentFailure as exc:
         raise ValueError(f"--agent {value}: {exc}") from None
+    report_isolation(factory, f"the agent {value}")
     return factory
 
 
