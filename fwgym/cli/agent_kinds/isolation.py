@@ -11,9 +11,7 @@ from __future__ import annotations
 import sys
 
 from fwgym.cli.args import add_arguments_once, positive_float
-
-#: the split whose agents keep no memory between episodes unless ``--agent-memory worker`` is given
-SEALED_SPLIT = "sealed"
+from fwgym.core.cases import SEALED_SPLIT
 
 #: (flags, argparse kwargs) of the shared options
 ISOLATION_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
@@ -151,5 +149,5 @@ def in_process(args) -> bool:
     return bool(getattr(args, "in_process", False))
 
 
-__all__ = ["ISOLATION_OPTIONS", "SEALED_SPLIT", "add_isolation_arguments", "agent_memory", "isolation_kwargs",
+__all__ = ["ISOLATION_OPTIONS", "add_isolation_arguments", "agent_memory", "isolation_kwargs",
            "report_isolation", "protect_run_paths", "in_process"]
