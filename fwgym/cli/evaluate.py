@@ -481,6 +481,9 @@ def _sources(description) -> dict[str, str]:
             if k == "source" and isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(
                     v.get("sha256"), str):
                 out[v["file"]] = v["sha256"]
+                modules = v.get("modules")  # the agent's own modules (fwgym.cli.agent_kinds.python.own_modules)
+                if isinstance(modules, dict):
+                    out.update({f: h for f, h in modules.items() if isinstance(f, str) and isinstance(h, str)})
             else:
                 out.update(_sources(v))
     elif isinstance(description, list):
