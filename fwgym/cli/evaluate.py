@@ -177,7 +177,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, registered_prices
+    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, plugin_codes, registered_prices
     from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
     from fwgym.tools import MAX_CALLS
 
@@ -215,8 +215,15 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
         prices = registered_prices(settings["forecast_pool"])
         if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
             settings["registered_prices"] = prices
+        store = _forecast_store(args)  # before the run directory is touched: a bad store is a one-line error
+        if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
+            settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
+        codes = plugin_codes(settings["forecast_pool"])
+        if codes:  # plug-ins' code is a setting: --resume refuses an edited one (only when there are plug-ins)
+            settings["plugin_code"] = codes
         if resume:
             _check_resume(out, manifest, settings, env)
+        _probe_plugins(codes)
         try:
             preflight = run_preflight(policies)
         except HarnessError as exc:
@@ -248,10 +255,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
               file=sys.stderr)
         expected = [(lab, c) for lab in labels for c in case_ids]
         run_kwargs = dict(env_kwargs)
-        if args.forecast_store:  # operational: results are identical with or without it (recorded per session)
-            from fwgym.forecasters.store import open_store
-
-            store = open_store(args.forecast_store)  # refused here if malformed
+        if store is not None:  # its path may change between sessions; its manifest's sha256 is a setting
             run_kwargs["forecast_store"] = str(store.path)
             run.current_session["forecast_store"] = str(store.path)
             run.save()
@@ -300,6 +304,36 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def _probe_plugins(models) -> None:
+    """One probe forecast of each plug-in forecaster of the run (:func:`fwgym.forecasters.hosted.probe`): one
+    that fails is a warning here and, for a hosted plug-in, in the manifest's ``models`` (its ``health``),
+    like a TSFM without weights: its purchases will end as ``backend_error`` (charged)."""
+    from fwgym.forecasters.hosted import probe
+    from fwgym.forecasters.registry import get_forecaster
+
+    for m in models:
+        f = get_forecaster(m)
+        why = probe(f)
+        if getattr(f, "hosted", False):
+            f.probe_error = why
+        if why is not None:
+            print(f"warning: plug-in forecaster {m} failed its probe forecast ({why}); its forecasts will end as "
+                  "backend_error (the charge stands), so policies that buy it do not measure it", file=sys.stderr)
+
+
+def _forecast_store(args):
+    """The :class:`~fwgym.forecasters.store.ForecastStore` of ``--forecast-store`` (``None`` without one).
+
+    Raises:
+        fwgym.forecasters.store.StoreError: no store there, or a malformed manifest.
+    """
+    if not getattr(args, "forecast_store", None):
+        return None
+    from fwgym.forecasters.store import open_store
+
+    return open_store(args.forecast_store)
 
 
 def _missing_dirs(paths) -> list[Path]:

@@ -9,7 +9,8 @@ object and answers requests over a pipe:
 * :mod:`~fwgym.isolation.process`: the worker process, its deadlines, scrubbed environment and pool;
 * :mod:`~fwgym.isolation.remote`: :class:`~fwgym.isolation.remote.RemoteObject`, an object hosted in a
   worker, and what isolation a worker gets;
-* :mod:`~fwgym.isolation.worker`: the script (standard library only until it loads the hosted code).
+* :mod:`~fwgym.isolation.worker`: the script (standard library only until it loads the hosted code);
+* :mod:`~fwgym.isolation.sources`: where hosted code lives and its sha256, found without running it.
 
 The hosted objects are code agents (:mod:`fwgym.agents.isolation`, ``--agent FILE.py:F``, SB3 zips) and
 plug-in forecasters (:mod:`fwgym.forecasters.hosted`). This room lies below both: it imports no other part

@@ -78,12 +78,15 @@ class WorkerFailure(RuntimeError):
             process ended), ``"bad_reply"`` (a reply that is not plain JSON data or too large; the worker
             was killed).
         remote_type: the dotted type name of the hosted code's exception (``kind == "raised"``), else ``None``.
+        remote_message: its message, else ``""``.
         remote_traceback: its traceback as text, else ``""``.
     """
 
-    def __init__(self, message: str, kind: str, remote_type: str | None = None, remote_traceback: str = ""):
+    def __init__(self, message: str, kind: str, remote_type: str | None = None, remote_traceback: str = "",
+                 remote_message: str = ""):
         super().__init__(message)
         self.kind, self.remote_type, self.remote_traceback = kind, remote_type, remote_traceback
+        self.remote_message = remote_message
 
 
 def worker_argv(command: str | Sequence[str] | None = None) -> list[str]:
@@ -379,7 +382,7 @@ class WorkerProcess:
         if "error" in reply:
             err = reply["error"]
             raise WorkerFailure(f"the {self.role} raised {err['type']} in {what}: {err['message']}", "raised",
-                               remote_type=err["type"], remote_traceback=err["traceback"])
+                                remote_type=err["type"], remote_traceback=err["traceback"], remote_message=err["message"])
         return reply["ok"]
 
     def _ended(self) -> str:

@@ -34,6 +34,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import inspect
+import json
 import os
 import pickle
 import sys
@@ -62,7 +63,7 @@ sandbox = _sibling("sandbox")
 DENIED_MODULES = protocol.DENIED_MODULES
 PROTOCOL_VERSION = protocol.PROTOCOL_VERSION
 
-__all__ = ["ImportGuard", "install_guard", "load_target", "SB3Policy", "BUILTINS", "call_reset", "describe", "serve",
+__all__ = ["ImportGuard", "install_guard", "load_target", "SB3Policy", "PluginForecaster", "BUILTINS", "call_reset", "describe", "serve",
            "main"]
 
 
@@ -207,8 +208,83 @@ class SB3Policy:
         return int(np.asarray(action).reshape(-1)[0])
 
 
+def _attribute(target: str):
+    """The object ``"module:attr"`` names (``attr`` may be dotted), imported under the guard."""
+    module_name, _, attr = target.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class PluginForecaster:
+    """A plug-in forecaster hosted in the worker (:mod:`fwgym.forecasters.hosted`): made from an entry point's
+    value (``"module:attr"``: a ``ForecasterSpec`` or a zero-argument callable returning one) or a factory
+    (``"module:qualname"``, called with ``args`` / ``kwargs``); the evaluator sends it only ``(context,
+    horizon)`` and receives quantiles.
+
+    Raises:
+        TypeError: the entry point is not a spec, or the factory makes no forecaster.
+    """
+
+    def __init__(self, name: str, entry_point: str | None = None, factory: str | None = None, args=(),
+                 kwargs=None):
+        self.spec = None
+        if entry_point is not None:
+            obj = _attribute(entry_point)
+            spec = obj if hasattr(obj, "factory") and hasattr(obj, "tariff") else obj() if callable(obj) else obj
+            if not (hasattr(spec, "factory") and hasattr(spec, "tariff") and hasattr(spec, "name")):
+                raise TypeError(f"it gave {type(spec).__name__}, expected fwgym.forecasters.ForecasterSpec or a "
+                                "zero-argument callable returning one")
+            self.spec = spec
+            make = spec.factory
+        else:
+            target = _attribute(str(factory))
+            make = (lambda: target(*args, **dict(kwargs or {})))  # noqa: E731 - args are plain data
+        self.forecaster = make()
+        if not callable(getattr(self.forecaster, "predict_quantiles", None)):
+            raise TypeError(f"{name}: its factory returned {type(self.forecaster).__name__}, expected a "
+                            "fwgym.forecasters.QuantileForecaster")
+        self.forecaster.name = name
+        if self.spec is not None and getattr(self.spec, "min_context", None) is not None:
+            self.forecaster.min_context = self.spec.min_context
+
+    def describe(self) -> dict:
+        """What the evaluator needs to know without running the plug-in there (plain data)."""
+        f = self.forecaster
+        spec = None
+        if self.spec is not None:
+            spec = {"name": self.spec.name, "description": str(getattr(self.spec, "description", "") or ""),
+                    "min_context": self.spec.min_context,
+                    "tariff": {str(k): [int(x) for x in v] for k, v in dict(self.spec.tariff).items()},
+                    "availability": self.spec.availability is not None}
+        fp = f.fingerprint() if callable(getattr(f, "fingerprint", None)) else {}
+        return {"spec": spec, "min_context": int(getattr(f, "min_context", 2)),
+                "revision": getattr(f, "revision", None), "classes": [c.__module__ for c in type(f).__mro__
+                                                                       if c.__module__ != "builtins"],
+                "fingerprint": json.loads(json.dumps(fp, default=str))}
+
+    def availability(self) -> dict:
+        """``{"available", "reason", "source"}`` (the spec's availability callable when it has one)."""
+        got = self.spec.availability() if self.spec is not None and self.spec.availability is not None else \
+            self.forecaster.availability()
+        if isinstance(got, bool) or type(got).__name__ == "bool_":
+            return {"available": bool(got), "reason": "" if got else "the plug-in reports itself unavailable",
+                    "source": "plugin"}
+        return {"available": bool(got.available), "reason": str(got.reason), "source": str(got.source)}
+
+    def load(self) -> None:
+        self.forecaster.load()
+
+    def predict(self, context, horizon: int):
+        return self.forecaster.predict_quantiles(context, int(horizon))
+
+    def predict_batch(self, contexts, horizon: int):
+        return self.forecaster.predict_quantiles_batch(list(contexts), int(horizon))
+
+
 #: targets built into the worker (``"builtin:NAME"``)
-BUILTINS = {"sb3_policy": SB3Policy}
+BUILTINS = {"sb3_policy": SB3Policy, "plugin_forecaster": PluginForecaster}
 
 
 def _takes_argument(fn) -> bool:

@@ -30,6 +30,7 @@ import os
 
 from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs, report_isolation
 from fwgym.cli.args import add_arguments_once, json_object
+from fwgym.isolation.sources import module_origin
 
 KIND = "python"
 HELP = ("your own agent code, given as --agent MODULE:FACTORY or --agent FILE.py:FACTORY (a function or class "
@@ -62,44 +63,6 @@ def _target(value: str) -> str:
     return value
 
 
-def _module_origin(module_name: str) -> str | None:
-    """The source file of module ``module_name`` as the worker would import it (working directory first on
-    ``sys.path``), found without importing it or its packages: the top-level name by
-    :func:`importlib.util.find_spec` (which imports nothing for a top-level name, and asks every finder,
-    editable installs included), each submodule by :class:`importlib.machinery.PathFinder` in its parent's
-    ``submodule_search_locations`` (so no package ``__init__`` runs here). ``None`` when the module is not
-    found or has no source file (built-in, frozen, namespace package)."""
-    import importlib.machinery
-    import importlib.util
-    import sys
-
-    parts = module_name.split(".")
-    added = os.getcwd() not in sys.path
-    if added:
-        sys.path.insert(0, os.getcwd())
-    try:
-        spec = None
-        for i in range(len(parts)):
-            name = ".".join(parts[: i + 1])
-            loaded = sys.modules.get(name)
-            if loaded is not None:
-                spec = getattr(loaded, "__spec__", None)
-            elif i == 0:
-                spec = importlib.util.find_spec(name)
-            else:
-                search = spec.submodule_search_locations if spec is not None else None
-                spec = importlib.machinery.PathFinder.find_spec(name, list(search)) if search else None
-            if spec is None:
-                return None
-    except (ImportError, ValueError):
-        return None
-    finally:
-        if added and os.getcwd() in sys.path:
-            sys.path.remove(os.getcwd())
-    origin = spec.origin if spec.has_location else None
-    return os.path.abspath(origin) if origin and os.path.isfile(origin) else None
-
-
 def _is_file_target(module: str) -> bool:
     return module.endswith(".py") or os.sep in module or bool(os.altsep and os.altsep in module)
 
@@ -110,7 +73,7 @@ def agent_source(target: str) -> dict | None:
     :func:`own_modules`).
 
     For ``FILE.py:FACTORY`` the file; for ``MODULE:FACTORY`` the module's source file, found without
-    importing it (:func:`_module_origin`); for a package (``mypkg:make`` defined in ``mypkg/__init__.py``,
+    importing it (:func:`fwgym.isolation.sources.module_origin`); for a package (``mypkg:make`` defined in ``mypkg/__init__.py``,
     or re-exported there) the package's ``__init__`` file.
 
     Returns:
@@ -125,7 +88,7 @@ def agent_source(target: str) -> dict | None:
         if not os.path.isfile(path):
             return None
     else:
-        path = _module_origin(module)
+        path = module_origin(module)
         if path is None:
             return None
     return {"file": path, "sha256": file_sha256(path)}
@@ -138,7 +101,7 @@ def agent_root(target: str) -> str | None:
     module, _, _ = str(target).rpartition(":")
     if _is_file_target(module):
         return os.path.dirname(os.path.realpath(module))
-    origin = _module_origin(module.split(".")[0])
+    origin = module_origin(module.split(".")[0])
     if origin is None:
         return None
     return os.path.dirname(os.path.realpath(origin))

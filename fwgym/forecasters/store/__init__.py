@@ -11,17 +11,19 @@ forecaster returned, bit for bit.
 
 * :mod:`~fwgym.forecasters.store.format`: the directory layout, manifest, shard schema, keys, digests, errors;
 * :mod:`~fwgym.forecasters.store.build`: :func:`build_store`;
-* :mod:`~fwgym.forecasters.store.read`: :class:`ForecastStore`, :func:`open_store`, :func:`use_store`.
+* :mod:`~fwgym.forecasters.store.read`: :class:`ForecastStore`, :func:`open_store`, :func:`use_store`;
+* :mod:`~fwgym.forecasters.store.verify`: recomputing stored rows (``fwgym forecasts verify --recompute N``)
+  and the audit of store hits during evaluation.
 
 Attach a store with ``FWBenchEnv(..., forecast_store=DIR)`` (also a ``make_rl_env`` and ``gym.make``
 keyword), process-wide with :func:`use_store`, or ``fwgym evaluate --forecast-store DIR``.
 """
 from fwgym.forecasters.store.build import build_store
-from fwgym.forecasters.store.format import (FORMAT, FORMAT_VERSION, MANIFEST, ForecastRequest, StoreError,
-                                            StoreIntegrityError, StoreMismatch, batch_native, context_digest,
-                                            fingerprint_digest)
+from fwgym.forecasters.store.format import (FORMAT, FORMAT_VERSION, MANIFEST, ForecastRequest, StoreAuditError,
+                                            StoreError, StoreIntegrityError, StoreMismatch, batch_native,
+                                            context_digest, fingerprint_digest)
 from fwgym.forecasters.store.read import ForecastStore, active_store, open_store, use_store
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "StoreError", "StoreIntegrityError", "StoreMismatch",
+__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "StoreError", "StoreIntegrityError", "StoreMismatch", "StoreAuditError",
            "ForecastRequest", "ForecastStore", "context_digest", "fingerprint_digest", "open_store", "use_store",
            "active_store", "build_store", "batch_native"]

@@ -30,10 +30,11 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
+from fwgym.errors import DataIntegrityError
 from fwgym.forecasters.base import N_QUANTILES, QuantileForecaster
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "ROWS_PER_SHARD", "StoreError", "StoreIntegrityError",
-           "StoreMismatch", "ForecastRequest", "context_digest", "fingerprint_digest", "fingerprint_diff",
+           "StoreMismatch", "StoreAuditError", "ForecastRequest", "context_digest", "fingerprint_digest", "fingerprint_diff",
            "batch_native", "Shard", "parse_manifest", "open_shard", "read_batch"]
 
 FORMAT = "fwgym-forecast-store"
@@ -53,6 +54,12 @@ class StoreIntegrityError(StoreError):
 
 class StoreMismatch(StoreError):
     """A forecaster that is not the one a model of the store was built with (fingerprint differs)."""
+
+
+class StoreAuditError(StoreIntegrityError, DataIntegrityError):
+    """A stored forecast that differs from the same forecast recomputed now (the store was changed after
+    it was built, or by another forecaster): never served, never an agent's result; like a corrupted
+    packaged file it stops the episode (the tools let it through) and ``fwgym`` reports it on one line."""
 
 
 class ForecastRequest(NamedTuple):

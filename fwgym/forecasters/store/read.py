@@ -35,8 +35,10 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from fwgym.forecasters.base import QuantileForecaster
-from fwgym.forecasters.store.format import (MANIFEST, StoreError, StoreIntegrityError, StoreMismatch, context_digest,
-                                            fingerprint_diff, fingerprint_digest, open_shard, parse_manifest)
+from fwgym.forecasters.store.format import (MANIFEST, StoreAuditError, StoreError, StoreIntegrityError, StoreMismatch,
+                                            context_digest, fingerprint_diff, fingerprint_digest, open_shard,
+                                            parse_manifest)
+from fwgym.forecasters.store.verify import difference
 
 __all__ = ["ForecastStore", "open_store", "use_store", "active_store", "forget_opened"]
 
@@ -50,6 +52,8 @@ class _Model:
         self.fingerprint_sha256 = entry["fingerprint_sha256"]
         self.index: dict[tuple, dict[str, dict[int, int]]] = {}  # (ctx, h) -> series -> origin -> shard << 32 | row
         self.hits = self.misses = self.stale = 0
+        self.audited = self.audit_errors = 0
+        self.tampered: str | None = None  # the audit's refusal, raised again for every later lookup
         self.rows = 0
 
 
@@ -82,6 +86,7 @@ class ForecastStore:
         self._prepared: dict[str, _Model] = {}
         self._verified: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # forecaster -> model name | False
         self._refusals: dict[str, int] = {}
+        self._rng = np.random.default_rng()  # audits drawn from OS entropy: not predictable from the store
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -179,6 +184,13 @@ class ForecastStore:
         computed live; ``counts()[model]["refused"]`` counts these lookups. So a lookup never changes
         a result and never fails a tool call; the errors are raised where a store is attached.
 
+        **Audit.** For a forecaster with ``store_audit`` > 0 (cheap to recompute: the seasonal and
+        statsmodels forecasters) the model's first hit in this process and a random ``store_audit``
+        fraction of the later ones are recomputed and compared bit for bit; a difference raises
+        :class:`~fwgym.forecasters.store.format.StoreAuditError` (a
+        :class:`~fwgym.errors.DataIntegrityError`: the tools let it through, the episode stops, it is
+        never an agent's result) now and at every later lookup of that model.
+
         Returns:
             read-only float64 array (horizon, 9), equal bit for bit to what the forecaster returned
             at build time.
@@ -213,9 +225,44 @@ class ForecastStore:
         if q.dtype != np.float64:
             q = q.astype(np.float64)
             q.flags.writeable = False
+        if m.tampered is not None:
+            raise StoreAuditError(m.tampered)
+        if self._audit_due(forecaster, m):
+            self._audit(forecaster, m, q, context, horizon, (series_id, int(last_hour), len(context), int(horizon)))
         with self._lock:
             m.hits += 1
         return q
+
+    def _audit_due(self, forecaster: QuantileForecaster, m: _Model) -> bool:
+        """Whether this hit is recomputed: the model's first hit in this process, then a random
+        ``store_audit`` fraction (a forecaster with ``store_audit`` 0 is never audited)."""
+        fraction = float(getattr(forecaster, "store_audit", 0.0) or 0.0)
+        if fraction <= 0.0:
+            return False
+        with self._lock:
+            return m.audited == 0 or self._rng.random() < fraction
+
+    def _audit(self, forecaster: QuantileForecaster, m: _Model, stored: np.ndarray, context: np.ndarray,
+               horizon: int, key: tuple) -> None:
+        """Recompute a hit and compare it bit for bit; a difference refuses the store (see the module doc of
+        :mod:`fwgym.forecasters.store.verify`). A recomputation that fails is not a difference (counted)."""
+        try:
+            fresh = forecaster.predict_quantiles(context, horizon)
+        except Exception:  # noqa: BLE001 - e.g. a statsmodels fit past its time limit: no verdict
+            with self._lock:
+                m.audit_errors += 1
+            return
+        diff = difference(stored, fresh)
+        with self._lock:
+            m.audited += 1
+            if diff is None:
+                return
+            m.tampered = (f"forecast store {self.path} (manifest sha256 {self.digest[:16]}): its {m.name} forecast "
+                          f"for {key[0]} at hour {key[1]} ({key[2]}x{key[3]}) differs from the one {m.name} "
+                          f"computes now (largest difference {diff:.6g}): the store was changed after it was "
+                          "built; refusing it (rebuild it; `fwgym forecasts verify DIR --recompute N` checks a "
+                          "store's values)")
+        raise StoreAuditError(m.tampered)
 
     def _refuse(self, forecaster: QuantileForecaster, exc: StoreError) -> None:
         import warnings
@@ -246,14 +293,17 @@ class ForecastStore:
         return {(s, o, c, h) for (c, h), by_series in m.index.items() for s, origins in by_series.items() for o in origins}
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """``{model: {"rows", "hits", "misses", "stale", "refused"}}`` of the models prepared or
-        refused (``stale``: misses on a stored key whose context digest differed; ``refused``: lookups
-        of a forecaster the store cannot serve, see :meth:`get`; ``rows`` 0 for a model not prepared)."""
+        """``{model: {"rows", "hits", "misses", "stale", "refused", "audited", "audit_errors"}}`` of the
+        models prepared or refused (``stale``: misses on a stored key whose context digest differed;
+        ``refused``: lookups of a forecaster the store cannot serve, see :meth:`get`; ``audited``: hits
+        recomputed and found equal; ``audit_errors``: recomputations that failed; ``rows`` 0 for a model not
+        prepared)."""
+        empty = {"rows": 0, "hits": 0, "misses": 0, "stale": 0, "refused": 0, "audited": 0, "audit_errors": 0}
         with self._lock:
-            out = {n: {"rows": m.rows, "hits": m.hits, "misses": m.misses, "stale": m.stale, "refused": 0}
-                   for n, m in self._prepared.items()}
+            out = {n: {**empty, "rows": m.rows, "hits": m.hits, "misses": m.misses, "stale": m.stale,
+                       "audited": m.audited, "audit_errors": m.audit_errors} for n, m in self._prepared.items()}
             for n, k in self._refusals.items():
-                out.setdefault(n, {"rows": 0, "hits": 0, "misses": 0, "stale": 0, "refused": 0})["refused"] = k
+                out.setdefault(n, dict(empty))["refused"] = k
             return out
 
     @property
@@ -267,7 +317,7 @@ class ForecastStore:
     def reset_counts(self) -> None:
         with self._lock:
             for m in self._prepared.values():
-                m.hits = m.misses = m.stale = 0
+                m.hits = m.misses = m.stale = m.audited = m.audit_errors = 0
             self._refusals.clear()
 
     def verify(self) -> dict[str, int]:
