@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import glob
 import os
 import stat
 import sys
@@ -202,7 +203,8 @@ class Rule(tuple):
 _SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/sys")
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/dri", "/dev/nvidiactl",
             "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia-caps")
-_PROC_FILES = ("cpuinfo", "meminfo", "stat", "loadavg", "uptime", "version", "filesystems", "sys")
+_PROC_FILES = ("cpuinfo", "meminfo", "stat", "loadavg", "uptime", "version", "filesystems", "sys", "devices",
+               "driver/nvidia")  # the last two: what CUDA's driver library reads at start
 _CODE_SUFFIXES = (".py", ".pyc", ".pyi", ".so", ".pyd", ".pth", ".zip", ".egg-link")
 _CODE_DIRS = ("__pycache__",)
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg")
@@ -309,7 +311,7 @@ def plan(*, sys_path: Sequence[str], package_dirs: Sequence[str] = (), read: Seq
     roots = _installation_roots()
     for p in _SYSTEM_READ:
         planner.whole(p, READ)
-    for p in _DEVICES:
+    for p in (*_DEVICES, *sorted(glob.glob("/dev/nvidia[0-9]*"))):  # GPUs: /dev/nvidia0, /dev/nvidia1, ...
         if os.path.exists(p):
             planner.whole(p, READ | WRITE_FILE)
     for p in roots:

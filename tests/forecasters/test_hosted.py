@@ -97,8 +97,9 @@ def test_a_hanging_forecast_ends_at_its_deadline_and_the_process_exits(how):
     """Issue 25: a hanging plug-in forecast gave backend_error after 300 s but its process never exited (the
     executor thread was joined at exit); one declaring ``bounded = True`` had no deadline at all."""
     if how.startswith("hosted"):
-        setup, models, model = "register_forecaster('hangs', plugin_toys.Hangs, {336: [1000] * 6})", \
-            ("seasonal_empirical", "hangs"), "hangs"
+        setup = ("register_forecaster('hangs', plugin_toys.Hangs, {336: [1000] * 6})\n"
+                 "from fwgym.forecasters import get_forecaster\nget_forecaster('hangs')")  # its worker starts here
+        models, model = ("seasonal_empirical", "hangs"), "hangs"
     else:
         setup = ("class Slow(plugin_toys.Hangs):\n    bounded = False\n"
                  "set_forecaster('ets', Slow())")
