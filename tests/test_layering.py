@@ -92,7 +92,7 @@ _ABOVE = ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.tools", "fwgym.agen
 #: the integrations room (MCP server, inspect-ai tasks) sits above the evaluation and below the CLI
 _INTEGRATIONS = ("fwgym.integrations",)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    **{low: _ABOVE for low in ("fwgym.data", "fwgym.core", "fwgym.context", "fwgym.validation", "fwgym.jsonl",
+    **{low: _ABOVE for low in ("fwgym.data", "fwgym.core", "fwgym.context", "fwgym.validation", "fwgym.jsonl", "fwgym.isolation",
                                "fwgym.errors", "fwgym.version", "fwgym.ray_session", "fwgym.forecasters")},
     "fwgym.tools": ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli",
                     "fwgym.report", "fwgym.plots") + _INTEGRATIONS,

@@ -8,7 +8,7 @@
 * :mod:`~fwgym.agents.sb3`: a trained stable-baselines3 macro policy as an agent (:class:`SB3Agent`,
   :func:`save_policy`);
 * :mod:`~fwgym.agents.isolation`: agents that are code run in a worker process (:class:`IsolatedAgent`,
-  :class:`IsolatedAgentFactory`; the worker is :mod:`~fwgym.agents.isolation_worker`).
+  :class:`IsolatedAgentFactory`; workers, their sandbox and the worker script are :mod:`fwgym.isolation`).
 
 Everything but the loop loads lazily (the backends need their extras).
 """

@@ -20,12 +20,15 @@ module and name are read from the pickle's opcodes (:mod:`pickletools`) without 
 
 **Isolation.** Loading a zip with SB3 unpickles parts of it, which runs arbitrary code for a crafted
 file. With ``isolated=True`` (what ``fwgym evaluate --agent sb3`` uses, :class:`SB3AgentFactory`) the
-zip is loaded only in a worker process (:class:`fwgym.agents.isolation.RemoteObject` hosting
-:class:`fwgym.agents.isolation_worker.SB3Policy`): this process reads only the zip's JSON metadata,
-computes the features, masks and tool calls, and sends the worker one feature vector (and mask) per
-menu choice; the worker answers a menu index as JSON. The tool calls, and hence the records, are
-identical to the in-process agent's (``isolated=False``, the default of the Python class, for files you
-made yourself).
+zip is loaded only in a worker process (:class:`fwgym.isolation.remote.RemoteObject` hosting
+:class:`fwgym.isolation.worker.SB3Policy`), sandboxed where the kernel allows it
+(:mod:`fwgym.isolation.sandbox`; the zip is the one file besides the Python installation it may read):
+this process reads only the zip's JSON metadata, computes the features, masks and tool calls, and sends
+the worker one feature vector (and mask) per menu choice; the worker answers a menu index as JSON. The
+tool calls, and hence the records, are identical to the in-process agent's (``isolated=False``, the
+default of the Python class, for files you made yourself). With ``memory="none"`` every episode gets a
+fresh worker (the zip is loaded again), so code in a crafted zip cannot carry anything from one case to
+the next.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from fwgym.agents.isolation_worker import SB3Policy
+from fwgym.isolation.worker import SB3Policy
 from fwgym.rl.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
 from fwgym.rl.macro import MENUS, MacroController, menu_for
 
@@ -246,8 +249,12 @@ class SB3Agent:
         isolated: load and run the policy in a worker process (see the module doc); default ``False``
             (in this process: only for files you trust).
         call_timeout, start_timeout, worker_command, worker_env: the worker's deadlines (seconds), command
-            and the environment variables passed to it on purpose (:class:`fwgym.agents.isolation.RemoteObject`;
+            and the environment variables passed to it on purpose (:class:`fwgym.isolation.remote.RemoteObject`;
             ``isolated=True`` only; ``None``: the defaults).
+        sandbox, memory, read_paths, write_paths: the worker's sandbox mode (``"auto"``, ``"require"``,
+            ``"off"``), whether it plays episode after episode (``"worker"``) or every episode in a fresh
+            process (``"none"``), and further paths its sandbox lets it read / write (the zip is always
+            readable); ``isolated=True`` only (:class:`~fwgym.isolation.remote.RemoteObject`).
 
     A model saved with an extended pool (``save_policy(..., models=EXTENDED_MODELS)``) gets that pool's
     menu (:func:`~fwgym.rl.macro.menu_for`); play it on an env with the same ``models=`` pool (in
@@ -264,12 +271,13 @@ class SB3Agent:
         FileNotFoundError: no model file. ValueError: unknown algo, an algo that disagrees with the
             zip, a zip of another algorithm, missing sb3/sb3-contrib, or a model whose spaces/spec do
             not match the fwgym features and menus.
-        fwgym.agents.isolation.AgentFailure: (isolated) the worker cannot start or load the zip.
+        fwgym.isolation.process.WorkerFailure: (isolated) the worker cannot start or load the zip.
     """
 
     def __init__(self, model_path: str | Path, algo: str = "auto", name: str | None = None, deterministic: bool = True,
                  isolated: bool = False, call_timeout: float | None = None, start_timeout: float | None = None,
-                 worker_command=None, worker_env=()):
+                 worker_command=None, worker_env=(), sandbox: str = "auto", memory: str = "worker",
+                 read_paths=(), write_paths=()):
         if algo not in ALGOS:
             raise ValueError(f"algo must be one of {list(ALGOS)}, got {algo!r}")
         path = resolve_model_path(model_path)
@@ -281,12 +289,13 @@ class SB3Agent:
         self.algo, self.model_path, self.deterministic, self.isolated = algo, str(path), deterministic, bool(isolated)
         kwargs = {"path": str(path.resolve()), "algo": algo, "deterministic": bool(deterministic)}
         if self.isolated:
-            from fwgym.agents.isolation import RemoteObject
+            from fwgym.isolation.remote import RemoteObject
 
             limits = {k: float(v) for k, v in (("call_timeout", call_timeout), ("start_timeout", start_timeout))
                       if v is not None}
             self._policy = RemoteObject("builtin:sb3_policy", kwargs, fresh=False, worker_command=worker_command,
-                                        worker_env=worker_env or (), **limits)
+                                        worker_env=worker_env or (), sandbox=sandbox, memory=memory,
+                                        read_paths=[kwargs["path"], *read_paths], write_paths=write_paths, **limits)
             described = self._policy.hello.get("info") or {}
             self.model = None
         else:
@@ -316,17 +325,18 @@ class SB3Agent:
 
     def reset(self) -> None:
         """Start a new episode (called by :func:`fwgym.agents.run_episode`): the next ``act`` makes its catalog
-        call. Isolated: a worker that died in an earlier episode is replaced (the zip is loaded again)."""
+        call. Isolated: a worker that died in an earlier episode (or, with ``memory="none"``, played one) is
+        replaced (the zip is loaded again)."""
         self._last = None
         self.choices = []
         if self.isolated:
-            self._policy.ensure_alive()
+            self._policy.begin_episode()
 
     def policy_choice(self) -> int:
         """The policy's menu index for the controller's current state (masked for MaskablePPO).
 
         Raises:
-            fwgym.agents.isolation.AgentFailure: (isolated) the worker failed, or answered something that is
+            fwgym.isolation.process.WorkerFailure: (isolated) the worker failed, or answered something that is
                 not a menu index.
         """
         obs = self.controller.features()
@@ -336,9 +346,9 @@ class SB3Agent:
         choice = self._policy.call("predict", obs, mask)
         n = len(self.controller.menu)
         if type(choice) is not int or not 0 <= choice < n:
-            from fwgym.agents.isolation import AgentFailure
+            from fwgym.isolation.process import WorkerFailure
 
-            raise AgentFailure(f"{self.name}: the policy's worker answered {str(choice)[:100]!r}, not a menu index "
+            raise WorkerFailure(f"{self.name}: the policy's worker answered {str(choice)[:100]!r}, not a menu index "
                                f"in [0, {n})", "bad_reply")
         return choice
 
@@ -372,8 +382,10 @@ class SB3Agent:
 class SB3AgentFactory(dict):
     """A picklable, JSON-serialisable zero-argument factory of :class:`SB3Agent` (what ``fwgym evaluate --agent
     sb3`` builds): a ``dict`` of :class:`SB3Agent`'s keyword arguments (``model_path`` included), and
-    optionally ``source`` (``{"file", "sha256"}`` of the model zip, set by ``fwgym evaluate``; description
-    only, not passed to :class:`SB3Agent`), which identifies the model in the run manifest.
+    optionally ``source`` (``{"file", "sha256"}`` of the model zip, set by ``fwgym evaluate``) and
+    ``isolation`` / ``isolation_note`` (``"sandbox"`` or ``"process"`` and why, for isolated agents: see
+    :class:`fwgym.agents.isolation.IsolatedAgentFactory`), description only, not passed to :class:`SB3Agent`.
+    A factory whose description says ``"sandbox"`` builds its agents with ``sandbox="require"``.
 
     Attributes:
         isolated: whether its agents run the policy in a worker process (its ``isolated`` entry).
@@ -384,7 +396,10 @@ class SB3AgentFactory(dict):
         return bool(self.get("isolated", False))
 
     def __call__(self) -> SB3Agent:
-        return SB3Agent(**{k: v for k, v in self.items() if k != "source"})
+        kwargs = {k: v for k, v in self.items() if k not in ("source", "isolation", "isolation_note")}
+        if self.get("isolation") == "sandbox":
+            kwargs["sandbox"] = "require"
+        return SB3Agent(**kwargs)
 
 
 __all__ = ["SB3Agent", "SB3AgentFactory", "SB3Policy", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
+from fwgym.cli.agent_kinds.isolation import protect_run_paths
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import SUITES
@@ -150,10 +151,12 @@ def run(args) -> int:
             if k not in explicit or k not in OPERATIONAL:
                 setattr(args, k, v)
         args.out = str(d)
+        protect_run_paths(args)
         return _execute(args, d, manifest)
     out = Path(args.out) if args.out else default_run_dir(args.split, args.suite)
     check_new_run_dir(out, args.overwrite)
     args.out = str(out)
+    protect_run_paths(args)
     return _execute(args, out, None)
 
 
@@ -204,8 +207,12 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                                 limit=args.limit, cases=case_ids, policies=labels,
                                 agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
                                 env_kwargs=env_kwargs, max_calls=MAX_CALLS)
+        store = _forecast_store(args)  # before the run directory is touched: a bad store is a one-line error
+        if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
+            settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
         if resume:
             _check_resume(out, manifest, settings, env)
+        _probe_plugins(settings.get("plugin_code") or ())
         try:
             preflight = run_preflight(policies)
         except HarnessError as exc:
@@ -238,10 +245,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
               file=sys.stderr)
         expected = [(lab, c) for lab in labels for c in case_ids]
         run_kwargs = dict(env_kwargs)
-        if args.forecast_store:  # operational: results are identical with or without it (recorded per session)
-            from fwgym.forecasters.store import open_store
-
-            store = open_store(args.forecast_store)  # refused here if malformed
+        if store is not None:  # its path may change between sessions; its manifest's sha256 is a setting
             run_kwargs["forecast_store"] = str(store.path)
             run.current_session["forecast_store"] = str(store.path)
             run.save()
@@ -290,6 +294,36 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def _probe_plugins(models) -> None:
+    """One probe forecast of each plug-in forecaster of the run (:func:`fwgym.forecasters.hosted.probe`): one
+    that fails is a warning here and, for a hosted plug-in, in the manifest's ``models`` (its ``health``),
+    like a TSFM without weights: its purchases will end as ``backend_error`` (charged)."""
+    from fwgym.forecasters.hosted import probe
+    from fwgym.forecasters.registry import get_forecaster
+
+    for m in models:
+        f = get_forecaster(m)
+        why = probe(f)
+        if getattr(f, "hosted", False):
+            f.probe_error = why
+        if why is not None:
+            print(f"warning: plug-in forecaster {m} failed its probe forecast ({why}); its forecasts will end as "
+                  "backend_error (the charge stands), so policies that buy it do not measure it", file=sys.stderr)
+
+
+def _forecast_store(args):
+    """The :class:`~fwgym.forecasters.store.ForecastStore` of ``--forecast-store`` (``None`` without one).
+
+    Raises:
+        fwgym.forecasters.store.StoreError: no store there, or a malformed manifest.
+    """
+    if not getattr(args, "forecast_store", None):
+        return None
+    from fwgym.forecasters.store import open_store
+
+    return open_store(args.forecast_store)
 
 
 def print_preflight(preflight: dict, concurrency: int = 1) -> None:
@@ -503,6 +537,9 @@ def _sources(description) -> dict[str, str]:
             if k == "source" and isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(
                     v.get("sha256"), str):
                 out[v["file"]] = v["sha256"]
+                modules = v.get("modules")  # the agent's own modules (fwgym.cli.agent_kinds.python.own_modules)
+                if isinstance(modules, dict):
+                    out.update({f: h for f, h in modules.items() if isinstance(f, str) and isinstance(h, str)})
             else:
                 out.update(_sources(v))
     elif isinstance(description, list):

@@ -3,8 +3,11 @@
 ``fwgym forecasts build --model M [M ...] --split S`` computes, for every case of the split, the
 forecasts of M that the scripted policies and the RL menus buy (:func:`store_requests`) and adds
 them to the store directory (``--out``, default ``forecast_store``); ``fwgym forecasts verify DIR``
-checks every shard against the manifest. Attach the store with ``fwgym evaluate --forecast-store
-DIR``, ``FWBenchEnv(..., forecast_store=DIR)`` or ``make_rl_env(..., forecast_store=DIR)``.
+checks every shard against the manifest and, with ``--recompute N``, recomputes N random rows of each
+model from fwgym's packaged data and fails on any difference (a store whose forecasts were replaced and
+whose manifest was re-hashed passes the hash checks, not this one:
+:mod:`fwgym.forecasters.store.verify`). Attach the store with ``fwgym evaluate --forecast-store DIR``,
+``FWBenchEnv(..., forecast_store=DIR)`` or ``make_rl_env(..., forecast_store=DIR)`` (docs/store.md).
 """
 from __future__ import annotations
 
@@ -113,8 +116,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--overwrite", action="store_true",
                    help="replace a model's rows built by another forecaster (weights, revision, settings)")
     b.add_argument("--no-progress", action="store_true")
-    v = sub.add_parser("verify", help="check every shard of a store against its manifest and list its models")
+    v = sub.add_parser("verify", help="check every shard of a store against its manifest and list its models; with "
+                                      "--recompute N also recompute N random rows of each model")
     v.add_argument("store", help="store directory")
+    v.add_argument("--recompute", type=positive_int, default=None, metavar="N",
+                   help="recompute N random rows of each model (contexts rebuilt from fwgym's packaged data) with the "
+                        "forecaster here and fail on any difference")
+    v.add_argument("--seed", type=int, default=None, help="seed of the rows --recompute draws (default: random, printed)")
 
 
 def run(args) -> int:
@@ -187,5 +195,50 @@ def _verify(args) -> int:
         print(f"  {name}: {n} forecasts in {len(entry['shards'])} shards, revision {entry.get('revision')}, "
               f"fingerprint {entry['fingerprint_sha256'][:16]}" + (f", weights {fp['weights']}" if fp.get("weights") else ""))
     print("every shard matches its sha256, row count and schema")
-    return 0
+    if args.recompute is None:
+        return 0
+    return _recompute(store, args.recompute, args.seed)
 
+
+def _recompute(store, n: int, seed: int | None) -> int:
+    """``--recompute N``: N random rows of each model recomputed here; 1 on any difference or row that cannot
+    be checked."""
+    import secrets
+
+    import numpy as np
+
+    from fwgym.forecasters.registry import get_forecaster, known_models
+    from fwgym.forecasters.store.verify import recompute_rows
+
+    seed = secrets.randbits(32) if seed is None else int(seed)
+    rng = np.random.default_rng(seed)
+    failed = 0
+    print(f"recomputing {n} random rows of each model (seed {seed}):")
+    for name in store.models:
+        if name not in known_models():
+            print(f"  {name}: cannot be recomputed here: no such model (a plug-in that is not installed?)")
+            failed += 1
+            continue
+        f = get_forecaster(name)
+        av = f.availability()
+        if not av.available:
+            print(f"  {name}: cannot be recomputed here: {av.reason}")
+            failed += 1
+            continue
+        got = recompute_rows(store, f, n, rng)
+        bad = got["different"] or got["unbuildable"] or got["errors"]
+        worst = max((d["max_abs_diff"] for d in got["different"]), default=None)
+        print(f"  {name}: {got['checked']} of {got['rows']} rows recomputed: {got['equal']} equal, "
+              f"{len(got['different'])} different" + (f" (largest difference {worst:.6g})" if worst is not None else "")
+              + (f", {len(got['unbuildable'])} whose context is not in fwgym's data" if got["unbuildable"] else "")
+              + (f", {len(got['errors'])} failed" if got["errors"] else "")
+              + (f"; torch threads {got['torch_threads']}" if got["torch_threads"] else ""))
+        for d in (got["different"] + got["unbuildable"] + got["errors"])[:5]:
+            print(f"    {d}", file=sys.stderr)
+        failed += bool(bad)
+    if failed:
+        print(f"fwgym: error: forecast store {store.path}: {failed} model(s) failed the recomputation: its forecasts "
+              "are not what the forecaster computes; do not use it (rebuild it)", file=sys.stderr)
+        return 1
+    print("every recomputed row equals the stored one bit for bit")
+    return 0

@@ -17,6 +17,8 @@ records are the ones the run wrote. Format (``manifest_version`` 1; JSON, keys s
         "policies": [row names], "agents": {name: factory settings (no credentials)},
         "env_kwargs", "sigma", "budget", "scenario_seed", "credit_weight", "forecast_pool",
         "registered_prices"?,                    # plug-in tariff rows and min_context (describe_pool)
+        "forecast_store"?: {"sha256", "models"}, # the --forecast-store's manifest (compared: no merge across stores)
+        "plugin_code"?: {model: sha256},         # plug-in forecasters' code (fwgym.forecasters.hosted)
         "fwgym_version", "scorer_version"
       },
       "environment": {"fwgym_version", "scorer_version", "python", "platform", "packages": {name: version},
@@ -67,7 +69,8 @@ PACKAGES: tuple[str, ...] = ("numpy", "numba", "gymnasium", "torch", "chronos-fo
                              "statsmodels", "transformers", "stable-baselines3", "scoringrules")
 #: the settings that must be equal for runs to share a leaderboard (fwgym.evaluation.results)
 COMPARED_SETTINGS: tuple[str, ...] = ("suite", "split", "sigma", "budget", "scenario_seed", "credit_weight",
-                                      "forecast_pool", "registered_prices", "scorer_version", "fwgym_version")
+                                      "forecast_pool", "registered_prices", "forecast_store", "plugin_code",
+                                      "scorer_version", "fwgym_version")
 
 
 def run_settings(*, suite: str, split: str, domains: Iterable[str], lead: str | None, limit: int | None,
@@ -77,9 +80,9 @@ def run_settings(*, suite: str, split: str, domains: Iterable[str], lead: str | 
     compares): the suite, split, cases (with their sha256), policies and agents as given, and from ``env_kwargs``
     (the suite's env settings, :data:`fwgym.evaluation.SUITES`, plus ``models`` when the pool is not the
     protocol's) the budget, scenario seed, credit weight and forecast pool, with the packaged sigma, this fwgym's
-    version and scorer version, and the plug-in prices of the pool when it has any."""
+    version and scorer version, and the plug-in prices and code of the pool when it has any."""
     from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
-    from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
+    from fwgym.forecasters.registry import PRICED_MODELS, plugin_codes, registered_prices
     from fwgym.version import __version__
 
     settings = {
@@ -93,6 +96,9 @@ def run_settings(*, suite: str, split: str, domains: Iterable[str], lead: str | 
     prices = registered_prices(settings["forecast_pool"])
     if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
         settings["registered_prices"] = prices
+    codes = plugin_codes(settings["forecast_pool"])
+    if codes:  # plug-ins' code is a setting too: --resume refuses an edited plug-in (fwgym.forecasters.hosted)
+        settings["plugin_code"] = codes
     return settings
 
 
@@ -173,8 +179,9 @@ def _snapshot(model_id: str, revision: str | None) -> str | None:
 def model_revisions(models: Iterable[str]) -> dict[str, dict]:
     """Provenance of each priced forecast model of the pool in this process: its forecaster class,
     hub id, pinned revision, the cache snapshot it resolves to, whether weights are available (and
-    why not), and whether it was loaded here (``loaded``; forecasts made in worker processes load
-    there)."""
+    why not), whether it was loaded here (``loaded``; forecasts made in worker processes load
+    there) and, for a hosted plug-in, its ``health`` (isolation, calls and failures in this process, its
+    probe's error: :meth:`fwgym.forecasters.hosted.HostedForecaster.health`)."""
     from fwgym.forecasters.registry import get_forecaster
 
     out = {}
@@ -187,11 +194,15 @@ def model_revisions(models: Iterable[str]) -> dict[str, dict]:
             continue
         model_id = getattr(f, "model_id", None) or None
         local_dir = getattr(f, "local_dir", None)
-        out[m] = {"class": f"{type(f).__module__}.{type(f).__qualname__}", "model_id": model_id,
+        cls = getattr(f, "plugin_class", None) or f"{type(f).__module__}.{type(f).__qualname__}"  # hosted: the plug-in's
+        out[m] = {"class": cls, "model_id": model_id,
                   "revision": getattr(f, "revision", None), "local_dir": str(local_dir) if local_dir else None,
                   "snapshot": _snapshot(model_id, f.revision) if model_id and av.source == "hf-cache" else None,
                   "available": bool(av.available), "source": av.source, "reason": av.reason[:500],
                   "loaded": getattr(f, "_model", None) is not None}
+        health = getattr(f, "health", None)
+        if callable(health):  # a hosted plug-in (fwgym.forecasters.hosted): isolation, calls, failures, probe
+            out[m]["health"] = health()
     return out
 
 

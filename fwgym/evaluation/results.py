@@ -205,6 +205,7 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
                                credit_weight=st.get("credit_weight", 0.0),
                                forecast_pool=st.get("forecast_pool", list(PRICED_MODELS)),
                                registered_prices=st.get("registered_prices"),
+                               forecast_store=st.get("forecast_store"), plugin_code=st.get("plugin_code"),
                                scorer_version=SCORER_VERSION, fwgym_version=st.get("fwgym_version", UNKNOWN))
         _check_settings(settings, p.parent / "manifest.json")
         declared_subset = not (manifest.get("coverage") or {}).get("complete", False)

@@ -6,6 +6,8 @@ non-decreasing along the level axis.
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
 from dataclasses import dataclass
 from importlib import metadata
@@ -18,7 +20,7 @@ from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.validation import check_int
 
 __all__ = ["N_QUANTILES", "ModelUnavailable", "ForecastBackendError", "Availability", "QuantileForecaster", "fill_gaps",
-           "package_versions"]
+           "package_versions", "code_digest"]
 
 N_QUANTILES = len(QUANTILE_LEVELS)
 
@@ -50,15 +52,22 @@ class QuantileForecaster:
         bounded: ``True`` when :meth:`predict_quantiles` is a short in-process computation that
             cannot block (no model backend, no I/O): the tools then run it on the calling thread and
             the env's ``forecast_timeout`` does not apply. Default ``False``: with a
-            ``forecast_timeout`` the forecast runs on a new worker thread and is abandoned after that
+            ``forecast_timeout`` the forecast runs on a new (daemon) thread and is abandoned after that
             many seconds. Subclasses inherit the flag: a subclass of a bounded forecaster whose
-            prediction may block sets ``bounded = False``.
+            prediction may block sets ``bounded = False``. A plug-in's flag is ignored: plug-ins run in
+            a worker process with a hard deadline (:mod:`fwgym.forecasters.hosted`).
+        store_audit: see the attribute.
     """
 
     name: str = ""
     min_context: int = 2
     revision: str | None = None
     bounded: bool = False
+    #: fraction of this forecaster's forecast-store hits that evaluation recomputes and compares bit for bit
+    #: (the first hit of each model always): a store whose forecasts differ is refused
+    #: (:meth:`fwgym.forecasters.store.read.ForecastStore.get`). ``0`` for forecasters too costly to
+    #: recompute (the TSFMs); the cheap ones (seasonal, statsmodels) set it
+    store_audit: float = 0.0
     #: distributions (names as pip knows them) whose versions join :meth:`fingerprint`
     fingerprint_packages: tuple[str, ...] = ()
     #: instance attributes left out of :meth:`fingerprint`'s settings (they do not change a forecast)
@@ -129,19 +138,23 @@ class QuantileForecaster:
         The default: the model name, the forecaster's class (module and qualified name), its
         ``revision``, its ``settings`` (every public instance attribute except those of
         :attr:`fingerprint_exclude`, as JSON values: numbers, strings, ``None``, lists; paths as
-        strings, classes by qualified name, anything else by its type's qualified name only) and the
-        installed versions of NumPy and of the distributions in :attr:`fingerprint_packages`.
-        The TSFMs add the identity of their weights (:meth:`fwgym.forecasters.tsfm.HubForecaster.fingerprint`).
+        strings, classes by qualified name, anything else by its type's qualified name only), its
+        ``code`` (:func:`code_digest`: the sha256 of the source file of every class it inherits from,
+        so an edited forecaster is another forecaster) and the installed versions of NumPy and of the
+        distributions in :attr:`fingerprint_packages`. The TSFMs add the identity of their weights
+        (:meth:`fwgym.forecasters.tsfm.HubForecaster.fingerprint`); a plug-in's is made in the evaluating
+        process from its files and distribution (:meth:`fwgym.forecasters.hosted.HostedForecaster.fingerprint`).
         A plug-in whose forecasts depend on state that is none of these should override it.
 
         Returns:
-            ``{"model", "class", "revision", "settings", "packages", ...}``.
+            ``{"model", "class", "revision", "settings", "code", "packages", ...}``.
         """
         cls = type(self)
-        skip = {"name", "min_context", "revision", "bounded", *self.fingerprint_exclude}
+        skip = {"name", "min_context", "revision", "bounded", "store_audit", *self.fingerprint_exclude}
         settings = {k: _plain(v) for k, v in sorted(vars(self).items()) if not k.startswith("_") and k not in skip}
         return {"model": self.name, "class": f"{cls.__module__}.{cls.__qualname__}", "revision": self.revision,
-                "settings": settings, "packages": package_versions(("numpy",) + tuple(self.fingerprint_packages))}
+                "settings": settings, "code": code_digest(cls),
+                "packages": package_versions(("numpy",) + tuple(self.fingerprint_packages))}
 
     def _checked_context(self, context: np.ndarray) -> np.ndarray:
         """The context as float64 (T,) with gaps filled (:func:`fill_gaps`); ValueError if too short."""
@@ -174,6 +187,40 @@ def fill_gaps(x: np.ndarray) -> np.ndarray:
         return np.zeros_like(x)
     idx = np.arange(len(x))
     return np.interp(idx, idx[ok], x[ok])
+
+
+_FILE_DIGESTS: dict[tuple, str] = {}
+
+
+def _file_sha256(path: str) -> str:
+    """sha256 of a file's bytes, cached per (path, size, mtime)."""
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    digest = _FILE_DIGESTS.get(key)
+    if digest is None:
+        with open(path, "rb") as fh:
+            digest = _FILE_DIGESTS[key] = hashlib.sha256(fh.read()).hexdigest()
+    return digest
+
+
+def code_digest(cls: type) -> dict[str, str]:
+    """``{module: sha256 of its source file}`` of every class in ``cls``'s method resolution order that has
+    a source file (``object`` and built-in classes have none): what a forecaster's code is, in its
+    :meth:`~QuantileForecaster.fingerprint`. Keyed by module name, so equal code on two machines gives the
+    same digest wherever it is installed.
+
+    Code outside these files that the forecast depends on (a helper module it imports) is not covered:
+    give its version in :attr:`QuantileForecaster.fingerprint_packages` or override ``fingerprint``.
+    """
+    out = {}
+    for c in cls.__mro__:
+        try:
+            path = inspect.getsourcefile(c)
+        except TypeError:  # object, builtins
+            continue
+        if path and os.path.isfile(path):
+            out[c.__module__] = _file_sha256(os.path.realpath(path))
+    return dict(sorted(out.items()))
 
 
 def package_versions(distributions) -> dict:

@@ -42,7 +42,7 @@ from fwgym.validation import check_int
 __all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
            "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
            "known_models", "check_models", "model_origin", "plugin_spec", "describe_pool", "registered_prices",
-           "get_forecaster", "set_forecaster",
+           "get_forecaster", "set_forecaster", "plugin_codes",
            "ForecastCache", "FORECAST_CACHE"]
 
 #: priced model names in menu order (the protocol's forecast pool)
@@ -97,6 +97,8 @@ class ForecasterSpec:
 
 
 _PLUGINS: dict[str, ForecasterSpec] = {}
+#: plug-ins that run in a worker process (:mod:`fwgym.forecasters.hosted`): ``{name: {"reference", "distribution"?}}``
+_HOSTING: dict[str, dict] = {}
 #: ``DIST:MODULE:ATTR`` of each plug-in registered from an entry point (:func:`model_origin`)
 _ENTRY_POINT_ORIGINS: dict[str, str] = {}
 _ENTRY_POINTS_LOADED = False
@@ -110,13 +112,14 @@ def _check_name(name: str) -> None:
 
 def register_forecaster(name: str, factory: Callable[[], QuantileForecaster], tariff_rows: Mapping, *,
                         min_context: int | None = None, availability: Callable[[], Any] | None = None,
-                        description: str = "", replace: bool = False) -> ForecasterSpec:
+                        description: str = "", replace: bool = False, isolated: bool | None = None) -> ForecasterSpec:
     """Add a priced model (in this process) without editing fwgym.
 
     Example (one of the statsmodels models with another configuration, under a new name)::
 
+        import functools
         from fwgym.forecasters import register_forecaster, SARIMA, EXTENDED_MODELS
-        register_forecaster("sarima_log1p", lambda: SARIMA(transform="log1p"),
+        register_forecaster("sarima_log1p", functools.partial(SARIMA, transform="log1p"),
                             {96: [20000] * 6, 336: [30000, 30000, 31000, 33000, 34000, 36000]})
         env = gym.make("FWBench-CycleHire-v0", models=EXTENDED_MODELS + ("sarima_log1p",))
 
@@ -124,16 +127,37 @@ def register_forecaster(name: str, factory: Callable[[], QuantileForecaster], ta
         name, factory, tariff_rows, min_context, availability, description: see :class:`ForecasterSpec`.
         replace: replace a plug-in registered before under ``name`` (built-in models cannot be replaced;
             use :func:`set_forecaster` to serve a built-in name with another instance).
+        isolated: run the forecaster in a worker process (:mod:`fwgym.forecasters.hosted`: only ``(context,
+            horizon)`` reaches it, a hard deadline, its code pinned). ``None`` (default): when the worker can
+            make ``factory`` itself (a module-level function or class, or a ``functools.partial`` of one with
+            plain-data arguments, :func:`~fwgym.forecasters.hosted.factory_reference`), else in this process
+            with a ``RuntimeWarning``; ``True``: required; ``False``: in this process (code you trust).
 
     Returns:
         the :class:`ForecasterSpec`.
 
     Raises:
-        ValueError: bad name, rows or min_context; a built-in name; a registered name without ``replace``.
+        ValueError: bad name, rows or min_context; a built-in name; a registered name without ``replace``;
+            ``isolated=True`` with a factory a worker cannot make (a lambda, a local function, ``__main__``).
         TypeError: ``factory`` or ``availability`` not callable.
     """
-    spec = ForecasterSpec(name, factory, tariff_rows, min_context, availability, description)
-    return _register(spec, replace)
+    from fwgym.forecasters.hosted import factory_reference
+
+    reference = factory_reference(factory) if isolated is not False and callable(factory) else None
+    if isolated and reference is None:
+        raise ValueError(f"{name}: isolated=True needs a factory a worker process can import (a module-level "
+                         f"function or class, or a functools.partial of one), got {factory!r:.120}")
+    spec = _register(ForecasterSpec(name, factory, tariff_rows, min_context, availability, description), replace)
+    if reference is not None:
+        _HOSTING[name] = {"reference": reference}
+    elif isolated is None:
+        import warnings
+
+        warnings.warn(f"plug-in forecaster {name!r} runs in this process: a worker process cannot make its factory "
+                      f"{factory!r:.80} (a lambda, a local function or __main__'s code); give a module-level function "
+                      "or class to run it isolated, or pass isolated=False for code you trust", RuntimeWarning,
+                      stacklevel=2)
+    return spec
 
 
 def _register(spec: ForecasterSpec, replace: bool) -> ForecasterSpec:
@@ -155,8 +179,16 @@ def _register(spec: ForecasterSpec, replace: bool) -> ForecasterSpec:
                               spec.source)
         tariff.register_prices(spec.name, rows, replace=True)
         _PLUGINS[spec.name] = spec
-        _INSTANCES.pop(spec.name, None)
+        _HOSTING.pop(spec.name, None)
+        _drop_instance(spec.name)
     return spec
+
+
+def _drop_instance(name: str) -> None:
+    """Forget the process-wide instance of ``name`` (a hosted one's worker is shut down)."""
+    f = _INSTANCES.pop(name, None)
+    if f is not None and getattr(f, "hosted", False):
+        f.close()
 
 
 def unregister_forecaster(name: str) -> None:
@@ -170,7 +202,8 @@ def unregister_forecaster(name: str) -> None:
             raise ValueError(f"{name!r} is not a registered plug-in forecaster")
         del _PLUGINS[name]
         _ENTRY_POINT_ORIGINS.pop(name, None)
-        _INSTANCES.pop(name, None)
+        _HOSTING.pop(name, None)
+        _drop_instance(name)
         tariff.unregister_prices(name)
 
 
@@ -201,25 +234,56 @@ def load_entry_points(reload: bool = False) -> list[str]:
             dist = getattr(ep, "dist", None)
             where = (f"entry point {ep.name!r} = {ep.value!r} of distribution "
                      f"{getattr(dist, 'name', '?')} {getattr(dist, 'version', '')}".rstrip() + f" (group {ENTRY_POINT_GROUP!r})")
+            current = _PLUGINS.get(ep.name)
+            if current is not None and current.source == f"{where}":
+                continue  # the same entry point, seen again by a reload
             try:
-                obj = ep.load()
-                spec = obj if isinstance(obj, ForecasterSpec) else obj() if callable(obj) else obj
-                if not isinstance(spec, ForecasterSpec):
-                    raise TypeError(f"it gave {type(spec).__name__}, expected fwgym.forecasters.ForecasterSpec "
-                                    "or a zero-argument callable returning one")
-                if spec.name != ep.name:
-                    raise ValueError(f"its spec names the model {spec.name!r}; the entry point's name must be the model name")
-                current = _PLUGINS.get(spec.name)
-                if current is not None and current.source == f"{where}":
-                    continue  # the same entry point, seen again by a reload
-                _register(ForecasterSpec(spec.name, spec.factory, spec.tariff, spec.min_context, spec.availability,
-                                         spec.description, where), replace=False)
-                _ENTRY_POINT_ORIGINS[spec.name] = f"{getattr(dist, 'name', '?')}:{ep.value}"
+                _register_entry_point(ep, dist, where)
             except Exception as exc:
-                _ENTRY_POINT_ERROR = PluginError(f"fwgym plug-in forecaster {where} failed to load: "
-                                                 f"{type(exc).__name__}: {exc}")
+                _ENTRY_POINT_ERROR = PluginError(f"fwgym plug-in forecaster {where} failed to load: {_why(exc)}")
                 raise _ENTRY_POINT_ERROR from exc
         return [n for n, s in _PLUGINS.items() if s.source.startswith("entry point")]
+
+
+def _why(exc: BaseException) -> str:
+    """``Type: message`` of a failure, the plug-in's own exception type when it failed in its worker."""
+    remote = getattr(exc, "remote_type", None)
+    if remote:
+        return f"{remote.rpartition('.')[2]}: {exc.remote_message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _register_entry_point(ep, dist, where: str) -> None:
+    """Register the plug-in of entry point ``ep``: its module is imported, and its spec read, in a worker
+    process (:class:`~fwgym.forecasters.hosted.HostedForecaster`), never in this one."""
+    from fwgym.forecasters.hosted import HostedForecaster
+
+    distribution = {"name": getattr(dist, "name", None), "version": getattr(dist, "version", None)}
+    hosted = HostedForecaster(ep.name, {"entry_point": ep.value}, distribution=distribution)
+    spec = hosted.spec or {}
+    if spec.get("name") != ep.name:
+        hosted.close()
+        raise ValueError(f"its spec names the model {spec.get('name')!r}; the entry point's name must be the model name")
+    try:
+        _register(ForecasterSpec(ep.name, _Existing(hosted), spec["tariff"], spec.get("min_context"), None,
+                                 spec.get("description", ""), where), replace=False)
+    except BaseException:
+        hosted.close()
+        raise
+    _HOSTING[ep.name] = {"reference": {"entry_point": ep.value}, "distribution": distribution}
+    _ENTRY_POINT_ORIGINS[ep.name] = f"{distribution['name'] or '?'}:{ep.value}"
+    _INSTANCES[ep.name] = hosted  # the worker that read the spec serves the forecasts
+
+
+class _Existing:
+    """A factory that returns the forecaster made already: the hosted plug-in whose worker read the spec (closed
+    by :func:`set_forecaster` / :func:`unregister_forecaster`, it starts a new worker when used again)."""
+
+    def __init__(self, hosted):
+        self.hosted = hosted
+
+    def __call__(self):
+        return self.hosted
 
 
 def known_models() -> tuple[str, ...]:
@@ -290,7 +354,8 @@ def describe_pool(models: Sequence[str]) -> dict:
     Returns:
         ``{"pool": "protocol" | "extended" | "custom", "models": [...], "tariff": {model: source},
         "extended_tariff": {"version", "sha256"} (when a model priced by the extended file is in the pool),
-        "plugins": {model: source} (when plug-ins are in it), "registered_prices": {model: {"tariff":
+        "plugins": {model: source} and "plugin_hosting": {model: "worker" | "in-process"} (when plug-ins are in
+        it: :mod:`fwgym.forecasters.hosted`), "registered_prices": {model: {"tariff":
         {"96": [6 credits], "336": [...]}, "min_context": int}} (when it holds models whose price is not one
         of fwgym's pinned tariffs: plug-ins, in-process registrations)}``. ``"protocol"`` / ``"extended"``
         mean exactly :data:`PRICED_MODELS` / :data:`EXTENDED_MODELS` in that order. The pinned tariffs are
@@ -313,6 +378,7 @@ def describe_pool(models: Sequence[str]) -> dict:
     plugins = {m: _PLUGINS[m].source for m in pool if m in _PLUGINS}
     if plugins:
         out["plugins"] = plugins
+        out["plugin_hosting"] = {m: "worker" if m in _HOSTING else "in-process" for m in plugins}
     prices = registered_prices(pool)
     if prices:
         out["registered_prices"] = prices
@@ -343,6 +409,19 @@ def registered_prices(models: Sequence[str]) -> dict[str, dict]:
     return out
 
 
+def plugin_codes(models: Sequence[str]) -> dict[str, str]:
+    """``{model: sha256 of its code}`` of the plug-ins among ``models`` (:func:`fwgym.forecasters.hosted.plugin_code`:
+    a hosted plug-in's files and distribution, an in-process one's classes); ``{}`` without plug-ins. A run's
+    ``plugin_code`` setting: ``--resume`` refuses an edited plug-in, runs of different plug-in code do not merge.
+
+    Raises:
+        ValueError: unknown models. PluginError: a plug-in cannot be made.
+    """
+    from fwgym.forecasters.hosted import plugin_code
+
+    return {m: plugin_code(get_forecaster(m)) for m in check_models(models) if m in _PLUGINS}
+
+
 def _availability_method(fn: Callable[[], Any], name: str) -> Callable[[], Availability]:
     def availability() -> Availability:
         got = fn()
@@ -358,7 +437,13 @@ def _create(name: str) -> QuantileForecaster:
     if name in _FACTORIES:
         return _FACTORIES[name]()
     spec = _PLUGINS[name]
-    f = spec.factory()
+    hosting = _HOSTING.get(name)
+    if hosting is not None and not isinstance(spec.factory, _Existing):
+        from fwgym.forecasters.hosted import HostedForecaster
+
+        f = HostedForecaster(name, hosting["reference"], distribution=hosting.get("distribution"))
+    else:
+        f = spec.factory()
     if not isinstance(f, QuantileForecaster):
         raise PluginError(f"plug-in forecaster {name!r} ({spec.source}): its factory returned {type(f).__name__}, "
                           "expected a fwgym.forecasters.QuantileForecaster")
@@ -408,7 +493,7 @@ def set_forecaster(name: str, forecaster: QuantileForecaster | None) -> None:
         check_models([name])
     with _LOCK:
         if forecaster is None:
-            _INSTANCES.pop(name, None)
+            _drop_instance(name)
         else:
             _INSTANCES[name] = forecaster
 

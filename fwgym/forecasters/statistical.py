@@ -152,6 +152,7 @@ class StatsmodelsForecaster(QuantileForecaster):
 
     min_context = 2 * DAY
     bounded = False  # a statsmodels fit takes milliseconds to a fraction of a second: the tools' timeout applies
+    store_audit = 0.05  # deterministic and cheap enough: 1 in 20 store hits (and the first) is recomputed
     fingerprint_packages = ("scipy", "statsmodels")  # the optimisers' and filters' versions (forecast store)
     default_maxiter = 100
 

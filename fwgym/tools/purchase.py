@@ -7,12 +7,13 @@ purchase rule they share (DESIGN §6):
 3. a request that passed these checks is charged BEFORE inference, and the charge stands if the backend
    then fails or times out (``backend_error``): :func:`infer`, which runs the forecast through the
    episode's forecast store and the process-wide cache (:func:`fwgym.forecasters.covering.cached_quantiles`) and, for a forecaster that
-   is not ``bounded``, on a worker thread abandoned after the episode's ``forecast_timeout`` seconds.
+   is not ``bounded``, on a daemon thread abandoned after the episode's ``forecast_timeout`` seconds (a plug-in:
+   in its worker process, killed at its deadline, :mod:`fwgym.forecasters.hosted`).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import functools
+import threading
 
 import numpy as np
 
@@ -127,19 +128,37 @@ def rounded_lists(a: np.ndarray, digits: int) -> list:
 
 
 def _bounded(f: QuantileForecaster, timeout: float | None):
-    """``f.predict_quantiles``, or (with a ``timeout`` and a forecaster that may block) the same on a
-    worker thread that is abandoned after ``timeout`` seconds (``ForecastBackendError``)."""
+    """How a forecast of ``f`` runs under the episode's ``timeout``:
+
+    * a hosted plug-in (:class:`fwgym.forecasters.hosted.HostedForecaster`): in its worker process, killed at
+      the deadline (``timeout``, or the plug-in's default deadline when the env sets none), whatever the
+      plug-in declares;
+    * a ``bounded`` forecaster, or no ``timeout``: ``f.predict_quantiles`` on this thread;
+    * otherwise: on a daemon thread that is abandoned after ``timeout`` seconds (``ForecastBackendError``);
+      a daemon thread, so a forecast that never returns cannot keep the process from exiting.
+    """
+    if getattr(f, "hosted", False):
+        return functools.partial(f.predict_quantiles, timeout=timeout)
     if timeout is None or getattr(f, "bounded", False):  # a bounded forecaster cannot block: no thread
         return f.predict_quantiles
 
     def predict(context: np.ndarray, horizon: int) -> np.ndarray:
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fwgym-forecast")
-        try:
-            return pool.submit(f.predict_quantiles, context, horizon).result(timeout=timeout)
-        except FutureTimeout:
-            raise ForecastBackendError(f"{f.name}: no forecast within {timeout:g} s") from None
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)  # a timed-out (or interrupted) forecast's thread is abandoned
+        done, box = threading.Event(), {}
+
+        def run() -> None:
+            try:
+                box["value"] = f.predict_quantiles(context, horizon)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="fwgym-forecast", daemon=True).start()
+        if not done.wait(timeout):  # abandoned: the thread runs on, the process may exit without it
+            raise ForecastBackendError(f"{f.name}: no forecast within {timeout:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     return predict
 

@@ -1,4 +1,4 @@
-"""Isolated agents (fwgym.agents.isolation, the worker fwgym.agents.isolation_worker, ``--agent module:factory``):
+"""Isolated agents (fwgym.agents.isolation, the worker fwgym.isolation.worker, ``--agent module:factory``):
 they run in another process that sees only observations, the reset info and records; a hostile agent that
 walks the stack, the garbage collector and fwgym's modules finds neither hindsight nor the target; agents that
 raise, hang, exit or reply junk fail as agents; the records equal the in-process agent's."""
@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwgym.agents import isolation_worker as worker
+from fwgym.isolation import protocol
+from fwgym.isolation import worker
 from fwgym.agents.base import HindsightGrant, _takes_argument, reset_agent, run_episode
 from fwgym.agents.isolation import (AgentFailure, IsolatedAgent, IsolatedAgentFactory, RemoteObject, plain_data,
                                     worker_argv)
@@ -48,13 +49,13 @@ def _core(record: dict) -> dict:
 
 
 def test_replies_are_json_and_junk_is_refused():
-    assert worker.decode_reply(worker.encode_reply({"tool": "submit", "x": np.arange(3), "y": np.float32(0.5)})) == \
+    assert protocol.decode_reply(protocol.encode_reply({"tool": "submit", "x": np.arange(3), "y": np.float32(0.5)})) == \
         {"ok": {"tool": "submit", "x": [0, 1, 2], "y": 0.5}}
-    err = worker.decode_reply(worker.encode_reply(object()))["error"]
+    err = protocol.decode_reply(protocol.encode_reply(object()))["error"]
     assert err["type"] == "builtins.TypeError" and "cannot be sent to the evaluator" in err["message"]
     for junk in (pickle.dumps({"ok": 1}), b"[1, 2]", b'{"ok": 1, "error": 2}', b'{"error": {"type": 1}}', b"\xff"):
         with pytest.raises(ValueError):
-            worker.decode_reply(junk)
+            protocol.decode_reply(junk)
 
 
 def test_requests_carry_only_plain_data(env):
@@ -93,14 +94,14 @@ def test_frames_of_wrong_size_are_refused(tmp_path):
     import io
 
     buf = io.BytesIO()
-    worker.write_frame(buf, b"x" * 100)
+    protocol.write_frame(buf, b"x" * 100)
     buf.seek(0)
-    with pytest.raises(worker.FrameError, match="exceeds the limit"):
-        worker.read_frame(buf, max_bytes=99)
+    with pytest.raises(protocol.FrameError, match="exceeds the limit"):
+        protocol.read_frame(buf, max_bytes=99)
     buf.seek(0)
-    assert worker.read_frame(buf, max_bytes=100) == b"x" * 100 and worker.read_frame(buf) is None
-    with pytest.raises(worker.FrameError, match="ended"):
-        worker.read_frame(io.BytesIO(worker.HEADER.pack(10) + b"abc"))
+    assert protocol.read_frame(buf, max_bytes=100) == b"x" * 100 and protocol.read_frame(buf) is None
+    with pytest.raises(protocol.FrameError, match="ended"):
+        protocol.read_frame(io.BytesIO(protocol.HEADER.pack(10) + b"abc"))
     assert worker_argv() == [os.sys.executable, worker.__file__] and worker_argv("a 'b c'") == ["a", "b c"]
     with pytest.raises(ValueError, match="empty"):
         worker_argv("")
@@ -169,7 +170,7 @@ def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path, monkeypat
     monkeypatch.setenv("FWGYM_TEST_HF_TOKEN", "hf-secret")
     monkeypatch.setenv("FWGYM_TEST_SETTING", "plain")
     report = tmp_path / "probe.json"
-    probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)})
+    probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)}, write_paths=[tmp_path])
     assert run_episode(env, probe, options={"case_id": CASES[0]}).record["status"] == "abstained"
     found = json.loads(report.read_text())
     assert found["pid"] != os.getpid()
@@ -184,8 +185,9 @@ def test_the_guard_hides_case_data_hindsight_and_scorer(env, tmp_path, monkeypat
     assert not [m for m in found["loaded"] if guard.refuses(m)], found["loaded"]
     assert found["stdin"] == ""  # the agent's stdin is /dev/null, not the protocol
     assert found["secrets"] == []  # a scrubbed environment (WORKER_ENV): keys, tokens, other settings stay here
-    # without the guard the same probe imports them: the guard is what stops it
-    open_probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)}, guard=False)
+    # without the guard (and the sandbox, which keeps fwgym/data unreadable) the same probe imports them: the
+    # guard is what stops it
+    open_probe = IsolatedAgent(target("ImportProbe"), {"report": str(report)}, guard=False, sandbox="off")
     run_episode(env, open_probe, options={"case_id": CASES[0]})
     assert json.loads(report.read_text())["imports"]["fwgym.core.cases"] == "imported"
 
@@ -201,11 +203,12 @@ def _hindsight_free(report: Path, cid_targets: dict) -> list[dict]:
 def test_a_snooping_agent_on_the_cli_finds_neither_hindsight_nor_the_target(tmp_path, capsys):
     """The issue-17 probe: a module:factory agent that walks inspect.stack() and gc.get_objects() and imports
     fwgym submits the no-information plan when isolated, and the perfect plan (S = 0) when run in-process."""
-    report, args = tmp_path / "snoop.jsonl", ["--split", "test", "--limit", "2", "--domain", "electricity",
-                                              "--no-progress", "--policies", "hour_of_day_empirical"]
+    (tmp_path / "reports").mkdir()
+    report, args = tmp_path / "reports" / "snoop.jsonl", ["--split", "test", "--limit", "2", "--domain", "electricity",
+                                                          "--no-progress", "--policies", "hour_of_day_empirical"]
     kwargs = json.dumps({"report": str(report)})
     assert main(["evaluate", "--agent", target("Snoop"), "--agent-kwargs", kwargs, "--out", str(tmp_path / "iso"),
-                 *args]) == 0, capsys.readouterr().err
+                 "--agent-write", str(tmp_path / "reports"), *args]) == 0, capsys.readouterr().err
     rows = _rows(tmp_path / "iso")
     by = {(r["policy"], r["case_id"]): r for r in rows}
     cases = sorted({c for _, c in by})
@@ -245,7 +248,7 @@ def test_an_agent_that_raises_fails_its_call_and_keeps_its_worker(env):
 
 
 def test_an_agent_that_hangs_is_killed_at_the_deadline_and_replaced_next_episode(env, tmp_path):
-    agent = IsolatedAgent(target("Hanger"), {"once": str(tmp_path / "once")}, call_timeout=1.0)
+    agent = IsolatedAgent(target("Hanger"), {"once": str(tmp_path / "once")}, call_timeout=1.0, write_paths=[tmp_path])
     pid = agent.pid
     agent.reset({"case_id": "x"})
     t0 = time.monotonic()
@@ -261,7 +264,7 @@ def test_an_agent_that_hangs_is_killed_at_the_deadline_and_replaced_next_episode
 
 
 def test_an_agent_that_exits_is_replaced_next_episode(env, tmp_path):
-    agent = IsolatedAgent(target("Exiter"), {"code": 3, "once": str(tmp_path / "once")})
+    agent = IsolatedAgent(target("Exiter"), {"code": 3, "once": str(tmp_path / "once")}, write_paths=[tmp_path])
     pid = agent.pid
     agent.reset({"case_id": "x"})
     with pytest.raises(AgentFailure, match="exit status 3") as exc:
@@ -295,7 +298,7 @@ def test_a_failing_isolated_agent_fails_its_episode_not_the_run(tmp_path):
 
     for name, kwargs in (("Raiser", {"fail_on": [0]}), ("Hanger", {"once": str(tmp_path / "h")}),
                          ("Exiter", {"once": str(tmp_path / "e")})):
-        factory = IsolatedAgentFactory(target(name), kwargs, call_timeout=2.0)
+        factory = IsolatedAgentFactory(target(name), kwargs, call_timeout=2.0, write_paths=[str(tmp_path)])
         recs = evaluate([factory], split="test", case_ids=list(CASES), domains=["electricity"], progress=False)
         assert len(recs) == 2 and sum(r["reason"].startswith(AGENT_ERROR_PREFIX) for r in recs) >= 1, name
         assert all(not r["valid"] for r in recs if r["reason"].startswith(AGENT_ERROR_PREFIX))
@@ -411,7 +414,8 @@ def test_workers_end_with_the_evaluator(tmp_path):
 
     code = (f"import sys, time; sys.path.insert(0, {str(AGENTS.parent)!r})\n"
             "from fwgym.agents.isolation import IsolatedAgent\n"
-            f"a = IsolatedAgent({target('Hanger')!r}, {{'once': {str(tmp_path / 'once')!r}}})\n"
+            f"a = IsolatedAgent({target('Hanger')!r}, {{'once': {str(tmp_path / 'once')!r}}}, "
+            f"write_paths=[{str(tmp_path)!r}])\n"
             "print(a.pid, flush=True)\n"
             "a.reset({'case_id': 'x'})\n"
             "a.act({})\n")

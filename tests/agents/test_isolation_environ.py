@@ -82,7 +82,8 @@ def test_a_worker_sees_no_secret_of_the_evaluator(agent_dir):
         remote.close()
     env = got["env"]
     assert not set(SECRETS) & set(env), sorted(set(SECRETS) & set(env))
-    assert set(env) <= set(WORKER_ENV) | {k for k in env if k.startswith("LC_")}, sorted(env)
+    # fwgym sets the sandbox's private temporary directory (TMPDIR, TMP, TEMP) and numba's cache in it
+    assert set(env) <= set(WORKER_ENV) | {k for k in env if k.startswith("LC_")} | {"NUMBA_CACHE_DIR"}, sorted(env)
     assert env["PATH"] == os.environ["PATH"] and env["OMP_NUM_THREADS"] == "1"
     assert env.get("PYTHONPATH") == os.environ.get("PYTHONPATH") and got["numpy"]  # imports still work
 
@@ -109,8 +110,10 @@ def test_variables_named_on_purpose_reach_the_worker(agent_dir):
 
 def test_cli_agent_env(agent_dir, capsys):
     common = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--limit", "1", "--no-progress"]
-    report = agent_dir / "env.json"
+    (agent_dir / "reports").mkdir()
+    report = agent_dir / "reports" / "env.json"
     kwargs = json.dumps({"report": str(report)})
+    common += ["--agent-write", str(agent_dir / "reports")]  # the probe writes its report there
     assert main([*common, "--agent", "./my_agent.py:make", "--agent-kwargs", kwargs, "--out", str(agent_dir / "a")]) == 0
     env = json.loads(report.read_text())
     assert not set(SECRETS) & set(env)

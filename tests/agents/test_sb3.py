@@ -321,7 +321,8 @@ def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro
     import sys
 
     _, clean_zip = ppo_macro
-    mark = tmp_path / "payload.log"
+    (tmp_path / "marks").mkdir()
+    mark = tmp_path / "marks" / "payload.log"  # the payload reports here (a folder its sandbox may write)
     payload = base64.b64encode(pickle.dumps(_PatchScorer(str(mark)))).decode()
     (tmp_path / "clean").mkdir()
     (tmp_path / "crafted").mkdir()
@@ -334,7 +335,7 @@ def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro
     def run(zip_path, out, *extra, check=True):
         cmd = [sys.executable, "-c", "import sys; from fwgym.cli import main; sys.exit(main())", "evaluate", "--agent",
                "sb3", "--model-path", str(zip_path), "--policies", "weekday_empirical", "--split", "test",
-               "--limit", "2", "--no-progress", "--out", str(out), *extra]
+               "--limit", "2", "--no-progress", "--out", str(out), "--agent-write", str(mark.parent), *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                               env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
         assert proc.returncode == 0 or not check, proc.stderr[-3000:]

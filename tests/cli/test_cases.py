@@ -189,7 +189,7 @@ def test_offline_forecasts_are_submitted_through_the_forecast_suite(dev_export, 
     out = tmp_path / "run"
     assert main(["evaluate", "--suite", "forecast", "--split", "dev", "--limit", "3", "--no-progress", "--out", str(out),
                  "--agent", f"{tmp_path / 'my_forecasts.py'}:make", "--agent-kwargs",
-                 json.dumps({"path": str(forecasts)})]) == 0
+                 json.dumps({"path": str(forecasts)}), "--agent-read", str(forecasts)]) == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert [r["case_id"] for r in recs] == [c["case_id"] for c in cases]
     assert all(r["valid"] and r["status"] == "submitted" and r["policy"] == "offline-seasonal-naive" for r in recs)

@@ -72,7 +72,8 @@ def test_a_module_agent_is_pinned_by_its_source_file_without_importing_it(tmp_pa
     out, old = tmp_path / "run", _sha(pkg / "agents.py")
     assert main(CYCLE + ["--out", str(out), "--agent", "fwgym_pin_test_pkg.agents:Agent"]) == 0
     agent = json.loads((out / "manifest.json").read_text())["settings"]["agents"]["my_agent"]
-    assert agent["source"] == {"file": str(pkg / "agents.py"), "sha256": old}
+    assert agent["source"] == {"file": str(pkg / "agents.py"), "sha256": old,  # and its package's __init__
+                               "modules": {str(pkg / "__init__.py"): _sha(pkg / "__init__.py")}}
     assert "fwgym_pin_test_pkg" not in sys.modules  # isolated: imported by the worker only
     (pkg / "agents.py").write_text(_AGENT + "\n# edited\n")
     capsys.readouterr()
@@ -132,4 +133,89 @@ def test_an_isolated_factory_does_not_start_a_worker_on_an_edited_file(tmp_path)
         factory()
     path.unlink()
     with pytest.raises(ValueError, match="cannot be read any more"):
+        factory()
+
+
+_HELPED = '''import json
+
+from {helper} import first_call
+
+
+class Agent:
+    name = "my_agent"
+
+    def reset(self, info=None):
+        self.k = 0
+
+    def act(self, obs):
+        self.k += 1
+        if self.k == 1:
+            return first_call()
+        return {{"tool": "submit", "args": {{"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}}}
+'''
+_HELPER = '''def first_call():
+    return {"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}}
+'''
+
+
+@pytest.mark.parametrize("isolation", [[], ["--in-process"]])
+def test_resume_refuses_an_edit_to_a_module_the_agent_imports_from_its_own_folder(tmp_path, capsys, isolation):
+    """Issue 25: the pin covered the agent's file only; an edit to ``helper.py`` beside it (which decides its
+    first call) was resumed into the same row."""
+    folder = tmp_path / "agent_src"
+    folder.mkdir()
+    path, helper = folder / "agent.py", folder / "fwgym_pin_helper.py"
+    path.write_text(_HELPED.format(helper="fwgym_pin_helper"))
+    helper.write_text(_HELPER)
+    out, old = tmp_path / "run", _sha(helper)
+    assert main(CYCLE + ["--out", str(out), "--agent", f"{path}:Agent", *isolation]) == 0, capsys.readouterr().err
+    agent = json.loads((out / "manifest.json").read_text())["settings"]["agents"]["my_agent"]
+    source = agent["source"] if not isolation else agent["keywords"]["source"]
+    assert source == {"file": str(path), "sha256": _sha(path), "modules": {str(helper): old}}
+    assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 0  # unchanged: accepted
+    helper.write_text(_HELPER.replace("hour_of_day_empirical", "weekday_empirical"))
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 2
+    assert _error_line(capsys.readouterr().err) == _changed(out, helper, old, _sha(helper))
+    helper.write_text(_HELPER)
+    assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 0
+
+
+def test_a_package_agent_pins_the_modules_of_its_package_it_imports(tmp_path, monkeypatch, capsys):
+    pkg = tmp_path / "fwgym_pin_pkg2"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "util.py").write_text(_HELPER)
+    (pkg / "agents.py").write_text(_HELPED.format(helper="fwgym_pin_pkg2.util"))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    assert main(CYCLE + ["--out", str(out), "--agent", "fwgym_pin_pkg2.agents:Agent"]) == 0, capsys.readouterr().err
+    source = json.loads((out / "manifest.json").read_text())["settings"]["agents"]["my_agent"]["source"]
+    assert source["file"] == str(pkg / "agents.py")
+    assert source["modules"] == {str(pkg / "__init__.py"): _sha(pkg / "__init__.py"), str(pkg / "util.py"): _sha(pkg / "util.py")}
+    old = _sha(pkg / "util.py")
+    (pkg / "util.py").write_text(_HELPER + "# edited\n")
+    capsys.readouterr()
+    assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 2
+    assert _error_line(capsys.readouterr().err) == _changed(out, pkg / "util.py", old, _sha(pkg / "util.py"))
+
+
+def test_no_agent_is_built_mid_run_from_an_edited_module(tmp_path):
+    from fwgym.agents.isolation import IsolatedAgentFactory
+    from fwgym.cli.agent_kinds.python import agent_source, own_modules
+
+    path, helper = tmp_path / "agent.py", tmp_path / "fwgym_pin_helper3.py"
+    path.write_text(_HELPED.format(helper="fwgym_pin_helper3"))
+    helper.write_text(_HELPER)
+    target = f"{path}:Agent"
+    agent = IsolatedAgentFactory(target)()
+    modules = own_modules(target, agent.hello["modules"])
+    agent.close()
+    assert modules == {str(helper): _sha(helper)}  # what the worker loaded from the agent's folder
+    factory = IsolatedAgentFactory(target, source={**agent_source(target), "modules": modules})
+    factory().close()
+    old = _sha(helper)
+    helper.write_text(_HELPER + "# edited\n")
+    with pytest.raises(ValueError, match=f"the agent's file {helper} changed since the run started "
+                                         rf"\(sha256 {old[:12]} -> {_sha(helper)[:12]}\)"):
         factory()

@@ -20,32 +20,17 @@ from fwgym.baselines.oracles import MenuOracle
 from fwgym.baselines.registry import EXTENDED_POLICIES, policy_models, unavailable_policies
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters import registry
-from fwgym.forecasters.base import Availability, QuantileForecaster
+from fwgym.forecasters.base import Availability
 from fwgym.forecasters.registry import (EXTENDED_MODELS, PRICED_MODELS, ForecasterSpec, PluginError, check_models,
                                         describe_pool, get_forecaster, known_models, load_entry_points,
                                         register_forecaster, unregister_forecaster)
-from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.core.tariff import price
 from fwgym.rl.features import FeatureObservation, feature_index
 from fwgym.rl.macro import SEQUENTIAL_MENU, SINGLE_MENU, MacroActionWrapper, SequentialMacroWrapper, menu_for
+from plugin_toys import WeeklyRepeatQuantiles  # a module a plug-in's worker process can import
 
 CASE = "cycle-101-2015-10-05-day_ahead"
 ROWS = {96: [900, 900, 950, 1000, 1100, 1200], 336: [1000, 1001, 1050, 1100, 1200, 1300]}
-
-
-class WeeklyRepeatQuantiles(QuantileForecaster):
-    """A toy plug-in: the value one week before each step, spread by the empirical quantiles of the
-    week-over-week differences of the context (needs two weeks)."""
-
-    name = "weekly_toy"
-    min_context = 170
-    bounded = True
-
-    def _predict(self, context, horizon):
-        week = context[-168:]
-        base = week[np.arange(horizon) % 168]
-        diffs = context[168:] - context[:-168]
-        return np.maximum(base[:, None] + np.quantile(diffs, QUANTILE_LEVELS)[None, :], 0.0)
 
 
 @pytest.fixture
@@ -298,6 +283,11 @@ def test_entry_points_in_process_and_their_errors(tmp_path, monkeypatch):
     try:
         assert load_entry_points(reload=True) == ["demo_weekly"]
         assert load_entry_points() == ["demo_weekly"]  # once: not loaded again
+        # its module ran in a worker process only (issue 25): never imported here; its code and distribution pinned
+        assert "fwgym_demo_plugin" not in sys.modules
+        fp = get_forecaster("demo_weekly").fingerprint()
+        assert fp["distribution"] == {"name": "fwgym-demo-plugin", "version": "0.1"}
+        assert set(fp["code"]) == {"fwgym_demo_plugin", "fwgym.forecasters.base"}
         assert registry.plugin_spec("demo_weekly").source.startswith("entry point 'demo_weekly'")
         assert "fwgym-demo-plugin 0.1" in registry.plugin_spec("demo_weekly").source
         assert registry.model_origin("demo_weekly") == "entry point fwgym-demo-plugin:fwgym_demo_plugin:SPEC"

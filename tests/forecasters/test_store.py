@@ -226,7 +226,8 @@ def test_a_missing_or_stale_entry_falls_back_to_live_inference_and_is_counted(fo
     FORECAST_CACHE.clear()
     want = [run_episode(_env(forecasters), agent, options={"case_id": c}, hindsight=oracle_grant(agent)).record for c in CASES[:2]]
     assert got == want
-    assert store.counts()["ets"] == {"rows": 2, "hits": 1, "misses": 1, "stale": 0, "refused": 0}
+    assert store.counts()["ets"] == {"rows": 2, "hits": 1, "misses": 1, "stale": 0, "refused": 0,
+                                     "audited": 1, "audit_errors": 0}  # its first hit was recomputed: equal
     c = cases[0]
     changed = c.history.copy()
     changed[0] += 1.0  # same key (series, origin, context steps, horizon), other values

@@ -10,22 +10,27 @@
 ``MODULE`` is imported with the current directory first on ``sys.path`` (as ``python -m`` does); a file
 is loaded by path. The agent runs **isolated** (:class:`fwgym.agents.isolation.IsolatedAgentFactory`): a
 worker process that receives only the observations, the public reset info and, after each episode, its
-record; the env, the case data, hindsight and the scorer stay in the evaluating process. An agent that
+record, sandboxed where the kernel allows it (docs/isolation.md); the env, the case data, hindsight and
+the scorer stay in the evaluating process. An agent that
 raises, exceeds ``--agent-timeout`` or exits fails its episode, not the run. ``--in-process`` runs it in
 the evaluating process instead (code you trust; same records). The agent is built once when the command
 starts, so a factory that fails, an object without ``act`` or an agent that declares
 ``requires_hindsight`` is a clear error before any case runs.
 
-The agent's code is part of the run: the sha256 of its file (:func:`agent_source`) is in the agent's
-description in the run manifest, so ``fwgym evaluate --resume`` refuses to finish a run whose agent file
-was edited since it started (the row would mix two versions of the code).
+The agent's code is part of the run: the sha256 of its file (:func:`agent_source`) and of every module
+of its own folder or package that it loaded when it was built (:func:`own_modules`: a ``helper.py`` beside
+``my_agent.py``, ``mypkg/util.py`` beside ``mypkg/agents.py``) are in the agent's description in the run
+manifest, so ``fwgym evaluate --resume`` refuses to finish a run whose agent code was edited since it
+started (the row would mix two versions of the code), and no agent is built from edited code mid-run.
+Modules it imports only later, while it plays, are not pinned (import them at module level).
 """
 from __future__ import annotations
 
 import os
 
-from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs
+from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs, report_isolation
 from fwgym.cli.args import add_arguments_once, json_object
+from fwgym.isolation.sources import module_origin
 
 KIND = "python"
 HELP = ("your own agent code, given as --agent MODULE:FACTORY or --agent FILE.py:FACTORY (a function or class "
@@ -58,52 +63,18 @@ def _target(value: str) -> str:
     return value
 
 
-def _module_origin(module_name: str) -> str | None:
-    """The source file of module ``module_name`` as the worker would import it (working directory first on
-    ``sys.path``), found without importing it or its packages: the top-level name by
-    :func:`importlib.util.find_spec` (which imports nothing for a top-level name, and asks every finder,
-    editable installs included), each submodule by :class:`importlib.machinery.PathFinder` in its parent's
-    ``submodule_search_locations`` (so no package ``__init__`` runs here). ``None`` when the module is not
-    found or has no source file (built-in, frozen, namespace package)."""
-    import importlib.machinery
-    import importlib.util
-    import sys
-
-    parts = module_name.split(".")
-    added = os.getcwd() not in sys.path
-    if added:
-        sys.path.insert(0, os.getcwd())
-    try:
-        spec = None
-        for i in range(len(parts)):
-            name = ".".join(parts[: i + 1])
-            loaded = sys.modules.get(name)
-            if loaded is not None:
-                spec = getattr(loaded, "__spec__", None)
-            elif i == 0:
-                spec = importlib.util.find_spec(name)
-            else:
-                search = spec.submodule_search_locations if spec is not None else None
-                spec = importlib.machinery.PathFinder.find_spec(name, list(search)) if search else None
-            if spec is None:
-                return None
-    except (ImportError, ValueError):
-        return None
-    finally:
-        if added and os.getcwd() in sys.path:
-            sys.path.remove(os.getcwd())
-    origin = spec.origin if spec.has_location else None
-    return os.path.abspath(origin) if origin and os.path.isfile(origin) else None
+def _is_file_target(module: str) -> bool:
+    return module.endswith(".py") or os.sep in module or bool(os.altsep and os.altsep in module)
 
 
 def agent_source(target: str) -> dict | None:
     """What identifies the code of an agent target in the run manifest: ``{"file": absolute path,
-    "sha256": hex digest of its bytes}``.
+    "sha256": hex digest of its bytes}`` (and, once the agent is built, ``"modules"``: its own modules,
+    :func:`own_modules`).
 
     For ``FILE.py:FACTORY`` the file; for ``MODULE:FACTORY`` the module's source file, found without
-    importing it (:func:`_module_origin`). For a package (``mypkg:make`` defined in ``mypkg/__init__.py``,
-    or re-exported there) it is the package's ``__init__`` file only: edits to other modules the factory
-    imports are not seen (name the module that defines the factory, ``mypkg.agents:make``, to pin it).
+    importing it (:func:`fwgym.isolation.sources.module_origin`); for a package (``mypkg:make`` defined in ``mypkg/__init__.py``,
+    or re-exported there) the package's ``__init__`` file.
 
     Returns:
         the dict, or ``None`` when the module has no source file (built-in, frozen, namespace package) or
@@ -112,15 +83,63 @@ def agent_source(target: str) -> dict | None:
     from fwgym.evaluation.manifest import file_sha256
 
     module, _, _ = str(target).rpartition(":")
-    if module.endswith(".py") or os.sep in module or (os.altsep and os.altsep in module):
+    if _is_file_target(module):
         path = os.path.abspath(module)
         if not os.path.isfile(path):
             return None
     else:
-        path = _module_origin(module)
+        path = module_origin(module)
         if path is None:
             return None
     return {"file": path, "sha256": file_sha256(path)}
+
+
+def agent_root(target: str) -> str | None:
+    """The agent's own folder: the directory of ``FILE.py`` (or of a top-level module), or the folder of the
+    top-level package of ``MODULE`` (``mypkg`` for ``mypkg.agents:make``), found without importing it;
+    ``None`` when it has no source file."""
+    module, _, _ = str(target).rpartition(":")
+    if _is_file_target(module):
+        return os.path.dirname(os.path.realpath(module))
+    origin = module_origin(module.split(".")[0])
+    if origin is None:
+        return None
+    return os.path.dirname(os.path.realpath(origin))
+
+
+def own_modules(target: str, files) -> dict[str, str]:
+    """``{path: sha256}`` of the loaded source ``files`` that belong to the agent: inside its own folder
+    (:func:`agent_root`), except its main file (``agent_source``'s) and fwgym's own package (pinned by the
+    run's fwgym version and commit); what ``--resume`` also checks.
+
+    Args:
+        target: the ``--agent`` target. files: paths of loaded modules' source files (the worker's hello
+            ``modules``, or this process's ``sys.modules``).
+    """
+    from fwgym.evaluation.manifest import file_sha256
+
+    root = agent_root(target)
+    source = agent_source(target)
+    if root is None:
+        return {}
+    fwgym_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # .../fwgym
+    out = {}
+    for f in files:
+        real = os.path.realpath(f)
+        inside = real.startswith(root.rstrip(os.sep) + os.sep)
+        if not inside or real.startswith(fwgym_dir + os.sep) or not os.path.isfile(real):
+            continue
+        if source is not None and real == os.path.realpath(source["file"]):
+            continue
+        out[real] = file_sha256(real)
+    return dict(sorted(out.items()))
+
+
+def _loaded_files() -> list[str]:
+    import sys
+
+    return [m.__file__ for m in list(sys.modules.values())
+            if isinstance(getattr(m, "__file__", None), str) and m.__file__.endswith(".py")]
 
 
 def make_in_process(target: str, kwargs: dict, name: str | None = None, source: dict | None = None):
@@ -129,22 +148,20 @@ def make_in_process(target: str, kwargs: dict, name: str | None = None, source: 
     ``functools.partial(make_in_process, ...)`` pickles for worker processes.
 
     Args:
-        source: :func:`agent_source` of ``target`` when the run started; the file must still have that
-            sha256 when an agent is built.
+        source: :func:`agent_source` of ``target`` when the run started (with its ``modules``); the files
+            must still have those sha256 when an agent is built (:func:`fwgym.agents.isolation.check_source`).
 
     Raises:
-        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.agents.isolation_worker.load_target`;
-            ValueError also when the agent's file changed since ``source`` was taken.
+        ValueError / ImportError / FileNotFoundError: as :func:`fwgym.isolation.worker.load_target`;
+            ValueError also when the agent's file or one of its own modules changed since ``source`` was taken.
     """
     import sys
 
-    from fwgym.agents.isolation_worker import load_target
+    from fwgym.agents.isolation import check_source
+    from fwgym.isolation.worker import load_target
 
     if source is not None:
-        now = agent_source(target)
-        if now is None or now["sha256"] != source["sha256"]:
-            raise ValueError(f"the agent's file {source['file']} changed since the run started (sha256 "
-                             f"{source['sha256'][:12]} -> {(now or {}).get('sha256', 'missing')[:12]})")
+        check_source(source)
     if os.getcwd() not in sys.path:  # MODULE imports from the working directory, as in the worker
         sys.path.insert(0, os.getcwd())
     agent = load_target(target)(**kwargs)
@@ -185,15 +202,24 @@ def build(args):
         if getattr(agent, "requires_hindsight", False):
             raise ValueError(f"--agent {value} made an agent that requires hindsight, which only fwgym's registered "
                              "oracles receive")
+        modules = own_modules(target, _loaded_files())
+        if source is not None and modules:  # the agent's own modules it imported: pinned too
+            factory = functools.partial(make_in_process, target, kwargs, name, source={**source, "modules": modules})
         return factory
     from fwgym.agents.isolation import AgentFailure, IsolatedAgentFactory
 
     factory = IsolatedAgentFactory(target, kwargs, name=name, **pin, **isolation_kwargs(args))
     try:
-        factory()  # starts the worker and builds the agent now; the worker is reused by the run
+        agent = factory()  # starts the worker and builds the agent now; the worker is reused by the run
     except AgentFailure as exc:
         raise ValueError(f"--agent {value}: {exc}") from None
+    modules = own_modules(target, agent.hello.get("modules") or ())
+    agent.close()
+    if source is not None and modules:  # the agent's own modules the worker loaded: pinned too
+        factory["source"] = {**source, "modules": modules}
+    report_isolation(factory, f"the agent {value}")
     return factory
 
 
-__all__ = ["KIND", "HELP", "accepts", "add_arguments", "build", "make_in_process", "agent_source"]
+__all__ = ["KIND", "HELP", "accepts", "add_arguments", "build", "make_in_process", "agent_source", "agent_root",
+           "own_modules"]

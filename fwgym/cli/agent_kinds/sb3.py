@@ -7,17 +7,17 @@ default; :func:`fwgym.agents.sb3.saved_algo`), for files of ``save_policy`` and 
 
 The zip is loaded (which unpickles it) **only in an isolated worker process** by default: the
 evaluating process computes the features and tool calls and asks the worker for one menu index per
-decision (:mod:`fwgym.agents.isolation`). ``--in-process`` loads it here instead (files you trust);
-the records are identical. The shared isolation options (``--agent-timeout``,
-``--agent-start-timeout``, ``--agent-worker-command``, ``--in-process``) are in
-:mod:`fwgym.cli.agent_kinds.isolation`. Heavy imports (torch, stable-baselines3) happen only when an
-agent is created.
+decision (:mod:`fwgym.agents.isolation`), sandboxed where the kernel allows it (docs/isolation.md).
+``--in-process`` loads it here instead (files you trust); the records are identical. The shared
+isolation options (``--agent-timeout``, ``--agent-start-timeout``, ``--agent-worker-command``,
+``--agent-sandbox``, ``--agent-memory``, ``--in-process``) are in :mod:`fwgym.cli.agent_kinds.isolation`.
+Heavy imports (torch, stable-baselines3) happen only when an agent is created.
 """
 from __future__ import annotations
 
 import importlib.util
 
-from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs
+from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs, report_isolation
 
 KIND = "sb3"
 HELP = ("a stable-baselines3 macro policy trained on the fwgym RL wrappers (a PPO / MaskablePPO zip, "
@@ -63,14 +63,20 @@ def build(args):
     isolated = not in_process(args)
     # the zip's sha256 is in the agent's description (the run manifest): --resume refuses a changed model file
     source = {"file": str(path.resolve()), "sha256": file_sha256(path)}
-    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated, source=source,
-                              **(isolation_kwargs(args) if isolated else {}))
-    from fwgym.agents.isolation import AgentFailure
+    options = isolation_kwargs(args) if isolated else {}
+    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated, source=source, **options)
+    from fwgym.agents.isolation import AgentFailure, isolation_status
 
+    if isolated:  # how the policy's worker is isolated, in the agent's description (the run manifest)
+        status = isolation_status(options["sandbox"], options["worker_command"])
+        factory["isolation"] = status["isolation"]
+        if status["isolation"] != "sandbox":
+            factory["isolation_note"] = status["reason"]
     try:
         factory()  # checks the model now: a clear error before any case runs
     except AgentFailure as exc:
         raise ValueError(f"--agent sb3 --model-path {path}: {exc}") from None
+    report_isolation(factory, f"the SB3 policy {path.name}")
     return factory
 
 

@@ -1,49 +1,32 @@
-"""The worker half of fwgym's agent isolation (DESIGN §9, trust): a standalone script that hosts one agent
-(or one SB3 policy) in its own interpreter and answers the evaluating process over a pipe.
+"""The worker half of fwgym's isolation (DESIGN §9, trust; docs/isolation.md): a standalone script that
+hosts one object (an agent, an SB3 policy, a plug-in forecaster) in its own interpreter and answers the
+evaluating process over a pipe (:mod:`fwgym.isolation.protocol`).
 
-The evaluating half is :mod:`fwgym.agents.isolation`, which starts this file as
-``python /path/to/fwgym/agents/isolation_worker.py`` (a clean interpreter: never a fork of the evaluator,
-which holds the case data, and never ``python -m fwgym...``, which would run ``fwgym/__init__`` and load
-the envs and their data). The file imports only the standard library (numpy arrives with the first
-observation; stable-baselines3 only for the built-in SB3 policy), so it can also run where fwgym is not
-installed at all, e.g. in a container that holds only the agent's code and its dependencies
-(SECURITY.md, "Code agents run isolated").
+The evaluating half (:mod:`fwgym.isolation.process`) starts this file as ``python
+/path/to/fwgym/isolation/worker.py`` (a clean interpreter: never a fork of the evaluator, which holds the case
+data, and never ``python -m fwgym...``, which would run ``fwgym/__init__`` and load the envs and their data).
+The file imports only the standard library and its two siblings ``protocol.py`` and ``sandbox.py``, loaded
+by path (numpy arrives with the first observation; stable-baselines3 only for the built-in SB3 policy), so it
+also runs where fwgym is not installed at all, e.g. in a container that holds only the agent's code, its
+dependencies and a copy of this folder.
 
-**Before any agent code is imported** the worker
+**Before any hosted code is imported** the worker
 
-* keeps the protocol's pipes to itself: the agent's ``sys.stdin`` reads ``/dev/null`` and its
+* keeps the protocol's pipes to itself: the hosted code's ``sys.stdin`` reads ``/dev/null`` and its
   ``sys.stdout`` writes to stderr, so a ``print`` cannot corrupt the protocol;
-* removes this file's directory from ``sys.path`` (it is ``fwgym/agents/``, whose ``openai.py`` would
-  otherwise shadow the ``openai`` package) and puts the evaluator's working directory first (as
-  ``python -m``, uvicorn or gunicorn do for ``module:attr`` targets);
+* removes this file's directory from ``sys.path`` and puts the evaluator's working directory first (as
+  ``python -m``, uvicorn or gunicorn do for ``module:attr`` targets), and an agent file's directory before it;
+* applies its sandbox when the spec asks for one (:mod:`fwgym.isolation.sandbox`: Landlock; from then on
+  it cannot read fwgym's data, the run directory or the evaluator's ``/proc``, nor signal the evaluator);
 * installs an import guard (:class:`ImportGuard`) that refuses the fwgym modules holding case data,
-  targets, hindsight or the scorer (:data:`DENIED_MODULES`) and everything that imports them; and
+  targets, hindsight or the scorer (:data:`~fwgym.isolation.protocol.DENIED_MODULES`) and everything that
+  imports them; and
 * makes ``import fwgym`` a bare package (its ``__path__`` only): ``fwgym/__init__`` is never run, so no
   env is registered and no data file is read. Modules that need no case data stay importable
-  (``fwgym.agents.base``, ``fwgym.core.contract``, ``fwgym.core.optimizer``, ``fwgym.forecasters.classical``, ...).
+  (``fwgym.agents.base``, ``fwgym.core.contract``, ``fwgym.core.optimizer``, ``fwgym.forecasters.base``, ...).
 
-This is process separation, not a sandbox: code in the worker can still open files it has permission
-to read (fwgym's packaged data files included) and remove the guard. For submissions you do not trust,
-run the worker as a user, or in a container, that cannot read the data (SECURITY.md).
-
-**Protocol** (one request, one reply, strictly alternating). A frame is a 4-byte big-endian length and
-the payload. Requests from the evaluator are pickles of plain data (tuples, dicts, lists, strings,
-numbers, numpy arrays; the worker trusts its evaluator). Replies are UTF-8 JSON, so the evaluator parses
-them as plain data and never unpickles anything the agent made:
-
-================================= ==========================================================================
-request                           reply ``{"ok": value}`` or ``{"error": {"type", "message", "traceback"}}``
-================================= ==========================================================================
-``("init", spec)``                the hello (:func:`describe`) of the object ``spec`` names
-``("new",)``                      a fresh object from the same factory; its hello
-``("reset", info)``               ``None`` (``reset(info)``, ``reset()`` or nothing, as :func:`call_reset`)
-``("call", method, args)``        ``getattr(obj, method)(*args)`` (``act``, ``end_episode``, ``predict``...)
-``("close",)``                    ``None``; the worker then exits 0 (it also exits at end of input)
-================================= ==========================================================================
-
-``spec`` is ``{"target": "package.module:factory" | "/abs/path/file.py:factory" | "builtin:sb3_policy",
-"kwargs": {...}, "cwd": DIR, "fwgym_version": STR, "guard": true}``; the target is called with the kwargs
-and must return the object (an agent: anything with ``act``).
+Without the sandbox (a kernel without Landlock, ``--agent-sandbox off``) this is process separation only:
+the hosted code can open any file its user may read and remove the guard.
 """
 from __future__ import annotations
 
@@ -54,120 +37,34 @@ import inspect
 import json
 import os
 import pickle
-import struct
 import sys
-import traceback
 import types
 from typing import Any, BinaryIO
 
-#: version of the request/reply protocol (sent in every hello)
-PROTOCOL_VERSION = 1
-#: the frame header: payload length, 4 bytes big-endian
-HEADER = struct.Struct(">I")
-#: fwgym modules an isolated agent may not import (nor any module below them): the packaged data and its
-#: loaders, cases (targets), the envs (hindsight), the tools' episode ledger, the scorer and sigma, the
-#: evaluation and report layers, the baselines (the oracles read hindsight) and the CLI
-DENIED_MODULES: tuple[str, ...] = (
-    "fwgym.data", "fwgym.config", "fwgym.core.cases", "fwgym.core.scorer", "fwgym.core.scoring", "fwgym.context",
-    "fwgym.envs", "fwgym.tools", "fwgym.evaluation", "fwgym.baselines", "fwgym.wrappers", "fwgym.rl", "fwgym.report",
-    "fwgym.plots", "fwgym.cli",
-)
-#: most characters of an error message / traceback in a reply
-MAX_ERROR_CHARS, MAX_TRACEBACK_CHARS = 2000, 8000
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class FrameError(RuntimeError):
-    """A frame that is larger than allowed, or input that ends inside a frame."""
+def _sibling(name: str):
+    """``fwgym.isolation.<name>`` when this file is imported as part of fwgym, else the sibling file
+    loaded by path under a private name (this file run as a script, fwgym maybe not importable)."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    key = f"_fwgym_isolation_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(_HERE, f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
-def write_frame(stream: BinaryIO, payload: bytes) -> None:
-    """Write one frame (header + ``payload``) and flush.
+protocol = _sibling("protocol")
+sandbox = _sibling("sandbox")
+DENIED_MODULES = protocol.DENIED_MODULES
+PROTOCOL_VERSION = protocol.PROTOCOL_VERSION
 
-    Raises:
-        FrameError: ``payload`` longer than 4 GiB - 1. OSError (e.g. BrokenPipeError): the other end is gone.
-    """
-    if len(payload) > 0xFFFFFFFF:
-        raise FrameError(f"a frame of {len(payload)} bytes is too large")
-    stream.write(HEADER.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def _read_exactly(stream: BinaryIO, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = stream.read(n - got)
-        if not chunk:
-            if got == 0:
-                return None
-            raise FrameError(f"input ended after {got} of {n} bytes")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(stream: BinaryIO, max_bytes: int | None = None) -> bytes | None:
-    """Read one frame's payload; ``None`` at end of input before a frame starts.
-
-    Raises:
-        FrameError: the frame announces more than ``max_bytes`` bytes (nothing more is read), or the input
-            ends inside the frame.
-    """
-    head = _read_exactly(stream, HEADER.size)
-    if head is None:
-        return None
-    (n,) = HEADER.unpack(head)
-    if max_bytes is not None and n > max_bytes:
-        raise FrameError(f"a reply of {n} bytes exceeds the limit of {max_bytes} bytes")
-    if n == 0:
-        return b""
-    body = _read_exactly(stream, n)
-    if body is None:
-        raise FrameError(f"input ended before a frame of {n} bytes")
-    return body
-
-
-def _plain_default(obj: Any):
-    """``json.dumps`` hook: numpy arrays and scalars become lists and numbers; anything else is refused."""
-    tolist = getattr(obj, "tolist", None)
-    if callable(tolist) and type(obj).__module__ == "numpy":
-        return tolist()
-    raise TypeError(f"a {type(obj).__module__}.{type(obj).__qualname__} is not plain data (JSON values, numpy "
-                    "arrays and numbers only)")
-
-
-def encode_reply(value: Any = None, error: BaseException | None = None) -> bytes:
-    """The JSON payload of a reply: ``{"ok": value}``, or ``{"error": ...}`` describing ``error``.
-
-    A ``value`` that is not plain data becomes an error reply (``TypeError``) instead.
-    """
-    if error is None:
-        try:
-            return json.dumps({"ok": value}, default=_plain_default, allow_nan=True).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:
-            error = TypeError(f"the agent returned a value that cannot be sent to the evaluator: {exc}")
-    tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return json.dumps({"error": {"type": f"{type(error).__module__}.{type(error).__qualname__}",
-                                 "message": str(error)[:MAX_ERROR_CHARS],
-                                 "traceback": tb[-MAX_TRACEBACK_CHARS:]}}).encode("utf-8")
-
-
-def decode_reply(payload: bytes) -> dict:
-    """Parse a reply as plain data (JSON only; nothing is unpickled or executed).
-
-    Returns:
-        ``{"ok": value}`` or ``{"error": {"type": str, "message": str, "traceback": str}}``.
-
-    Raises:
-        ValueError: not UTF-8 JSON, or not one of the two reply shapes.
-    """
-    reply = json.loads(payload.decode("utf-8"))
-    if not isinstance(reply, dict) or len(reply) != 1 or not ({"ok", "error"} & set(reply)):
-        raise ValueError("a reply must be a JSON object with exactly one key, 'ok' or 'error'")
-    if "error" in reply:
-        err = reply["error"]
-        if not isinstance(err, dict) or not all(isinstance(err.get(k), str) for k in ("type", "message", "traceback")):
-            raise ValueError("an error reply must hold the strings 'type', 'message' and 'traceback'")
-    return reply
+__all__ = ["ImportGuard", "install_guard", "load_target", "SB3Policy", "PluginForecaster", "BUILTINS", "call_reset", "describe", "serve",
+           "main"]
 
 
 class ImportGuard(importlib.abc.MetaPathFinder):
@@ -217,6 +114,10 @@ def install_guard(denied: tuple[str, ...] = DENIED_MODULES, fwgym_version: str |
     return guard
 
 
+def _file_target(module_name: str) -> bool:
+    return module_name.endswith(".py") or os.sep in module_name or bool(os.altsep and os.altsep in module_name)
+
+
 def load_target(target: str):
     """The callable a target names: ``"package.module:attr"`` (``attr`` may be dotted) or
     ``"path/to/file.py:attr"`` (the file is loaded as a module named after it, its directory put first on
@@ -229,7 +130,7 @@ def load_target(target: str):
     module_name, sep, attr = str(target).rpartition(":")
     if not sep or not module_name or not attr or not all(p.isidentifier() for p in attr.split(".")):
         raise ValueError(f"an agent target is MODULE:FACTORY or FILE.py:FACTORY, got {target!r}")
-    if module_name.endswith(".py") or os.sep in module_name or (os.altsep and os.altsep in module_name):
+    if _file_target(module_name):
         path = os.path.abspath(module_name)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no agent file {path}")
@@ -238,7 +139,8 @@ def load_target(target: str):
             name = "fwgym_agent_file"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, os.path.dirname(path))
+        if os.path.dirname(path) not in sys.path:
+            sys.path.insert(0, os.path.dirname(path))
         sys.modules[name] = module
         spec.loader.exec_module(module)
     else:
@@ -306,8 +208,83 @@ class SB3Policy:
         return int(np.asarray(action).reshape(-1)[0])
 
 
+def _attribute(target: str):
+    """The object ``"module:attr"`` names (``attr`` may be dotted), imported under the guard."""
+    module_name, _, attr = target.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class PluginForecaster:
+    """A plug-in forecaster hosted in the worker (:mod:`fwgym.forecasters.hosted`): made from an entry point's
+    value (``"module:attr"``: a ``ForecasterSpec`` or a zero-argument callable returning one) or a factory
+    (``"module:qualname"``, called with ``args`` / ``kwargs``); the evaluator sends it only ``(context,
+    horizon)`` and receives quantiles.
+
+    Raises:
+        TypeError: the entry point is not a spec, or the factory makes no forecaster.
+    """
+
+    def __init__(self, name: str, entry_point: str | None = None, factory: str | None = None, args=(),
+                 kwargs=None):
+        self.spec = None
+        if entry_point is not None:
+            obj = _attribute(entry_point)
+            spec = obj if hasattr(obj, "factory") and hasattr(obj, "tariff") else obj() if callable(obj) else obj
+            if not (hasattr(spec, "factory") and hasattr(spec, "tariff") and hasattr(spec, "name")):
+                raise TypeError(f"it gave {type(spec).__name__}, expected fwgym.forecasters.ForecasterSpec or a "
+                                "zero-argument callable returning one")
+            self.spec = spec
+            make = spec.factory
+        else:
+            target = _attribute(str(factory))
+            make = (lambda: target(*args, **dict(kwargs or {})))  # noqa: E731 - args are plain data
+        self.forecaster = make()
+        if not callable(getattr(self.forecaster, "predict_quantiles", None)):
+            raise TypeError(f"{name}: its factory returned {type(self.forecaster).__name__}, expected a "
+                            "fwgym.forecasters.QuantileForecaster")
+        self.forecaster.name = name
+        if self.spec is not None and getattr(self.spec, "min_context", None) is not None:
+            self.forecaster.min_context = self.spec.min_context
+
+    def describe(self) -> dict:
+        """What the evaluator needs to know without running the plug-in there (plain data)."""
+        f = self.forecaster
+        spec = None
+        if self.spec is not None:
+            spec = {"name": self.spec.name, "description": str(getattr(self.spec, "description", "") or ""),
+                    "min_context": self.spec.min_context,
+                    "tariff": {str(k): [int(x) for x in v] for k, v in dict(self.spec.tariff).items()},
+                    "availability": self.spec.availability is not None}
+        fp = f.fingerprint() if callable(getattr(f, "fingerprint", None)) else {}
+        return {"spec": spec, "min_context": int(getattr(f, "min_context", 2)),
+                "revision": getattr(f, "revision", None), "classes": [c.__module__ for c in type(f).__mro__
+                                                                       if c.__module__ != "builtins"],
+                "fingerprint": json.loads(json.dumps(fp, default=str))}
+
+    def availability(self) -> dict:
+        """``{"available", "reason", "source"}`` (the spec's availability callable when it has one)."""
+        got = self.spec.availability() if self.spec is not None and self.spec.availability is not None else \
+            self.forecaster.availability()
+        if isinstance(got, bool) or type(got).__name__ == "bool_":
+            return {"available": bool(got), "reason": "" if got else "the plug-in reports itself unavailable",
+                    "source": "plugin"}
+        return {"available": bool(got.available), "reason": str(got.reason), "source": str(got.source)}
+
+    def load(self) -> None:
+        self.forecaster.load()
+
+    def predict(self, context, horizon: int):
+        return self.forecaster.predict_quantiles(context, int(horizon))
+
+    def predict_batch(self, contexts, horizon: int):
+        return self.forecaster.predict_quantiles_batch(list(contexts), int(horizon))
+
+
 #: targets built into the worker (``"builtin:NAME"``)
-BUILTINS = {"sb3_policy": SB3Policy}
+BUILTINS = {"sb3_policy": SB3Policy, "plugin_forecaster": PluginForecaster}
 
 
 def _takes_argument(fn) -> bool:
@@ -332,6 +309,49 @@ def call_reset(obj: Any, info: dict) -> None:
         reset()
 
 
+def apply_sandbox(box: dict) -> dict:
+    """Apply the sandbox a spec asks for (:func:`fwgym.isolation.sandbox.plan` on this interpreter's
+    ``sys.path`` and fwgym's package folders here and in the evaluator, then
+    :func:`~fwgym.isolation.sandbox.apply`).
+
+    Returns:
+        ``{"applied": True, "landlock_abi", "rules", "scoped"}``.
+
+    Raises:
+        fwgym.isolation.sandbox.SandboxUnavailable: Landlock cannot be applied, or (``box["full"]``) the
+            kernel's ABI cannot scope signals (the evaluator expected a full sandbox).
+    """
+    abi = sandbox.landlock_abi()
+    if box.get("full") and abi < sandbox.FULL_ABI:
+        raise sandbox.SandboxUnavailable(f"the evaluator expects a full sandbox, this worker's kernel has Landlock "
+                                         f"ABI {abi} (< {sandbox.FULL_ABI})")
+    found = importlib.util.find_spec("fwgym") if "fwgym" not in sys.modules else sys.modules["fwgym"].__spec__
+    here = list(found.submodule_search_locations or ()) if found is not None else []
+    package_dirs = sorted(set(here) | set(box.get("package_dirs") or ()))
+    planned = sandbox.plan(sys_path=list(sys.path), package_dirs=package_dirs, read=box.get("read") or (),
+                           write=box.get("write") or (), protected=box.get("protected") or ())
+    applied = sandbox.apply(planned.rules, abi)
+    sandbox.listed_finders(planned.listings)  # the code-only folders on sys.path are not listable any more
+    return {"applied": True, **applied}
+
+
+def loaded_files() -> list[str]:
+    """The source files of the modules loaded now outside the Python installation (absolute paths, symlinks
+    resolved; the evaluator picks the agent's own among them to pin their sha256)."""
+    installed = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix)}
+    out = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            continue
+        path = os.path.realpath(path)
+        parts = path.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts or any(path.startswith(r + os.sep) for r in installed):
+            continue
+        out.add(path)
+    return sorted(out)
+
+
 def describe(obj: Any) -> dict:
     """The hello of a hosted object: ``{"protocol", "pid", "name", "requires_hindsight", "has": {method: bool},
     "info"}`` (``info``: the object's ``describe()`` if it has one, else ``None``)."""
@@ -342,20 +362,32 @@ def describe(obj: Any) -> dict:
 
 
 class _Host:
-    """The worker's state: the factory and the object it made."""
+    """The worker's state: the factory, the object it made and the sandbox it applied."""
 
     def __init__(self):
         self.factory = None
         self.kwargs: dict = {}
         self.obj = None
+        self.sandbox: dict | None = None
 
     def init(self, spec: dict) -> dict:
-        if spec.get("guard", True):
-            install_guard(tuple(spec.get("denied") or DENIED_MODULES), spec.get("fwgym_version"))
+        """Prepare ``sys.path``, apply the sandbox, install the guard, load the target, make the object."""
         cwd = spec.get("cwd")
         if cwd and cwd not in sys.path:
             sys.path.insert(0, cwd)
+        for p in spec.get("sys_path") or ():
+            if p and p not in sys.path:
+                sys.path.append(p)
         target = str(spec["target"])
+        module_name = target.rpartition(":")[0]
+        if not target.startswith("builtin:") and _file_target(module_name):
+            folder = os.path.dirname(os.path.abspath(module_name))
+            if folder not in sys.path:
+                sys.path.insert(0, folder)  # as load_target does; here before the sandbox's rules are made
+        if spec.get("sandbox") is not None:
+            self.sandbox = apply_sandbox(spec["sandbox"])
+        if spec.get("guard", True):
+            install_guard(tuple(spec.get("denied") or DENIED_MODULES), spec.get("fwgym_version"))
         if target.startswith("builtin:"):
             name = target[len("builtin:"):]
             if name not in BUILTINS:
@@ -371,7 +403,7 @@ class _Host:
             raise RuntimeError("the worker was not initialised")
         self.obj = None
         self.obj = self.factory(**self.kwargs)
-        return describe(self.obj)
+        return {**describe(self.obj), "sandbox": self.sandbox, "modules": loaded_files()}
 
     def handle(self, request: tuple):
         op = request[0]
@@ -402,33 +434,32 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
     """
     host = _Host()
     while True:
-        frame = read_frame(inp)
+        frame = protocol.read_frame(inp)
         if frame is None:
             return 0
         request = pickle.loads(frame)
         if request[0] == "close":
-            write_frame(out, encode_reply(None))
+            protocol.write_frame(out, protocol.encode_reply(None))
             return 0
         try:
             value = host.handle(request)
         except Exception as exc:  # the hosted code's failure: reported, never fatal (except in init)
-            write_frame(out, encode_reply(error=exc))
+            protocol.write_frame(out, protocol.encode_reply(error=exc))
             if request[0] == "init":
                 return 1
             continue
-        write_frame(out, encode_reply(value))
+        protocol.write_frame(out, protocol.encode_reply(value))
 
 
 def main() -> int:
-    """Entry point of ``python isolation_worker.py``: protocol on the original stdin/stdout (see module doc)."""
+    """Entry point of ``python worker.py``: protocol on the original stdin/stdout (see module doc)."""
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     os.dup2(2, 1)  # the agent's prints go to stderr
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) != here]
+    sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) != _HERE]
     _exit_with_parent()
     return serve(proto_in, proto_out)
 
