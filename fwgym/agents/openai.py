@@ -325,6 +325,17 @@ class OpenAIChatAgent(ChatAgent):
                                          timeout=self.timeout, max_retries=self.max_retries, http_client=http)
         return self._client
 
+    def close(self) -> None:
+        """Write a pending trace (:meth:`ChatAgent.close`) and close the HTTP client and its pooled
+        connections (a later request opens a new client): an agent dropped without it leaves its
+        keep-alive sockets to the garbage collector, which warns ``unclosed <socket ...>``."""
+        try:
+            super().close()
+        finally:
+            client, self._client = self._client, None
+            if client is not None:
+                client.close()
+
     @property
     def cache(self) -> ReplyCache | None:
         """The reply cache (``None`` without ``reply_cache``)."""

@@ -17,9 +17,14 @@ Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
   of the header (``UNVERIFIED``: records from a source without a manifest; ``PARTIAL``: not the
   whole split), as in ``--csv FILE``;
 * ``latex``: the main table as a booktabs ``tabular`` for ``\\input`` in a paper's ``table`` float
-  (needs ``\\usepackage{booktabs}``); the header line as ``%`` comments;
-* ``json``: ``{"suite", "metric", "split", "coverage", "reference", "n_boot", "seed", "notes", "rows"}``
-  with every column of every row.
+  (needs ``\\usepackage{booktabs}``), then, in the context and forecast suites, one ``tabular`` per
+  table of the breakdown by scenario family and context type; the header line as ``%`` comments;
+* ``json``: ``{"suite", "metric", "split", "coverage", "reference", "n_boot", "seed", "notes", "rows",
+  "breakdown"}`` with every column of every row and the family / context-type breakdown in long form.
+
+The forecast suite's RCRPS column is the capped mean (``R``), beside it the RCRPS without its
+bound-violation term and, for sample submissions, CiK's fair estimator; the context and forecast suites
+add the breakdown by scenario family and CiK context type (:mod:`fwgym.evaluation.breakdown`).
 """
 from __future__ import annotations
 
@@ -53,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the header says so")
     p.add_argument("--allow-mixed-versions", action="store_true",
                    help="accept runs of different fwgym versions (the header names them)")
-    p.add_argument("--no-breakdown", action="store_true", help="omit the per-cohort and per-lead tables")
+    p.add_argument("--no-breakdown", action="store_true",
+                   help="omit the breakdown tables (per cohort and lead; per scenario family and context type)")
     add_allow_unverified(p)
 
 

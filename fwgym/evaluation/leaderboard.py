@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, paired_bootstrap
+from fwgym.evaluation.breakdown import (GROUPING_TITLES, GROUPINGS, breakdown_columns, breakdown_records,
+                                        forecast_columns, parse_column_key, with_no_violation)
 from fwgym.evaluation.records import by_policy, check_result_set
-from fwgym.core.metrics import suite_metric
+from fwgym.core.metrics import infer_suite, suite_metric
 from fwgym.core.scoring import aggregate
 from fwgym.validation import is_int
 
 __all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
-           "Table", "leaderboard_table", "breakdown_tables", "markdown_table", "latex_table", "latex_escape",
+           "Table", "leaderboard_table", "breakdown_tables", "context_tables", "markdown_table", "latex_table", "latex_escape",
            "format_leaderboard", "format_breakdowns", "format_latex", "format_json", "format_csv", "write_csv",
            "credit_weight_of_rows", "mark_rows"]
 
@@ -66,6 +68,12 @@ def _group_aggregates(recs: Sequence[Mapping], key: str) -> dict[str, dict]:
     return {g: aggregate(parts[g], fields=("S", "R", "loss", "credits")) for g in sorted(parts)}
 
 
+def _loss_key(suite: str) -> str:
+    """The row column the tables show as the suite's loss: ``loss`` (decision loss), or ``R`` in the forecast
+    suite (the capped mean RCRPS; the uncapped mean ``loss`` stays in the CSV and JSON rows)."""
+    return "R" if suite == "forecast" else "loss"
+
+
 def token_means(records: Sequence[Mapping]) -> dict[str, float | None]:
     """Mean ``prompt_tokens`` and ``completion_tokens`` per case (plain means over the records that
     have them, so cost compares across models; ``None`` for a policy without token counts, e.g. a baseline)."""
@@ -84,9 +92,20 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
     :func:`fwgym.core.scoring.case_weights`); ``prompt_tokens``, ``completion_tokens`` (mean per case,
     :func:`token_means`); ``S[<cohort>]``, ``loss[<cohort>]``, ``credits[<cohort>]``
     per cohort and ``S[<lead>]``, ``loss[<lead>]``, ``credits[<lead>]`` per lead (each aggregated
-    over its own cases with the same weighting rules); with ``reference``: ``reference`` and the
+    over its own cases with the same weighting rules; ``R[...]`` in place of ``loss[...]`` in the
+    forecast suite); with ``reference``: ``reference`` and the
     paired bootstrap (:func:`~fwgym.evaluation.bootstrap.paired_bootstrap`) point estimates and 95%
-    intervals ``dS, dS_lo, dS_hi, dloss, dloss_lo, dloss_hi`` of ``policy - reference``.
+    intervals ``dS, dS_lo, dS_hi`` and ``dloss, dloss_lo, dloss_hi`` of ``policy - reference``.
+
+    Forecast-suite records (they carry ``rcrps``) add ``R_no_violation`` (the capped mean RCRPS without
+    its bound-violation term) and ``R_fair`` (the capped mean of CiK's fair RCRPS, when every valid
+    record has one: :func:`fwgym.evaluation.breakdown.forecast_columns`); their intervals are on the
+    capped means: ``dR, dR_lo, dR_hi`` and ``dR_no_violation, ...`` in place of ``dloss`` (``loss``
+    is the uncapped mean RCRPS, which one absurd accepted forecast can dominate).
+
+    Records with a scenario (the context and forecast suites) add the breakdown by scenario family
+    and CiK context type, ``<metric>[family:<domain>/<family>]`` and ``<metric>[context_type:<type>]``
+    with ``n[...]`` (:func:`fwgym.evaluation.breakdown.breakdown_columns`).
 
     Args:
         records: result records (:class:`~fwgym.evaluation.records.Record`) of one or more policies on
@@ -99,24 +118,32 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
         ValueError: as :func:`~fwgym.evaluation.records.check_result_set`; unknown ``reference``.
     """
     check_result_set(records, complete=complete)
+    forecast = infer_suite(records) == "forecast"
+    if forecast:
+        records = with_no_violation(records)
     groups = by_policy(records)
     reference = reference_policy(list(groups), reference)
+    compared = ("S", "loss")
+    if forecast:
+        compared = ("S", "R") + (("R_no_violation",) if all(r["R_no_violation"] is not None for r in records) else ())
     boot = None
     if reference is not None:
         ref_recs = groups[reference]
         boot = ClusterBootstrap(ref_recs, n_boot, seed)
+    context = breakdown_columns(records)
     rows = []
     for policy, recs in groups.items():
-        row = {"policy": policy, **aggregate(recs), **token_means(recs)}
+        row = {"policy": policy, **aggregate(recs), **(forecast_columns(recs) if forecast else {}), **token_means(recs)}
         if reference is not None:
-            bs = paired_bootstrap(records, reference, policy, n_boot, seed, bootstrap=boot)
+            bs = paired_bootstrap(records, reference, policy, n_boot, seed, metrics=compared, bootstrap=boot)
             row["reference"] = reference
-            for m in ("S", "loss"):
+            for m in compared:
                 row[f"d{m}"], row[f"d{m}_lo"], row[f"d{m}_hi"] = bs[m]["diff"], bs[m]["lo"], bs[m]["hi"]
         for key in ("cohort", "lead"):
             for g, agg in _group_aggregates(recs, key).items():
-                for m in ("S", "loss", "credits"):
+                for m in ("S", "R" if forecast else "loss", "credits"):
                     row[f"{m}[{g}]"] = agg[m]
+        row.update(context.get(policy, {}))
         rows.append(row)
     rows.sort(key=lambda r: (r["S"], r["policy"]))
     return rows
@@ -154,35 +181,60 @@ def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table
     tokens per case when a row has token counts (LLM agents) and, when the rows carry a reference, the
     paired-bootstrap 95% intervals of ``ΔS`` and ``Δ<loss>``.
 
+    The forecast suite's table: policy, S, ``RCRPS`` (the capped mean, R), ``RCRPS w/o violation``
+    (the capped mean without the bound-violation term), ``RCRPS fair (CiK)`` when a row has it
+    (:func:`fwgym.evaluation.breakdown.forecast_columns`), credits, calls, valid, tokens, and the
+    intervals of ``ΔS``, ``ΔRCRPS`` and ``ΔRCRPS w/o violation`` (on the capped means).
+
     Raises:
         ValueError: an unknown suite.
     """
     metric = suite_metric(suite)
     loss = metric.loss_name
     ref = rows[0].get("reference") if rows else None
-    head = ["policy", "S", "R", loss, "credits", "calls", "valid"]
+    forecast = suite == "forecast"
+    fair = forecast and any(r.get("R_fair") is not None for r in rows)
+    nv = forecast and any(r.get("R_no_violation") is not None for r in rows)
+    if forecast:
+        head = ["policy", "S", f"{loss} (capped mean)"] + ([f"{loss} w/o violation"] if nv else []) \
+            + ([f"{loss} fair (CiK)"] if fair else []) + ["credits", "calls", "valid"]
+    else:
+        head = ["policy", "S", "R", loss, "credits", "calls", "valid"]
     tokens = any(r.get("prompt_tokens") is not None or r.get("completion_tokens") is not None for r in rows)
     if tokens:
         head.append("tokens/case (prompt + completion)")
+    deltas = [("S", "S", 4), (_loss_key(suite), loss, 4 if forecast else 5)] + ([("R_no_violation", f"{loss} w/o violation", 4)]
+                                                              if nv and ref and "dR_no_violation" in rows[0] else [])
     if ref:
-        head += [f"ΔS vs {ref} [95% CI]", f"Δ{loss} vs {ref} [95% CI]"]
+        head += [f"Δ{name} vs {ref} [95% CI]" for _, name, _ in deltas]
     body = []
     for r in rows:
-        cells = [r["policy"], f"{r['S']:.4f}", f"{r['R']:.4f}", f"{r['loss']:.5f}", f"{r['credits']:,.1f}",
-                 f"{r['calls']:.2f}", f"{r['valid']}/{r['n']}"]
+        cells = [r["policy"], f"{r['S']:.4f}"]
+        if forecast:
+            cells.append(f"{r['R']:.4f}")
+            cells += [_num(r.get("R_no_violation"), 4)] if nv else []
+            cells += [_num(r.get("R_fair"), 4)] if fair else []
+        else:
+            cells += [f"{r['R']:.4f}", f"{r['loss']:.5f}"]
+        cells += [f"{r['credits']:,.1f}", f"{r['calls']:.2f}", f"{r['valid']}/{r['n']}"]
         if tokens:
             pt, ct = r.get("prompt_tokens"), r.get("completion_tokens")
             cells.append("" if pt is None and ct is None else f"{pt or 0:,.0f} + {ct or 0:,.0f}")
         if ref:
-            cells += [_ci(r, "S", 4), _ci(r, "loss", 5)]
+            cells += [_ci(r, key, digits) for key, _, digits in deltas]
         body.append(tuple(cells))
     return Table(None, tuple(head), ("l",) + ("r",) * (len(head) - 1), tuple(body))
+
+
+def _num(v, digits: int) -> str:
+    return "" if v is None else f"{v:.{digits}f}"
 
 
 def breakdown_tables(rows: Sequence[Mapping], suite: str = "decision") -> list[Table]:
     """The per-cohort and per-lead tables of :func:`leaderboard` rows: S, then the suite's loss
     (titled ``"S by cohort and lead:"`` and ``"decision loss by cohort and lead:"``, or ``"RCRPS by
-    ..."`` in the forecast suite).
+    ..."`` in the forecast suite, the capped mean), then the context tables
+    (:func:`context_tables`).
 
     Raises:
         ValueError: an unknown suite.
@@ -191,13 +243,45 @@ def breakdown_tables(rows: Sequence[Mapping], suite: str = "decision") -> list[T
     out = []
     if not rows:
         return out
-    for m, digits, title in (("S", 4, "S"), ("loss", 5, metric.metric_name)):
-        cols = [k for k in rows[0] if k.startswith(f"{m}[")]
+    for m, digits, title in (("S", 4, "S"), (_loss_key(suite), 5 if suite != "forecast" else 4, metric.metric_name)):
+        cols = [k for k in rows[0] if k.startswith(f"{m}[") and parse_column_key(k) is None]
         if not cols:
             continue
         head = ("policy",) + tuple(c[len(m) + 1: -1] for c in cols)
         body = tuple((r["policy"],) + tuple(f"{r[c]:.{digits}f}" for c in cols) for r in rows)
         out.append(Table(f"{title} by cohort and lead:", head, ("l",) + ("r",) * len(cols), body))
+    return out + context_tables(rows, suite)
+
+
+#: the context tables' metrics per suite: (row column metric, digits, title)
+_CONTEXT_METRICS = {"forecast": (("R", 4, "RCRPS (capped mean)"),
+                                 ("R_no_violation", 4, "RCRPS without the violation term (capped mean)"),
+                                 ("S", 4, "S")),
+                    "decision": (("S", 4, "S"), ("loss", 5, "decision loss"))}
+
+
+def context_tables(rows: Sequence[Mapping], suite: str = "decision") -> list[Table]:
+    """The tables of the breakdown by scenario family and CiK context type of :func:`leaderboard` rows
+    (:mod:`fwgym.evaluation.breakdown`): one per grouping and metric, a row per policy, a column per
+    group headed ``<group> (n=<cases>)``; in the forecast suite RCRPS, RCRPS without the violation term
+    (both capped means) and S (only when it differs from RCRPS: a credit weight); in the decision suites
+    S and the decision loss. ``[]`` for rows without the breakdown (the decision suite).
+    """
+    if not rows:
+        return []
+    keys = [k for k in (parse_column_key(c) for c in rows[0]) if k is not None]
+    out = []
+    for m, digits, title in _CONTEXT_METRICS["forecast" if suite == "forecast" else "decision"]:
+        if m == "S" and suite == "forecast" and all(abs(r["S"] - r["R"]) < 1e-12 for r in rows):
+            continue  # S = R without a credit weight: the same table twice
+        for grouping in GROUPINGS:
+            groups = [g for mm, gr, g in keys if mm == m and gr == grouping]
+            if not groups:
+                continue
+            head = ("policy",) + tuple(f"{g} (n={rows[0].get(f'n[{grouping}:{g}]')})" for g in groups)
+            body = tuple((r["policy"],) + tuple(_num(r.get(f"{m}[{grouping}:{g}]"), digits) for g in groups)
+                         for r in rows)
+            out.append(Table(f"{title} by {GROUPING_TITLES[grouping]}:", head, ("l",) + ("r",) * len(groups), body))
     return out
 
 
@@ -272,7 +356,9 @@ def format_latex(rows: Sequence[Mapping], suite: str = "decision", comment: str 
     """The main leaderboard table (:func:`leaderboard_table`) as a booktabs ``tabular``
     (:func:`latex_table`), with ``$S$`` and ``$R$`` in math mode and the interval columns headed
     ``$\\Delta S$ [95\\% CI]`` (the reference policy is the row marked "(reference)" and is named in
-    the ``%`` comment above the table)."""
+    the ``%`` comment above the table); in the context and forecast suites followed by one ``tabular``
+    per table of the breakdown by scenario family and context type (:func:`context_tables`), each
+    with its title as a ``%`` comment."""
     table = leaderboard_table(rows, suite)
     ref = rows[0].get("reference") if rows else None
     head = []
@@ -282,12 +368,16 @@ def format_latex(rows: Sequence[Mapping], suite: str = "decision", comment: str 
         head.append(c)
     note = f"intervals: policy - {ref} (paired series-cluster bootstrap, 95%)" if ref else None
     comment = "\n".join(x for x in (comment, note) if x) or None
-    return latex_table(Table(table.title, tuple(head), table.align, table.rows), comment)
+    parts = [latex_table(Table(table.title, tuple(head), table.align, table.rows), comment)]
+    parts += [latex_table(Table(None, t.columns, t.align, t.rows), t.title) for t in context_tables(rows, suite)]
+    return "\n\n".join(parts)
 
 
 def format_json(rows: Sequence[Mapping], suite: str = "decision", **about) -> str:
     """:func:`leaderboard` rows as a JSON document: ``{"suite", "metric": {"loss", "R", "formula"},
-    **about, "rows": [...]}`` with every column of every row (``None`` as ``null``), indented.
+    **about, "rows": [...], "breakdown": [...]}`` with every column of every row (``None`` as ``null``)
+    and the breakdown by scenario family and context type in long form
+    (:func:`fwgym.evaluation.breakdown.breakdown_records`; ``[]`` in the decision suite), indented.
 
     Args:
         about: further JSON-safe fields to state (e.g. ``split``, ``reference``, ``n_boot``, ``seed``).
@@ -298,7 +388,7 @@ def format_json(rows: Sequence[Mapping], suite: str = "decision", **about) -> st
     metric = suite_metric(suite, credit_weight_of_rows(rows) if suite == "forecast" else None)
     doc = {"suite": suite, "metric": {"loss": metric.loss_name, "loss_description": metric.loss_label,
                                       "R": metric.R_name, "formula": metric.formula},
-           **about, "rows": [dict(r) for r in rows]}
+           **about, "rows": [dict(r) for r in rows], "breakdown": breakdown_records(rows)}
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
 
 

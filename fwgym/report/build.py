@@ -227,6 +227,28 @@ def _tabs(records: Sequence[dict], reference: str | None, n_boot: int, seed: int
     return out
 
 
+def _context_breakdown(rows: Sequence[dict], suite: str) -> list[dict]:
+    """The index page's breakdown by scenario family and context type, in long form (one row per policy
+    and group: :func:`fwgym.evaluation.breakdown.breakdown_records` of the all-cases leaderboard rows):
+    ``[{"grouping", "title", "metrics": [(key, label, digits)], "rows": [...]}]``, ``[]`` without scenarios."""
+    from fwgym.evaluation.breakdown import GROUPING_TITLES, breakdown_records
+
+    long = breakdown_records(rows)
+    if suite == "forecast":
+        for b in long:
+            if b.get("R_no_violation") is not None:
+                b["violation"] = b["R"] - b["R_no_violation"]
+        metrics = [("R", "RCRPS", 4), ("R_no_violation", "RCRPS w/o violation", 4), ("violation", "violation term", 4)]
+        if any(abs(r["S"] - r["R"]) > 1e-12 for r in rows):
+            metrics.insert(0, ("S", "S", 4))
+        if not any(b.get("R_no_violation") is not None for b in long):
+            metrics = [m for m in metrics if m[0] in ("S", "R")]
+    else:
+        metrics = [("S", "S", 4), ("R", "R", 4), ("loss", "decision loss", 5)]
+    return [{"grouping": g, "title": GROUPING_TITLES[g], "metrics": metrics,
+             "rows": [b for b in long if b["grouping"] == g]} for g in GROUPING_TITLES if any(b["grouping"] == g for b in long)]
+
+
 def _block_table(case, rec: dict, data) -> list[dict]:
     from fwgym.core.series import hour_to_iso
 
@@ -572,6 +594,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     # -- index ---------------------------------------------------------------------------------
     html = env.get_template("index.html").render(
         site=site, rel="", tabs=tabs, pages=pages, frontiers=frontiers, tools_fig=tools_fig, coverage=cov,
+        context_breakdown=_context_breakdown(tabs[0]["rows"], suite),
         n_cases=len({r["case_id"] for r in records}), n_episodes=len(records), splits=splits, metas=metas,
         domains=domains, traced=sorted(traced), n_episode_pages=len(ep_pages),
         max_pages=max_episode_pages, warnings=warnings, kinds=kinds)

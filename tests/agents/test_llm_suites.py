@@ -39,10 +39,11 @@ def forecast(fenv):
 
 def _run(env, cid, script, **kw):
     srv = ScriptedChatServer(script)
+    agent = OpenAIChatAgent("test-model", base_url=srv.url, timeout=5.0, **kw)
     try:
-        agent = OpenAIChatAgent("test-model", base_url=srv.url, timeout=5.0, **kw)
         return run_episode(env, agent, options={"case_id": cid}).record, srv.posts(), agent
     finally:
+        agent.close()  # its pooled keep-alive socket, else left to the garbage collector (a ResourceWarning later)
         srv.close()
 
 

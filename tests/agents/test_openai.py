@@ -50,10 +50,44 @@ def answer_from_last_tool_result(body):
     return completion("I cannot find a plan.")
 
 
+_AGENTS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _close_agents():
+    """Close every agent a test made (its HTTP client's pooled sockets), as the evaluation runner does."""
+    yield
+    while _AGENTS:
+        _AGENTS.pop().close()
+
+
 def agent_for(server, **kw):
     kw.setdefault("timeout", 5.0)
     kw.setdefault("max_retries", 2)
-    return OpenAIChatAgent("test-model", base_url=server.url, **kw)
+    agent = OpenAIChatAgent("test-model", base_url=server.url, **kw)
+    _AGENTS.append(agent)
+    return agent
+
+
+def test_close_releases_the_pooled_connection(serve, env, case_id, plan_and_score):
+    # an agent used for an episode holds a keep-alive socket to the server; close() must release it, or the
+    # garbage collector does later, with a ResourceWarning inside whatever test then runs
+    import gc
+    import warnings
+
+    decisions, _ = plan_and_score
+    srv = serve([completion(answer_text(decisions))] * 2)
+    agent = OpenAIChatAgent("test-model", base_url=srv.url, timeout=5.0)
+    assert run_episode(env, agent, options={"case_id": case_id}).record["valid"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent.close()
+        agent.close()  # idempotent
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert agent._client is None
+    assert run_episode(env, agent, options={"case_id": case_id}).record["valid"]  # a new client after close
+    agent.close()
 
 
 # --- scenarios of issue 9 -------------------------------------------------------------------------------

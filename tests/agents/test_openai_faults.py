@@ -39,7 +39,20 @@ def serve():
 def agent_for(server, **kw):
     kw.setdefault("timeout", 5.0)
     kw.setdefault("max_retries", 2)
-    return OpenAIChatAgent("test-model", base_url=server.url if server else "http://127.0.0.1:9/v1", **kw)
+    agent = OpenAIChatAgent("test-model", base_url=server.url if server else "http://127.0.0.1:9/v1", **kw)
+    _AGENTS.append(agent)
+    return agent
+
+
+_AGENTS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _close_agents():
+    """Close every agent a test made with :func:`agent_for` (its HTTP client's pooled sockets)."""
+    yield
+    while _AGENTS:
+        _AGENTS.pop().close()
 
 
 def answer(decisions):

@@ -96,13 +96,29 @@ def test_csv_json_and_latex_hold_the_rows(results, capsys):
 def test_forecast_suite_is_labelled_rcrps(forecast_results, capsys):
     md = _out(capsys, ["leaderboard", str(forecast_results), "--n-boot", "100"]).out
     assert "suite=forecast (S = R + 0·c/B, R = min(RCRPS, 5))" in md.splitlines()[0]
-    assert "| policy | S | R | RCRPS | credits | calls | valid | ΔS vs hour_of_day_empirical_samples [95% CI] | " \
-           "ΔRCRPS vs hour_of_day_empirical_samples [95% CI] |" in md
+    ref = "hour_of_day_empirical_samples"
+    # the RCRPS column is the capped mean, beside it without the violation term and CiK's fair estimator
+    assert ("| policy | S | RCRPS (capped mean) | RCRPS w/o violation | RCRPS fair (CiK) | credits | calls | valid | "
+            f"ΔS vs {ref} [95% CI] | ΔRCRPS vs {ref} [95% CI] | ΔRCRPS w/o violation vs {ref} [95% CI] |") in md
     assert "RCRPS by cohort and lead:" in md and "decision loss" not in md and "| loss |" not in md
+    # the breakdown by scenario family and context type, with and without the violation term
+    for title in ("RCRPS (capped mean) by scenario family:", "RCRPS (capped mean) by CiK context type:",
+                  "RCRPS without the violation term (capped mean) by scenario family:",
+                  "RCRPS without the violation term (capped mean) by CiK context type:"):
+        assert title in md
     doc = json.loads(_out(capsys, ["leaderboard", str(forecast_results), "--format", "json", "--n-boot", "100"]).out)
     assert doc["metric"]["loss"] == "RCRPS" and doc["metric"]["R"] == "min(RCRPS, 5)"
+    row = next(r for r in doc["rows"] if r["policy"] == ref)
+    fam = next(k for k in row if k.startswith("R_no_violation[family:"))
+    assert {"R", "R_no_violation", "R_fair", "dR", "dR_no_violation"} <= set(row) and "dloss" not in row
+    assert any(b["policy"] == ref and f"R_no_violation[family:{b['group']}]" == fam for b in doc["breakdown"])
     tex = _out(capsys, ["leaderboard", str(forecast_results), "--format", "latex", "--n-boot", "100"]).out
-    assert r"& RCRPS & " in tex and r"$\Delta$RCRPS [95\% CI]" in tex
+    assert r"& RCRPS (capped mean) & " in tex and r"$\Delta$RCRPS [95\% CI]" in tex
+    assert "% RCRPS without the violation term (capped mean) by CiK context type:" in tex
+    assert tex.count(r"\begin{tabular}") == 5  # the main table and the 4 breakdown tables
+    text = _out(capsys, ["leaderboard", str(forecast_results), "--format", "csv", "--n-boot", "100"]).out
+    header = next(csv.reader(io.StringIO(text)))
+    assert fam in header and "R_no_violation" in header and any(h.startswith("n[context_type:") for h in header)
     # the run directory's leaderboard.md is labelled for its suite too
     assert "RCRPS by cohort and lead:" in (forecast_results / "leaderboard.md").read_text()
 

@@ -341,6 +341,16 @@ def test_forecast_report(forecast_site):
     assert "ΔRCRPS [95% CI]" in html and ">RCRPS</th>" in html and "Δloss" not in html
     assert "RCRPS (capped at 5) against mean credits per case" in html
     assert "decision loss" not in html
+    # the breakdown by scenario family and context type, with and without the violation term (issue 27)
+    from fwgym.evaluation import leaderboard
+    from fwgym.evaluation.breakdown import context_breakdown
+
+    assert "By scenario family" in html and "By CiK context type" in html and ">w/o viol.</th>" in html
+    row = next(r for r in leaderboard(records) if r["policy"] == records[0]["policy"])
+    assert 'data-key="R_no_violation"' in html and f"{row['R_no_violation']:.4f}" in html
+    for b in context_breakdown(records):
+        assert f"<td data-value=\"{b['group']}\" class=\"pol\">{b['group']}</td>" in html
+        assert f"{b['R_no_violation']:.4f}" in html and f"{b['R'] - b['R_no_violation']:.4f}" in html
     for (p, cid), path in rep.episode_pages.items():
         page = path.read_text()
         assert "Submitted forecast by hour" in page and "Capacities by block" not in page

@@ -90,7 +90,10 @@ def _run(env, cid, respond, **kw):
 
     with ScriptedChatServer(respond=respond) as srv:
         agent = OpenAIChatAgent("test-model", base_url=srv.url, timeout=5.0, direct_prompt=True, **kw)
-        rec = run_episode(env, agent, options={"case_id": cid}).record
+        try:
+            rec = run_episode(env, agent, options={"case_id": cid}).record
+        finally:
+            agent.close()  # its pooled keep-alive socket
         return rec, srv.posts(), agent
 
 
