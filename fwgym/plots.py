@@ -11,7 +11,7 @@ report's). Every style embeds TrueType (Type 42) fonts in PDF and PostScript, ne
 Every figure names the metric of its suite (:func:`suite_metric`): the decision and context suites
 score ``S = (R + c/B) / 2`` with ``R = (loss - F) / sigma`` (the context suite on the
 scenario-transformed target), the forecast suite ``S = R + w * c/B`` with ``R = min(RCRPS, 5)``
-(``w`` = the env's ``credit_weight``, recovered from the records).
+(``w`` = the env's ``credit_weight``, as the run manifest states it).
 
 * :func:`frontier_figure` / :func:`plot_frontier` — the suite's loss (decision loss, or capped RCRPS)
   against mean credits per case, one point per policy with paired bootstrap 95% intervals against a
@@ -36,7 +36,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from fwgym.core.cases import CHART_HISTORY_HOURS
-from fwgym.core.metrics import SUITE_NAMES, SuiteMetric, credit_weight_of, infer_suite, suite_metric
+from fwgym.suites import DEFAULT_SUITE, SUITE_NAMES, SuiteMetric, get_suite, suite_metric
 from fwgym.core.scoring import BUDGET, aggregate
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -341,9 +341,7 @@ def frontier_points(records: Sequence[dict], suite: str | None = None, reference
     from fwgym.evaluation import BOOT_SEED, N_BOOT, check_result_set, reference_policy
 
     check_result_set(records)
-    suite = infer_suite(records, suite)
-    w = credit_weight if credit_weight is not None else credit_weight_of(records, budget) if suite == "forecast" else None
-    metric = suite_metric(suite, w)
+    metric = suite_metric(suite or DEFAULT_SUITE, credit_weight)
     pts = _panel_points(records, metric)
     names = sorted(q["policy"] for q in pts)
     reference = reference_policy(names, reference)
@@ -398,9 +396,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, check_result_set, reference_policy
 
     check_result_set(records)
-    suite = infer_suite(records, suite)
-    w = credit_weight if credit_weight is not None else credit_weight_of(records, budget) if suite == "forecast" else None
-    metric = suite_metric(suite, w)
+    metric = suite_metric(suite or DEFAULT_SUITE, credit_weight)
     groups = by_policy(records)
     totals = {p: aggregate(rs, fields=("S", "credits")) for p, rs in groups.items()}
     order = sorted(groups, key=lambda p: (totals[p]["S"], p))  # rank by S: the key's numbers
@@ -674,14 +670,14 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         panels: ``"all"`` (one panel of every case), ``"domains"`` (one per domain), ``"both"``, or
             ``"auto"`` (``"all"`` in one column, else the all-cases panel plus one per domain when
             several are present).
-        suite: the records' suite (default: :func:`infer_suite`; their run manifest names it,
-            see :func:`results_suite`).
+        suite: the records' suite, as their run manifest names it (:attr:`fwgym.evaluation.ResultSet.settings`,
+            :func:`results_suite`; default the decision suite).
         style: ``"paper"`` or ``"screen"`` (:data:`STYLES`). columns: 1 (3.3 in wide in the paper
             style) or 2 (7.0 in); default 1 for one panel, else 2.
         reference: policy the intervals are paired with (``"auto"``: hour_of_day_empirical or its
             samples variant when present; ``None``: no intervals).
         n_boot, seed: bootstrap draws and seed (default the protocol's 10,000 and 1701).
-        credit_weight: the forecast suite's ``w`` (default: recovered from the records, else 0).
+        credit_weight: the forecast suite's ``w``, as the run manifest states it (default 0).
         height: figure height in inches (default from the number of policies).
         labels: ``"names"`` (policy names beside the points), ``"numbers"`` (each point numbered by
             its rank by S, the names in the legend) or ``"auto"`` (names when they fit the width).
@@ -776,20 +772,18 @@ _ENVS: dict = {}
 
 
 def suite_env(domain: str, split: str, suite: str = "decision"):
-    """The :class:`~fwgym.envs.fwbench.FWBenchEnv` of a suite (``fwgym.evaluation.SUITES`` settings),
+    """The :class:`~fwgym.envs.fwbench.FWBenchEnv` of a suite (its :attr:`fwgym.suites.Suite.env_kwargs`),
     one per (domain, split, suite) in this process, for re-reading cases after a run.
 
     Raises:
         ValueError: an unknown suite, domain or split.
     """
     from fwgym.envs.fwbench import FWBenchEnv
-    from fwgym.evaluation import SUITES
 
-    if suite not in SUITES:
-        raise ValueError(f"unknown suite {suite!r}; expected one of {list(SUITES)}")
+    spec = get_suite(suite)
     key = (domain, split, suite)
     if key not in _ENVS:
-        _ENVS[key] = FWBenchEnv(domain=domain, split=split, **SUITES[suite])
+        _ENVS[key] = FWBenchEnv(domain=domain, split=split, **spec.env_kwargs)
     return _ENVS[key]
 
 
@@ -1078,7 +1072,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
                          + (f" (policies on that case: {have})" if have else " (case not in the results)"))
     if not 1 <= history_hours <= HISTORY_HOURS:
         raise ValueError(f"history_hours must be in 1..{HISTORY_HOURS}, got {history_hours}")
-    suite = infer_suite([rec], suite)
+    suite = get_suite(suite or DEFAULT_SUITE).name
     metric = suite_metric(suite)
     data = case_data(rec, suite)
     case = data.case
@@ -1163,7 +1157,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
             edges, a middle column the median). Default: the policy's own distribution when it is a
             fixed classical or available priced policy, else none.
         history_hours: hours of visible history shown before the cut-off (1..336).
-        suite: the record's suite (default: :func:`infer_suite`; their run manifest names it).
+        suite: the record's suite, as its run manifest names it (default the decision suite).
         traces: agent trace JSONL file(s) (:mod:`fwgym.traces`): the forecasts the policy bought
             on this case are drawn, and in the forecast suite its submitted forecast.
         zoom: add a target-day panel (default: week-ahead cases only).
@@ -1265,6 +1259,6 @@ def text_sizes(fig) -> list[tuple[str, float]]:
 
 __all__ = ["plot_frontier", "plot_case", "plot_tools", "frontier_figure", "frontier_points", "case_figure", "tools_figure",
            "save_figure", "mark_figure", "figure_style", "figure_width", "policy_kind", "suite_metric", "SuiteMetric",
-           "infer_suite", "results_suite", "credit_weight_of", "case_data", "CaseData", "draw_case",
+           "results_suite", "case_data", "CaseData", "draw_case",
            "submitted_forecast", "forecast_band", "fit_limits", "text_sizes", "suite_env", "FORMATS", "STYLES",
            "PAPER_WIDTHS", "MIN_FONT_PT", "SUITE_NAMES"]

@@ -358,6 +358,7 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.baselines.registry import ORACLE_POLICIES, SELECTOR_POLICIES, suite_policies, unavailable_policies
     from fwgym.evaluation.runner import policy_label
+    from fwgym.suites import get_suite
 
     extra = getattr(args, "models", None) or ()  # runs written before --models existed have none
     models = pool_models(pool, extra)
@@ -372,7 +373,7 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
         policies = list(args.policies)
     else:
         policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm, pool=pool)
-        if args.suite != "forecast":  # the fixed policies of the added models (they submit decisions)
+        if get_suite(args.suite).task == "decision":  # the fixed policies of the added models (they submit decisions)
             added = [m for m in extra if m not in policies]
             skipped.update(unavailable_policies(added))
             at = next((i for i, p in enumerate(policies) if p in SELECTOR_POLICIES + ORACLE_POLICIES), len(policies))

@@ -18,18 +18,18 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from fwgym.core.metrics import DECISION_METRIC, RCRPS_CAP
 from fwgym.core.optimizer import QUANTILE_LEVELS
 
 __all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
            "pinball_loss", "crps_quantiles", "bound_violation", "rcrps", "rcrps_quantiles", "score_forecast",
-           "ALPHA_SCENARIO_SEED", "ALPHA_SCENARIO_CASES", "rcrps_alpha"]
+           "range_alpha"]
 
 BUDGET = 113_726  #: credits per case
 #: version of the scoring rules (every formula from a submission to loss, floor, R, S, CRPS and RCRPS:
@@ -111,7 +111,8 @@ def write_sigma(text: str, path: str | Path | None = None) -> Path:
 
 
 def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET) -> tuple[float, float]:
-    """``(R, S)`` of one case: ``R = (loss - floor)/sigma``, ``S = (R + credits/budget)/2``.
+    """``(R, S)`` of one decision case: ``R = (loss - floor)/sigma``, ``S = (R + credits/budget)/2``
+    (:data:`fwgym.core.metrics.DECISION_METRIC`).
 
     Raises:
         ValueError: sigma or budget not > 0, or a non-finite input.
@@ -125,7 +126,7 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
     if not finite:
         raise ValueError("loss, floor and credits must be finite numbers")
     r = (loss - floor) / sigma
-    return float(r), float(0.5 * (r + credits / budget))
+    return float(r), DECISION_METRIC.score(r, credits, budget)
 
 
 def case_weights(records: Sequence[Mapping]) -> np.ndarray:
@@ -214,8 +215,6 @@ def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "lo
 
 #: weight of the constraint-violation term in RCRPS
 RCRPS_BETA = 10.0
-#: RCRPS values are capped at this value when aggregated, for invalid forecasts, and for non-finite scores
-RCRPS_CAP = 5.0
 #: estimators of :func:`crps_ensemble`
 ESTIMATORS = ("nrg", "fair")
 
@@ -446,7 +445,7 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
         submission: a :class:`fwgym.core.contract.ForecastSubmission` (validated: finite, bounded by
             ``MAX_FORECAST_MAGNITUDE * scale``), or None for an invalid or missing forecast.
         y: (24,) realised (scenario) target, raw units.
-        alpha: the task family's normaliser (:func:`rcrps_alpha`).
+        alpha: the task family's normaliser (:func:`fwgym.context.alpha.rcrps_alpha`).
         roi, lower, upper: the scenario's region of interest and bounds (or None).
 
     Returns:
@@ -469,45 +468,15 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
     return {"rcrps": score, "R": min(score, RCRPS_CAP), "crps": crps_mean if math.isfinite(crps_mean) else None}
 
 
-#: seed of the scenarios drawn on train cases for :func:`rcrps_alpha` (fixed, as CiK's scaling seeds)
-ALPHA_SCENARIO_SEED = 0
-#: train cases (evenly spaced) per series on which a scenario family's alpha is measured (CiK: 25 instances)
-ALPHA_SCENARIO_CASES = 200
-
-
-def rcrps_alpha(domain: str, series_id: str, family: str | None = None) -> float:
-    """RCRPS normaliser ``alpha = 1 / mean target range`` of the task family (Context is Key §5.1).
-
-    A task family here is one series of one domain, with one scenario family (or none); the mean
-    range (max - min of the 24 target hours) is taken over that series' held-out **train**-split
-    cases, which all precede the dev and test periods. As in CiK (whose scaling takes the range of
-    each instance's future target, announced event included, over 25 instances), with a family the
-    range is that of the scenario's target: the family's scenario (seed
-    :data:`ALPHA_SCENARIO_SEED`) applied to each of :data:`ALPHA_SCENARIO_CASES` evenly spaced train
-    cases of the series (all of them if fewer; drawing a scenario costs ~0.1 ms, and the mean over
-    200 cases is within 2 % of the mean over all ~2,800 of an electricity series). Without a family,
-    every train case. Cached per (domain, series, family).
+def range_alpha(targets) -> float:
+    """RCRPS normaliser ``alpha = 1 / mean_i (max - min of target_i)`` of a task family's instances
+    (Context is Key §5.1), from their targets (float arrays, raw units). The instances are chosen by
+    :func:`fwgym.context.alpha.rcrps_alpha`.
 
     Raises:
-        ValueError: the series has no train case or a zero mean range; unknown family.
+        ValueError: no targets, or a mean range that is not > 0.
     """
-    return _alpha_cache(domain, series_id, family)
-
-
-@lru_cache(maxsize=None)
-def _alpha_cache(domain: str, series_id: str, family: str | None) -> float:
-    from fwgym.core.cases import build_cases
-
-    cases = [c for c in build_cases(domain, "train") if c.series_id == series_id]
-    if family is None:
-        ranges = [float(np.ptp(c.target())) for c in cases]
-    else:
-        from fwgym.context.scenarios import make_scenario
-
-        if len(cases) > ALPHA_SCENARIO_CASES:
-            cases = [cases[i] for i in np.unique(np.linspace(0, len(cases) - 1, ALPHA_SCENARIO_CASES).round().astype(int))]
-        ranges = [float(np.ptp(make_scenario(c, ALPHA_SCENARIO_SEED, family).apply(c.target()))) for c in cases]
+    ranges = [float(np.ptp(t)) for t in targets]
     if not ranges or not np.mean(ranges) > 0:
-        raise ValueError(f"no train cases with a positive target range for {domain}/{series_id}"
-                         + (f" ({family})" if family else ""))
+        raise ValueError("no targets with a positive mean range")
     return 1.0 / float(np.mean(ranges))

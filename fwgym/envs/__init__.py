@@ -14,17 +14,29 @@ test split unless told otherwise). A ``case_id`` of another split than the env's
   (:class:`~fwgym.rl.vector.MacroVectorEnv`, its ``vector_entry_point``):
   ``gym.make_vec("FWBench-RL-Macro-v0", num_envs=N)``.
 """
-from fwgym.envs.fwbench import FWBenchEnv
+from typing import Any
 
-ENV_IDS: dict[str, dict] = {
-    "FWBench-Electricity-v0": {"domain": "electricity", "split": "train"},
-    "FWBench-CycleHire-v0": {"domain": "cycle_hire", "split": "train"},
-    "FWBench-v0": {"domain": ("electricity", "cycle_hire"), "split": "train"},
-    "FWBench-Electricity-Context-v0": {"domain": "electricity", "split": "train", "scenarios": True},
-    "FWBench-CycleHire-Context-v0": {"domain": "cycle_hire", "split": "train", "scenarios": True},
-    "FWBench-Electricity-Forecast-v0": {"domain": "electricity", "split": "train", "scenarios": True, "task": "forecast"},
-    "FWBench-CycleHire-Forecast-v0": {"domain": "cycle_hire", "split": "train", "scenarios": True, "task": "forecast"},
-}
+from fwgym.data import DOMAINS
+from fwgym.envs.fwbench import FWBenchEnv
+from fwgym.suites import SUITES
+
+_ENV_NAMES = {"electricity": "Electricity", "cycle_hire": "CycleHire"}
+
+
+def _env_ids() -> dict[str, dict[str, Any]]:
+    """``{env id: FWBenchEnv kwargs}``: each suite (:mod:`fwgym.suites`) on each domain, its env kwargs and
+    the train split; ``FWBench-v0`` is the decision suite on the protocol's domains together."""
+    out: dict[str, dict[str, Any]] = {}
+    for suite in SUITES.values():
+        for d in DOMAINS:
+            out[suite.env_id(_ENV_NAMES[d])] = {"domain": d, "split": "train", **suite.env_kwargs}
+        if suite.name == "decision":
+            out["FWBench-v0"] = {"domain": tuple(DOMAINS), "split": "train"}
+    return out
+
+
+#: the raw tool-call env ids and their FWBenchEnv kwargs (one per suite and domain, and ``FWBench-v0``)
+ENV_IDS: dict[str, dict[str, Any]] = _env_ids()
 
 #: settings of the RL ids, chosen on the DEV split (benchmarks/README.md, "RL defaults"; script
 #: benchmarks/rl_defaults.py): PPO 20k steps x 4 seeds, dev S 0.451 with all 403 features and all

@@ -56,8 +56,10 @@ from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models, get_forecaster
 from fwgym.forecasters.store import active_store, open_store
 from fwgym.core.optimizer import QUANTILE_LEVELS, perfect_demand_plan
+from fwgym.context.alpha import case_alpha
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.series import hour_to_iso
+from fwgym.core.metrics import TASKS, task_metric
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
@@ -203,12 +205,14 @@ class FWBenchEnv(gym.Env):
         store = self.forecast_store if self.forecast_store is not None else active_store()
         if store is not None:  # refuse a store that cannot serve now, not in the middle of an episode
             store.attach({m: forecasters.get(m) or get_forecaster(m) for m in models if m in store.models})
-        if task not in ("decision", "forecast"):
+        if task not in TASKS:
             raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")
         if not (np.isfinite(credit_weight) and credit_weight >= 0):
             raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
+        #: the task's metric: S = r_weight * R + credit_weight * credits / B (the scorer's and the dense reward's)
+        self.metric = task_metric(task, self.credit_weight)
         if forecast_timeout is not None:
             seconds = float(forecast_timeout) if is_number(forecast_timeout) else math.nan
             if not 0 < seconds <= threading.TIMEOUT_MAX:
@@ -490,12 +494,11 @@ class FWBenchEnv(gym.Env):
         submission = ep.submission if valid else None
         outcome.update(score_submission(case, ep.scenario, self.task, submission, ep.spent,
                                         sigma=self.sigma[case.domain], budget=self.budget,
-                                        credit_weight=self.credit_weight, target=ep.target()))
+                                        credit_weight=self.credit_weight, target=ep.target(),
+                                        alpha=case_alpha(case, ep.scenario) if self.task == "forecast" else None))
         outcome["submission"] = _submission_json(submission)
-        if self.task == "forecast":
-            reward = -outcome["R"] if self.reward_mode == "dense" else -outcome["S"]  # dense: credits paid when charged
-        else:
-            reward = -0.5 * outcome["R"] if self.reward_mode == "dense" else -outcome["S"]
+        # dense: the credit part of S was paid when the credits were charged (_credit_reward), the R part is paid now
+        reward = -(self.metric.r_weight * outcome["R"]) if self.reward_mode == "dense" else -outcome["S"]
         self._outcome = outcome
         result = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
             "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
@@ -532,8 +535,7 @@ class FWBenchEnv(gym.Env):
         """Dense reward for ``credits`` just charged: the credit part of S (0 in terminal mode)."""
         if self.reward_mode != "dense" or not credits:
             return 0.0
-        weight = self.credit_weight if self.task == "forecast" else 0.5
-        return -weight * credits / (self.budget or BUDGET)
+        return -self.metric.credit_cost(credits, self.budget or BUDGET)
 
     def _forecast_crps(self) -> dict:
         """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""

@@ -50,6 +50,7 @@ from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
 from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
+from fwgym.suites import SUITE_NAMES, SUITES
 from fwgym.validation import is_int, is_number
 
 __all__ = ["RESULTS_FILE", "ALLOW_UNVERIFIED_FLAG", "ALLOW_PARTIAL_FLAG", "ResultSource", "ResultSet", "load_source", "load_results",
@@ -59,12 +60,14 @@ UNKNOWN = "unknown"
 
 
 def infer_suite(records: Iterable[Mapping]) -> str:
-    """The suite a record set comes from: ``forecast`` (records with ``rcrps``), ``context`` (records with a
-    scenario) or ``decision``."""
+    """The suite of records that no manifest names (a bare ``results.jsonl`` or a manifest-less run read
+    with ``allow_unverified``, marked UNVERIFIED; a run's manifest always names its suite): the suite whose
+    task and scenarios the records' fields show (:mod:`fwgym.suites`: ``rcrps`` only in forecast-task
+    records, a ``scenario`` only with scenarios)."""
     recs = list(records)
-    if any("rcrps" in r for r in recs):
-        return "forecast"
-    return "context" if any(r.get("scenario") is not None for r in recs) else "decision"
+    task = "forecast" if any("rcrps" in r for r in recs) else "decision"
+    scenarios = task == "forecast" or any(r.get("scenario") is not None for r in recs)
+    return next(s.name for s in SUITES.values() if s.task == task and s.scenarios == scenarios)
 
 
 @dataclass
@@ -133,7 +136,7 @@ def _check_settings(settings: Mapping, where: Path) -> None:
 
     sigma = settings.get("sigma")
     problems = []
-    if settings.get("suite") not in ("decision", "context", "forecast"):
+    if settings.get("suite") not in SUITE_NAMES:
         problems.append(f"suite {settings.get('suite')!r}")
     split = settings.get("split")
     if not (isinstance(split, str) or (isinstance(split, list) and split and all(isinstance(s, str) for s in split))):
@@ -211,7 +214,7 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
         version = str(st.get("fwgym_version", UNKNOWN))
     else:
         meta = _legacy_meta(p.parent) if p.name == RESULTS_FILE else {}
-        suite = meta.get("suite") if meta.get("suite") in ("decision", "context", "forecast") else infer_suite(records)
+        suite = meta.get("suite") if meta.get("suite") in SUITE_NAMES else infer_suite(records)
         splits = sorted({r["split"] for r in records})
         settings = RunSettings(suite=suite, split=splits[0] if len(splits) == 1 else splits, sigma=load_sigma(),
                                budget=BUDGET, scenario_seed=0, credit_weight=0.0, forecast_pool=list(PRICED_MODELS),

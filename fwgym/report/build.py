@@ -16,7 +16,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from fwgym.core.cases import CHART_HISTORY_HOURS
-from fwgym.plots import submitted_forecast, suite_metric
+from fwgym.plots import submitted_forecast
+from fwgym.suites import suite_metric
 from fwgym.report import charts
 from fwgym.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
                                  transcript)
@@ -115,7 +116,7 @@ def _environment():
 def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str]]:
     """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
     suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
-    ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
+    ``credit_weight``, ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
 
     Raises:
         ValueError: sources of different suites or settings, edited records, as :func:`fwgym.evaluation.load_results`.
@@ -124,8 +125,9 @@ def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -
 
     rs = load_results(paths, allow_partial=True, allow_unverified=allow_unverified)
     suite = rs.settings["suite"]
+    credit_weight = rs.settings.get("credit_weight")
     metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
-              "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
+              "credit_weight": credit_weight, "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
               "split": src.settings.get("split"), "verified": src.verified} for src in rs.sources]
     return rs.records, metas, list(rs.notes)
 
@@ -436,7 +438,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     splits = sorted({r["split"] for r in records})
     domains = sorted({r["domain"] for r in records})
     suite = next(iter({m["suite"] for m in metas}), "decision")
-    credit_weight = plots.credit_weight_of(records) if suite == "forecast" else None
+    credit_weight = metas[0].get("credit_weight") if metas else None  # the manifest's, never recovered from S
     metric = suite_metric(suite, credit_weight)
     split_txt = "/".join(splits)
     frontiers = []
