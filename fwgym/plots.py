@@ -36,6 +36,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from fwgym.core.cases import CHART_HISTORY_HOURS
+from fwgym.domains import get_domain
 from fwgym.suites import DEFAULT_SUITE, SUITE_NAMES, SuiteMetric, get_suite, suite_metric
 from fwgym.core.scoring import BUDGET, aggregate
 
@@ -289,10 +290,10 @@ def _spread_1d(anchor: np.ndarray, gap: float, lo: float, hi: float) -> np.ndarr
 
 def _panel_sets(records: Sequence[dict], panels: str) -> list[tuple[str, list[dict], bool]]:
     """``[(label, records, exact), ...]``: exact = one domain (equal-S lines exact)."""
-    from fwgym.data import DOMAINS
+    from fwgym.domains import domain_names
 
     present = {r["domain"] for r in records}
-    domains = [d for d in DOMAINS if d in present] + sorted(present - set(DOMAINS))
+    domains = [d for d in domain_names() if d in present] + sorted(present - set(domain_names()))
     if panels not in ("auto", "all", "domains", "both"):
         raise ValueError(f"panels must be 'auto', 'all', 'domains' or 'both', got {panels!r}")
     one = [("all cases" if len(domains) > 1 else domains[0], list(records), len(domains) == 1)]
@@ -1024,7 +1025,7 @@ def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = CHAR
             data_artists[a_].append(art)
         key("raw series (no scenario)", "#7f7f7f", "dash", art)
     target_label = ("scored target (with scenario)" if data.scenario is not None
-                    else "realised demand (hindsight)" if case.domain == "electricity" else "realised departures (hindsight)")
+                    else get_domain(case.domain).target_label)
     for a_ in axes:
         art, = a_.plot(centre, y, color="black", lw=1.1, marker=".", ms=3.5 if a_ is zx else 2)
         shown[a_].append(y)

@@ -25,8 +25,9 @@ import numpy as np
 
 from fwgym.core.metrics import DECISION_METRIC, RCRPS_CAP
 from fwgym.core.optimizer import QUANTILE_LEVELS
+from fwgym.domains import BUILTIN_DOMAINS, DOMAINS, get_domain
 
-__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
+__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_FILE_DOMAINS", "SIGMA_RELPATH", "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
            "pinball_loss", "crps_quantiles", "bound_violation", "rcrps", "rcrps_quantiles", "score_forecast",
            "range_alpha"]
@@ -37,8 +38,12 @@ BUDGET = 113_726  #: credits per case
 #: move a stored score; results of different scorer versions are never merged into one leaderboard.
 SCORER_VERSION = "1"
 SIGMA_PATH = Path(__file__).resolve().parents[1] / "config" / "sigma.json"
-#: values reported by the FWBench paper on its own data, for comparison only
-REFERENCE_SIGMA = {"electricity": 0.054206794827132906, "cycle_hire": 0.04340576638915502}
+#: values reported by the FWBench paper on its own data, for comparison only (each protocol domain's
+#: :attr:`~fwgym.domains.Domain.reference_sigma`)
+REFERENCE_SIGMA: dict[str, float] = {d: s for d in DOMAINS if (s := get_domain(d).reference_sigma) is not None}
+#: the domains whose sigma the packaged calibration file must hold: the built-in domains without a sigma of
+#: their own (:attr:`fwgym.domains.Domain.sigma`)
+SIGMA_FILE_DOMAINS: tuple[str, ...] = tuple(d for d, spec in BUILTIN_DOMAINS.items() if spec.sigma is None)
 
 
 #: the packaged sigma file, relative to the fwgym package (an entry of fwgym.data.SCORE_FILES)
@@ -52,8 +57,10 @@ def _is_packaged_sigma(p: Path) -> bool:
         return False
 
 
-def load_sigma(path: str | Path | None = None) -> dict[str, float]:
-    """Frozen per-domain sigma from ``fwgym/config/sigma.json`` (or ``path``).
+def load_sigma(path: str | Path | None = None, domains: Iterable[str] = ()) -> dict[str, float]:
+    """Frozen per-domain sigma from ``fwgym/config/sigma.json`` (or ``path``), plus the sigma of each of
+    ``domains`` the file does not hold, from its spec (:attr:`fwgym.domains.Domain.sigma`: a plug-in
+    domain's frozen calibration).
 
     The packaged file is sha256-checked against the data manifest (``fwgym/data/sha256.json``):
     an edited copy is refused (re-calibrate with ``fwgym calibrate-sigma --write``, which records
@@ -62,7 +69,8 @@ def load_sigma(path: str | Path | None = None) -> dict[str, float]:
     Raises:
         FileNotFoundError: no calibration file (run ``fwgym calibrate-sigma``).
         fwgym.data.DataIntegrityError: the packaged file fails its sha256 check (the message names it).
-        ValueError: the file lacks a domain or holds a non-positive value.
+        ValueError: the file lacks a domain or holds a non-positive value; a domain of ``domains`` that is
+            neither in the file nor has a sigma of its own (or is unknown).
     """
     p = Path(path) if path is not None else SIGMA_PATH
     if not p.is_file():
@@ -79,9 +87,17 @@ def load_sigma(path: str | Path | None = None) -> dict[str, float]:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{p}: not a sigma calibration file ({type(exc).__name__}: {exc}); "
                          "expected {\"sigma\": {\"electricity\": x, \"cycle_hire\": y}}") from None
-    for d in ("electricity", "cycle_hire"):
+    for d in SIGMA_FILE_DOMAINS:
         if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
             raise ValueError(f"{p}: sigma for domain {d!r} missing or not > 0")
+    for d in domains:
+        if d not in sig:
+            own = get_domain(d).sigma
+            if own is None:
+                raise ValueError(f"domain {d!r} has no sigma: calibrate it on its dev split "
+                                 f"(fwgym.evaluation.calibration.calibrate_sigma(domains=[{d!r}])) and set its "
+                                 "Domain.sigma")
+            sig[d] = float(own)
     return sig
 
 
@@ -99,7 +115,7 @@ def write_sigma(text: str, path: str | Path | None = None) -> Path:
     p = Path(path) if path is not None else SIGMA_PATH
     probe = json.loads(text)
     sig = {str(d): float(v) for d, v in probe["sigma"].items()}
-    for d in ("electricity", "cycle_hire"):
+    for d in SIGMA_FILE_DOMAINS:
         if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
             raise ValueError(f"sigma for domain {d!r} missing or not > 0: refusing to write {p}")
     p.write_text(text)

@@ -49,7 +49,7 @@ from gymnasium import spaces
 from fwgym.core.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
 from fwgym.context.text import render_context
 from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
-from fwgym.data import DOMAINS
+from fwgym.domains import domain_names
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
@@ -179,9 +179,9 @@ class FWBenchEnv(gym.Env):
         forecast_store=None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
-        bad = [d for d in domains if d not in DOMAINS]
+        bad = [d for d in domains if d not in domain_names()]
         if bad or not domains:
-            raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(DOMAINS)}")
+            raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(domain_names())}")
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
         if lead is not None and lead not in LEADS:
@@ -232,7 +232,7 @@ class FWBenchEnv(gym.Env):
         if not isinstance(text_observations, (bool, np.bool_)):
             raise ValueError(f"text_observations must be True or False, got {text_observations!r}")
         self.text_observations = bool(text_observations)
-        self.sigma = dict(sigma) if sigma is not None else load_sigma()
+        self.sigma = dict(sigma) if sigma is not None else load_sigma(domains=domains)
 
         pool: list[Case] = [c for d in domains for c in build_cases(d, split) if lead is None or c.lead == lead]
         if case_ids is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -111,6 +111,22 @@ def _environment():
     env.filters["num"] = _num
     env.filters["slug"] = slug
     return env
+
+
+def cohort_weights_text(records: Sequence[Mapping]) -> str:
+    """The aggregation's cohort shares of ``records`` in words (FWBench protocol §5.3: each domain present an
+    equal share, each cohort an equal share of its domain): ``"each electricity cohort 1/6, cycle hire 1/2"``."""
+    from fractions import Fraction
+
+    cohorts: dict[str, set[str]] = {}
+    for r in records:
+        cohorts.setdefault(r["domain"], set()).add(r["cohort"])
+    parts = []
+    for d, cs in cohorts.items():
+        w = Fraction(1, len(cohorts) * len(cs))
+        name = d.replace("_", " ")
+        parts.append(f"each {name} cohort {w}" if len(cs) > 1 else f"{name} {w}")
+    return ", ".join(parts)
 
 
 def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str]]:
@@ -459,7 +475,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
                      + (title or f"fwgym benchmark report: {'/'.join(splits)} split"),
             "version": __version__, "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reference": reference, "n_boot": n_boot, "seed": seed, "suite": suite, "metric": metric,
-            "budget": BUDGET}
+            "budget": BUDGET, "cohort_weights": cohort_weights_text(records)}
     pages: dict[str, str] = {p: f"policies/{slug(p)}.html" for p in order}
 
     # -- choose and write episode pages --------------------------------------------------------
