@@ -15,9 +15,17 @@ Quality filters: every history and target hour present, finite and >= 0; scale >
 own rules (cycle hire: no complete local day with zero departures inside the history). Gaps are never
 imputed: such cases are skipped.
 
-Splits are by date and temporal: the evaluation splits (dev, test) are the domain's calendar, whose
-cohorts are the aggregation's groups; every train window ends before the first evaluation window begins.
-See :func:`split_doc` for the calendars.
+Splits are by date and temporal: the evaluation splits (dev, test, sealed) are the domain's calendar, whose
+cohorts are the aggregation's groups; every train window ends before the first dev, test or sealed window
+begins. See :func:`split_doc` for the calendars.
+
+The ``sealed`` split is for agents with memory (DESIGN §11): its windows come from the held-back period of the test
+split, with its cohorts and weights, and no case's target hour lies in the visible history (or in the
+4-week window before it whose statistics the context text quotes) of any case of the split, of any series of its
+domain, so no prompt of the split hands over the answer of another of its cases. The test split keeps the
+protocol's overlapping windows (about 80 % of its targets lie inside another test case's history). Its calendar
+(lead-specific dates: the most cases the data allows, found by an integer program in
+``benchmarks/sealed_split.py``) is each domain's spec's; ``tests/core/test_sealed.py`` checks it by brute force.
 """
 from __future__ import annotations
 
@@ -33,7 +41,8 @@ from fwgym.core.contract import TARGET_HOURS, shortage_weights
 from fwgym.core.series import Series, datetime_to_hour, hour_to_iso, load_series
 from fwgym.domains import DOMAINS, Domain, domain_of_prefix, get_domain
 
-__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT", "SPLITS",
+__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT",
+           "SEALED_SPLIT", "SPLITS",
            "CHART_HISTORY_HOURS", "SPLIT_DOC", "split_doc", "target_start_hour", "Case", "make_case_id",
            "parse_case_id", "case_quality", "eval_series", "busiest_stations", "build_cases", "get_case"]
 
@@ -42,8 +51,8 @@ GAP_HOURS = 2  #: hours between the last visible hour and as_of (as_of-2h, as_of
 LEADS: dict[str, int] = {"day_ahead": 1, "week_ahead": 7}
 #: steps from the first forecast step needed to cover the target: 50 (day-ahead), 194 (week-ahead)
 HORIZONS: dict[str, int] = {lead: 24 * days + GAP_HOURS + 1 + TARGET_HOURS - 1 for lead, days in LEADS.items()}
-TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT = "train", "dev", "test"
-SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT)
+TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT = "train", "dev", "test", "sealed"
+SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT)
 #: hours of visible history an episode chart shows by default (one week of the 336 visible)
 CHART_HISTORY_HOURS = 168
 
@@ -55,17 +64,24 @@ def _eval_splits(spec: Domain) -> tuple[str, ...]:
 
 def _last_train_day(spec: Domain) -> date:
     cutoff = _first_eval_window_start(spec.name)
-    d = min(d for s in _eval_splits(spec) for ds in spec.calendars[s].values() for d in ds)
+    d = min(d for s in _eval_splits(spec) for d in spec.split_dates(s))
     while target_start_hour(spec.name, d) + TARGET_HOURS > cutoff:
         d -= timedelta(days=1)
     return d
 
 
-def _dates_text(dates: tuple[date, ...]) -> str:
+def _dates_text(dates) -> str:
+    """Dates by month (``"Feb 2024 3, 11, 19, 27"``), or per lead when the cohort's dates are lead-specific."""
+    if not isinstance(dates, tuple):
+        return "; ".join(f"{lead.replace('_', '-')} {_dates_text(ds)}" for lead, ds in dates.items())
     by_month: dict[tuple[int, int], list[int]] = {}
     for d in sorted(dates):
         by_month.setdefault((d.year, d.month), []).append(d.day)
-    return "; ".join(f"{date(y, m, 1):%b %Y} {', '.join(str(x) for x in days)}" for (y, m), days in by_month.items())
+    return ", ".join(f"{date(y, m, 1):%b %Y} {' '.join(str(x) for x in days)}" for (y, m), days in by_month.items())
+
+
+_SPLIT_NOTES = {SEALED_SPLIT: " (no target hour inside a prompt window of another case of the domain; the most cases "
+                              "the data allows: benchmarks/sealed_split.py)"}
 
 
 def split_doc(domains: tuple[str, ...] | None = None) -> str:
@@ -78,8 +94,8 @@ def split_doc(domains: tuple[str, ...] | None = None) -> str:
                      f"{spec.eval_series.describe(spec.quantity)})")
         for split in _eval_splits(spec):
             parts = [f"{cohort}: {_dates_text(ds)}" for cohort, ds in spec.calendars[split].items()]
-            lines.append(f"  {split:5s}: target days " + "; ".join(parts))
-        lines.append(f"  train: every target day whose window ends before the first {'/'.join(_eval_splits(spec))} "
+            lines.append(f"  {split:6s}: target days " + "; ".join(parts) + _SPLIT_NOTES.get(split, ""))
+        lines.append(f"  train : every target day whose window ends before the first {'/'.join(_eval_splits(spec))} "
                      f"window begins (last train target day {_last_train_day(spec).isoformat()}; cohort {name}-train)")
     return "\n".join(lines) + "\n"
 
@@ -279,8 +295,7 @@ def _window_start(domain: str, d: date, lead: str) -> int:
 
 def _first_eval_window_start(domain: str) -> int:
     spec = get_domain(domain)
-    return min(_window_start(domain, d, "week_ahead") for s in spec.calendars for ds in spec.calendars[s].values()
-               for d in ds)
+    return min(_window_start(domain, d, "week_ahead") for s in spec.calendars for d in spec.split_dates(s))
 
 
 def eval_series(domain: str) -> tuple[str, ...]:
@@ -313,7 +328,8 @@ def build_cases(domain: str, split: str) -> tuple[Case, ...]:
 
     Args:
         domain: a registered domain (:func:`fwgym.domains.domain_names`).
-        split: ``"train"``, ``"dev"`` or ``"test"`` (:data:`SPLITS`).
+        split: ``"train"``, ``"dev"``, ``"test"`` or ``"sealed"`` (:data:`SPLITS`; the domain's calendar names
+            the evaluation splits it has).
 
     Raises:
         ValueError: unknown domain or split, or a split the domain has no calendar for.
@@ -348,12 +364,10 @@ def _build_cases(spec: Domain, split: str) -> tuple[Case, ...]:
                     # the remaining filters (scale > 0, the domain's rules) run per case
                     _maybe_add(out, domain, s, days[i], lead, split, f"{domain}-train", quick=quick)
     else:
-        cohorts = spec.cohort_dates(split)
+        pairs = spec.calendar_pairs(split, tuple(LEADS))
         for sid in eval_series(domain):
-            for cohort, dates in cohorts.items():
-                for d in dates:
-                    for lead in LEADS:
-                        _maybe_add(out, domain, series[sid], d, lead, split, cohort)
+            for cohort, d, lead in pairs:
+                _maybe_add(out, domain, series[sid], d, lead, split, cohort)
     out.sort(key=lambda c: (c.cohort, c.series_id, c.target_date, c.lead))
     return tuple(out)
 

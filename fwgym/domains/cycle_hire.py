@@ -22,6 +22,9 @@ CYCLE_HIRE = Domain(
     calendars={
         "test": {"cycle_hire-october": tuple(date(2015, 10, d) for d in (1, 5, 9, 13))},
         "dev": {"cycle_hire-august": tuple(date(2015, 8, d) for d in (3, 4, 5, 6))},
+        # no target hour inside a prompt window of another case of the split (tests/core/test_sealed.py)
+        "sealed": {"cycle_hire-october": {"day_ahead": (date(2015, 10, 7), date(2015, 10, 8)),
+                                          "week_ahead": tuple(date(2015, 10, d) for d in range(7, 15))}},
     },
     eval_series=BusiestSeries(20), quality_rules=(NoInactiveLocalDay(),),
     series_text=("hourly bike-hire departures (trips started per hour) at the Santander Cycles docking station "

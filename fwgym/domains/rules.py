@@ -56,7 +56,7 @@ class BusiestSeries:
         return tuple(t[2] for t in sorted(totals)[: self.n])
 
     def describe(self, quantity: str) -> str:
-        return f"the {self.n} series with most {quantity} before the first dev/test window"
+        return f"the {self.n} series with most {quantity} before the first evaluation window"
 
 
 @lru_cache(maxsize=64)

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 import fwgym.data as _data
 
-__all__ = ["DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
+__all__ = ["CohortDates", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
            "SeriesSelection", "QualityRule", "Domain", "NON_TRAIN_SPLITS", "REQUIRED_SPLITS"]
 
 #: the splits a domain's calendar may name (every split but ``train``, which is derived: every target day
@@ -134,6 +134,26 @@ class QualityRule(Protocol):
         ...
 
 
+#: the target dates of a cohort: the same dates for every lead, or ``{lead: dates}`` (``"day_ahead"``, ``"week_ahead"``)
+CohortDates = tuple[date, ...] | Mapping[str, tuple[date, ...]]
+
+
+def _dates(domain: str, where: str, dates) -> tuple[date, ...]:
+    out = tuple(sorted(dates))
+    if not out or not all(isinstance(d, date) for d in out) or len(set(out)) != len(out):
+        raise ValueError(f"domain {domain!r}: {where} needs distinct dates (datetime.date)")
+    return out
+
+
+def _cohort_dates(domain: str, split: str, cohort: str, dates) -> CohortDates:
+    where = f"cohort {cohort!r} of {split!r}"
+    if isinstance(dates, Mapping):
+        if not dates:
+            raise ValueError(f"domain {domain!r}: {where} has no lead")
+        return MappingProxyType({str(lead): _dates(domain, f"{where}, lead {lead!r}", ds) for lead, ds in dates.items()})
+    return _dates(domain, where, dates)
+
+
 def _check_zone(name: str, what: str) -> None:
     try:
         ZoneInfo(name)
@@ -162,7 +182,9 @@ class Domain:
             DST-aware: a target day is 24 hours from local midnight, and ``as_of`` is ``24 x lead days``
             hours before it, so on a clock change as_of falls at 23:00 or 01:00 local time).
         calendars: ``{split: {cohort: target dates}}`` for the evaluation splits (:data:`NON_TRAIN_SPLITS`;
-            ``dev`` and ``test`` required). Every cohort gets an equal share of its domain in the aggregate
+            ``dev`` and ``test`` required); a cohort's dates hold for every lead, or are ``{lead: dates}``
+            (the sealed split's lead-specific calendar). A date may be in several splits (the sealed split
+            reuses the test period). Every cohort gets an equal share of its domain in the aggregate
             (FWBench protocol §5.3). The train split is every target day from the data's first day whose
             window ends before the first window of these splits begins (cohort ``<name>-train``).
         eval_series: the series the evaluation splits use (:class:`~fwgym.domains.rules.AllSeries`,
@@ -199,7 +221,7 @@ class Domain:
     unit: str
     quantity: str
     series_file: DataFile
-    calendars: Mapping[str, Mapping[str, tuple[date, ...]]]
+    calendars: Mapping[str, Mapping[str, CohortDates]]
     series_text: str
     holidays: HolidayCalendar
     eval_series: SeriesSelection
@@ -227,21 +249,12 @@ class Domain:
                                  "(the train split is derived)")
             if not cohorts:
                 raise ValueError(f"domain {self.name!r}: split {split!r} has no cohort")
-            frozen[split] = MappingProxyType({str(c): tuple(sorted(ds)) for c, ds in dict(cohorts).items()})
-            for cohort, dates in frozen[split].items():
-                if not dates or not all(isinstance(d, date) for d in dates) or len(set(dates)) != len(dates):
-                    raise ValueError(f"domain {self.name!r}: cohort {cohort!r} of {split!r} needs distinct dates")
+            frozen[split] = MappingProxyType({str(c): _cohort_dates(self.name, split, str(c), ds)
+                                              for c, ds in dict(cohorts).items()})
         missing = [s for s in REQUIRED_SPLITS if s not in frozen]
         if missing:
             raise ValueError(f"domain {self.name!r}: its calendar lacks the {missing} split(s)")
         object.__setattr__(self, "calendars", MappingProxyType(frozen))
-        seen: dict[date, str] = {}
-        for split, cohorts in frozen.items():
-            for dates in cohorts.values():
-                for d in dates:
-                    if d in seen:
-                        raise ValueError(f"domain {self.name!r}: target date {d} is in {seen[d]!r} and {split!r}")
-                    seen[d] = split
         object.__setattr__(self, "scenario_families", tuple(self.scenario_families))
         object.__setattr__(self, "quality_rules", tuple(self.quality_rules))
         if self.sigma is not None and not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma)
@@ -263,8 +276,8 @@ class Domain:
         """The splits this domain has: ``train`` and its calendar's."""
         return ("train",) + tuple(s for s in NON_TRAIN_SPLITS if s in self.calendars)
 
-    def cohort_dates(self, split: str) -> Mapping[str, tuple[date, ...]]:
-        """``{cohort: target dates}`` of an evaluation split.
+    def cohort_dates(self, split: str) -> Mapping[str, CohortDates]:
+        """``{cohort: target dates}`` of an evaluation split (dates for every lead, or ``{lead: dates}``).
 
         Raises:
             ValueError: ``train`` (derived) or a split the domain has no calendar for.
@@ -273,6 +286,33 @@ class Domain:
             raise ValueError(f"no fixed calendar for domain={self.name!r} split={split!r}; it has "
                              f"{list(self.calendars)} (train is derived)")
         return self.calendars[split]
+
+    def calendar_pairs(self, split: str, leads: Sequence[str]) -> list[tuple[str, date, str]]:
+        """``(cohort, target date, lead)`` of every case of a series in an evaluation split (before the quality
+        filters), by cohort, then date, then lead in ``leads`` order.
+
+        Raises:
+            ValueError: a split without a calendar, or a calendar lead not in ``leads``.
+        """
+        out = []
+        for cohort, dates in self.cohort_dates(split).items():
+            if isinstance(dates, tuple):
+                out += [(cohort, d, lead) for d in dates for lead in leads]
+                continue
+            unknown = [lead for lead in dates if lead not in leads]
+            if unknown:
+                raise ValueError(f"domain {self.name!r}: cohort {cohort!r} of {split!r} names leads {unknown}; "
+                                 f"expected some of {list(leads)}")
+            out += sorted(((cohort, d, lead) for lead, ds in dates.items() for d in ds),
+                          key=lambda p: (p[1], list(leads).index(p[2])))
+        return out
+
+    def split_dates(self, split: str) -> tuple[date, ...]:
+        """Every target date of an evaluation split (any lead), sorted."""
+        out: set[date] = set()
+        for dates in self.cohort_dates(split).values():
+            out.update(dates if isinstance(dates, tuple) else (d for ds in dates.values() for d in ds))
+        return tuple(sorted(out))
 
     def zone_of(self, series_id: str) -> str:
         """The IANA zone of a series' local clock (``series_zone``, else ``time_zone``)."""
