@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import unicodedata
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from fwgym.baselines.context import ContextAwareAgent
@@ -18,8 +19,8 @@ __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POL
            "unavailable_policies", "policy_names", "make_policy", "MAX_POLICY_NAME_CHARS", "policy_name_key",
            "check_policy_name"]
 
-_FACTORIES: dict[str, Callable[[], Any]] = {m: (lambda m=m: FixedMethodAgent(m)) for m in CLASSICAL_METHODS}
-_FACTORIES.update({m: (lambda m=m: FixedForecastAgent(m)) for m in PRICED_MODELS + STATISTICAL_MODELS})
+_FACTORIES: dict[str, Callable[[], Any]] = {m: partial(FixedMethodAgent, m) for m in CLASSICAL_METHODS}
+_FACTORIES.update({m: partial(FixedForecastAgent, m) for m in PRICED_MODELS + STATISTICAL_MODELS})
 _FACTORIES["routing_reference"] = RoutingAgent
 _FACTORIES["backtest_selector_4"] = lambda: backtest_selector(4)
 _FACTORIES["backtest_selector_8"] = lambda: backtest_selector(8)

@@ -40,6 +40,7 @@ import numpy as np
 from fwgym.core.contract import TARGET_HOURS, shortage_weights
 from fwgym.core.series import Series, datetime_to_hour, hour_to_iso, load_series
 from fwgym.domains import DOMAINS, Domain, domain_of_prefix, get_domain
+from fwgym.domains.spec import CohortDates
 
 __all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT",
            "SEALED_SPLIT", "SPLITS",
@@ -70,7 +71,7 @@ def _last_train_day(spec: Domain) -> date:
     return d
 
 
-def _dates_text(dates) -> str:
+def _dates_text(dates: CohortDates) -> str:
     """Dates by month (``"Feb 2024 3, 11, 19, 27"``), or per lead when the cohort's dates are lead-specific."""
     if not isinstance(dates, tuple):
         return "; ".join(f"{lead.replace('_', '-')} {_dates_text(ds)}" for lead, ds in dates.items())
@@ -126,11 +127,6 @@ def _target_start(spec: Domain, target_date: date) -> int:
     local = datetime(target_date.year, target_date.month, target_date.day,
                      tzinfo=timezone.utc if tz == "UTC" else _zone(tz))
     return datetime_to_hour(local.astimezone(timezone.utc))
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
 
 
 _SHORTAGE: tuple[np.ndarray, ...] = tuple(_read_only(shortage_weights(d)) for d in range(7))

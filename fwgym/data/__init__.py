@@ -32,6 +32,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -218,7 +219,7 @@ def _release_memory() -> None:
         pass
 
 
-def _primitive_numpy(column, dtype) -> np.ndarray:
+def _primitive_numpy(column: Any, dtype: Any) -> np.ndarray:
     """A null-free primitive Arrow (chunked) array as a NumPy copy of ``dtype``, read through its data
     buffer (``Array.to_numpy`` would import pandas, ~75 MB of RSS, only to check for extension types).
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import date
 from functools import lru_cache
+from typing import Iterable
 
 from fwgym.data import read_csv_rows
 from fwgym.domains.rules import AllSeries
@@ -31,7 +32,7 @@ def ba_zones() -> dict[str, tuple[str, str]]:
     return {r["series_id"]: (r["time_zone"], r["region"]) for r in read_csv_rows("data/balancing_authority_zones.csv")}
 
 
-def _days(month: int, days) -> tuple[date, ...]:
+def _days(month: int, days: Iterable[int]) -> tuple[date, ...]:
     return tuple(date(2024, month, d) for d in days)
 
 

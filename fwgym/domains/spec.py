@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
@@ -125,8 +125,10 @@ class QualityRule(Protocol):
     """A domain's own quality filter, run after the common ones (every history and target hour present,
     finite and >= 0, scale > 0): a case whose visible history it rejects is skipped."""
 
-    #: the reason a case is skipped (``fwgym.core.cases.case_quality``'s answer)
-    reason: str
+    @property
+    def reason(self) -> str:
+        """The reason a case is skipped (``fwgym.core.cases.case_quality``'s answer)."""
+        ...
 
     def rejects(self, history: np.ndarray, history_start: int, zone: ZoneInfo) -> bool:
         """Whether the visible history (float64 (336,), raw units, from epoch hour ``history_start``; ``zone``:
@@ -138,14 +140,14 @@ class QualityRule(Protocol):
 CohortDates = tuple[date, ...] | Mapping[str, tuple[date, ...]]
 
 
-def _dates(domain: str, where: str, dates) -> tuple[date, ...]:
+def _dates(domain: str, where: str, dates: Iterable[date]) -> tuple[date, ...]:
     out = tuple(sorted(dates))
     if not out or not all(isinstance(d, date) for d in out) or len(set(out)) != len(out):
         raise ValueError(f"domain {domain!r}: {where} needs distinct dates (datetime.date)")
     return out
 
 
-def _cohort_dates(domain: str, split: str, cohort: str, dates) -> CohortDates:
+def _cohort_dates(domain: str, split: str, cohort: str, dates: Iterable[date] | Mapping[str, Iterable[date]]) -> CohortDates:
     where = f"cohort {cohort!r} of {split!r}"
     if isinstance(dates, Mapping):
         if not dates:
