@@ -231,3 +231,40 @@ except ValueError as exc:
     assert lines[0] == "1 403 ('electricity', 'cycle_hire')"
     assert lines[1].startswith("refused: domain 'toy' has no feature slot") and "registered after" in lines[1]
     assert len(lines) == 2  # a v1 policy loads where the slots are the protocol's
+
+
+def _distribution(root: Path, name: str, entry: str, module: str) -> Path:
+    pkg = name.replace("-", "_")
+    (root / f"{pkg}.py").write_text(module)
+    info = root / f"{pkg}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[fwgym.domains]\n{entry}\n")
+    return root
+
+
+def test_an_installed_distribution_registers_its_domain_by_entry_point(tmp_path):
+    module = ("from pathlib import Path\n"
+              "def make():\n"
+              "    from fwgym.context.scenarios import register_scenario_family\n"
+              "    from tests.domains.toy import FESTIVAL, make_toy_domain, write_toy_data\n"
+              "    register_scenario_family(FESTIVAL, replace=True)\n"
+              "    return make_toy_domain(*write_toy_data(Path(__file__).parent), name='toy_ep')\n")
+    (tmp_path / "good").mkdir()
+    good = _distribution(tmp_path / "good", "fwgym-toy-domain", "toy_ep = fwgym_toy_domain:make", module)
+    code = ("import gymnasium as gym, fwgym\n"
+            "from fwgym.core.cases import build_cases\n"
+            "from fwgym.domains import domain_names\n"
+            "print(domain_names(), len(build_cases('toy_ep', 'test')) > 0, 'FWBench-ToyEp-Forecast-v0' in gym.registry)\n")
+    env = {"PYTHONPATH": f"{good}:{ROOT}", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "('electricity', 'cycle_hire', 'toy_ep') True True"
+    (tmp_path / "bad").mkdir()
+    bad = _distribution(tmp_path / "bad", "fwgym-bad-domain", "broken = fwgym_bad_domain:DOMAIN", "DOMAIN = 42\n")
+    env["PYTHONPATH"] = f"{bad}:{ROOT}"
+    out = subprocess.run([sys.executable, "-c", "from fwgym.domains import domain_names; domain_names()"],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 1
+    assert ("DomainError: fwgym plug-in domain broken = fwgym_bad_domain:DOMAIN (distribution fwgym-bad-domain) is a "
+            "int, not a fwgym.domains.Domain") in out.stderr
