@@ -143,7 +143,7 @@ SUITES: Mapping[str, Suite] = MappingProxyType({s.name: s for s in (
     Suite("forecast", "forecast suite",
           "probabilistic forecasts of the scenario-transformed target, scored by Region-of-Interest CRPS",
           task="forecast", scenarios=True, id_suffix="-Forecast", reference_policy="hour_of_day_empirical_samples",
-          default_policies=_CONTEXT,
+          default_policies=(*_CONTEXT, "seasonal_empirical_quantiles"),
           loss_label="Region-of-Interest CRPS of the submitted forecast (uncapped)"),
 )})
 #: the suites' names (``fwgym evaluate --suite``)

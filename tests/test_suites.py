@@ -51,7 +51,8 @@ def test_default_policies_resolve_the_groups():
     context = CLASSICAL + ["seasonal_empirical"] + selectors + [
         "context_hour_of_day_empirical", "hour_of_day_empirical_samples", "perfect_demand"]
     assert suite_policies("context", include_tsfm=False)[0] == context
-    assert suite_policies("forecast")[0] == ["context_hour_of_day_empirical", "hour_of_day_empirical_samples"]
+    assert suite_policies("forecast")[0] == ["context_hour_of_day_empirical", "hour_of_day_empirical_samples",
+                                             "seasonal_empirical_quantiles"]
     with_tsfm, skipped = suite_policies("decision", include_tsfm=True)
     assert [p for p in with_tsfm if p in TSFM_POLICIES] == [p for p in TSFM_POLICIES if p not in skipped]
     assert with_tsfm.index("backtest_selector_4") == len(CLASSICAL) + 1 + len(TSFM_POLICIES) - len(skipped)

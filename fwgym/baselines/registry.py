@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable
 
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.baselines.fixed import FixedMethodAgent
-from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
+from fwgym.baselines.forecast import FixedForecastAgent, QuantileForecastAgent, RoutingAgent
 from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_oracle, free_menu_oracle
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
@@ -15,7 +15,7 @@ from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, ST
 from fwgym.suites import EXTENDED_FIXED_GROUP, EXTENDED_ORACLE_GROUP, POLICY_GROUPS, TSFM_GROUP, get_suite
 
 __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
-           "policy_models", "CONTEXT_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
+           "policy_models", "CONTEXT_POLICIES", "FORECAST_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
            "unavailable_policies", "policy_names", "make_policy", "MAX_POLICY_NAME_CHARS", "policy_name_key",
            "check_policy_name"]
 
@@ -57,6 +57,8 @@ def policy_models(name: str) -> tuple[str, ...]:
         return EXTENDED_MODELS
     if name == "routing_reference":
         return ("chronos2",)
+    if name == "seasonal_empirical_quantiles":
+        return ("seasonal_empirical",)
     if name in TSFM_POLICIES or name in STATISTICAL_MODELS or name == "seasonal_empirical":
         return (name,)
     if name in _FACTORIES:
@@ -66,10 +68,13 @@ def policy_models(name: str) -> tuple[str, ...]:
     raise ValueError(f"unknown policy {name!r}; known policies: {policy_names()}")
 
 
-#: default policies of the context and forecast suites (the text-reading baseline and the same method without the text)
-CONTEXT_POLICIES: tuple[str, ...] = get_suite("forecast").default_policies
+#: default policies of the forecast suite: the context policies and a bought forecast submitted as quantiles
+FORECAST_POLICIES: tuple[str, ...] = get_suite("forecast").default_policies
+#: the context baselines, defaults of the context and forecast suites (the text-reading baseline and the same
+#: method without the text)
+CONTEXT_POLICIES: tuple[str, ...] = tuple(p for p in FORECAST_POLICIES if p in get_suite("context").default_policies)
 #: named policies that can play the forecast task (submit quantiles or samples); the others submit decisions
-FORECAST_TASK_POLICIES: tuple[str, ...] = CONTEXT_POLICIES
+FORECAST_TASK_POLICIES: tuple[str, ...] = FORECAST_POLICIES
 
 
 def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol") -> tuple[list[str], dict[str, str]]:
@@ -85,7 +90,8 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
             :data:`~fwgym.suites.EXTENDED_FIXED_GROUP` to the fixed statsmodels policies
             (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) and
             :data:`~fwgym.suites.EXTENDED_ORACLE_GROUP` to ``catalog_oracle_extended`` (the protocol pool:
-            to nothing). Run them in envs made with ``models=EXTENDED_MODELS``.
+            to nothing; the forecast suite's defaults are the policies that submit forecasts,
+            :data:`FORECAST_POLICIES`). Run them in envs made with ``models=EXTENDED_MODELS``.
 
     Returns:
         ``(policies, skipped)`` as :func:`default_policies`.
@@ -150,6 +156,7 @@ def unavailable_policies(policies) -> dict[str, str]:
 
 _FACTORIES["context_hour_of_day_empirical"] = lambda: ContextAwareAgent(use_context=True)
 _FACTORIES["hour_of_day_empirical_samples"] = lambda: ContextAwareAgent(use_context=False)
+_FACTORIES["seasonal_empirical_quantiles"] = lambda: QuantileForecastAgent("seasonal_empirical")
 
 
 def policy_names() -> list[str]:

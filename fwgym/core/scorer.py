@@ -81,7 +81,10 @@ def score_submission(case: Case, scenario: ScenarioEffect | None, task: str,
         decision: ``{"loss", "floor", "R", "S", "levels"}`` (loss and floor in units of the scale; an
         invalid episode scores ``mean_h max_g cost + 1``, ``levels`` ``None``); forecast: ``{"rcrps",
         "crps", "alpha", "loss" (= rcrps, uncapped), "floor" (0.0), "R" (min(rcrps, 5)), "S" (R +
-        credit_weight * credits / B), "levels" (None)}``; an invalid forecast scores the cap 5.
+        credit_weight * credits / B), "levels" (None), "rcrps_no_violation" (the RCRPS without its bound-violation
+        term, uncapped; the cap for an invalid forecast), "rcrps_fair" (the RCRPS with CiK's fair estimator for
+        sample submissions, for model-drawn samples such as CiK's direct prompt; ``None`` for quantiles and
+        invalid forecasts)}``; an invalid forecast scores the cap 5.
 
     Raises:
         ValueError: unknown task, a submission of the other task, a forecast episode without ``alpha``,
@@ -115,8 +118,9 @@ def _score_forecast(sc: ScenarioEffect | None, y: np.ndarray, sub: ForecastSubmi
     """RCRPS of the submitted forecast (:func:`fwgym.core.scoring.score_forecast`; an invalid forecast or a
     non-finite score scores the cap 5); ``S`` by the forecast task's metric."""
     roi, lower, upper = (sc.roi, sc.lower, sc.upper) if sc is not None else (None, None, None)
-    res = score_forecast(sub, y, alpha, roi, lower, upper)
+    res = score_forecast(sub, y, alpha, roi, lower, upper, fair=True)
     s = task_metric("forecast", credit_weight).score(res["R"], credits, budget)
-    # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite)
-    return {"rcrps": res["rcrps"], "crps": res["crps"], "alpha": alpha, "loss": res["rcrps"], "floor": 0.0,
-            "R": res["R"], "S": s, "levels": None}
+    # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite);
+    # rcrps_fair: the same RCRPS with CiK's fair estimator (a label for model-drawn samples; never the score)
+    # rcrps_no_violation: the same RCRPS without its bound-violation term (what the bounds cost, apart)
+    return {**res, "alpha": alpha, "loss": res["rcrps"], "floor": 0.0, "S": s, "levels": None}

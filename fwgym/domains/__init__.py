@@ -23,9 +23,9 @@ from fwgym.domains.cycle_hire import CYCLE_HIRE
 from fwgym.domains.electricity import ELECTRICITY
 from fwgym.domains.rules import AllSeries, BusiestSeries, NoInactiveLocalDay, local_midnights
 from fwgym.domains.spec import (NON_TRAIN_SPLITS, REQUIRED_SPLITS, DataFile, Domain, HistoryFacts, HolidayCalendar,
-                                QualityRule, SameMonthLastYear, SeriesSelection, WeeksBeforeHistory)
+                                NoteText, QualityRule, SameMonthLastYear, SeriesSelection, WeeksBeforeHistory)
 
-__all__ = ["Domain", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts",
+__all__ = ["Domain", "DataFile", "HolidayCalendar", "NoteText", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts",
            "SeriesSelection", "QualityRule", "AllSeries", "BusiestSeries", "NoInactiveLocalDay", "local_midnights",
            "NON_TRAIN_SPLITS", "REQUIRED_SPLITS", "DOMAINS", "BUILTIN_DOMAINS", "ENTRY_POINT_GROUP", "DomainError",
            "register_domain", "unregister_domain", "get_domain", "domain_names", "registered_domains",

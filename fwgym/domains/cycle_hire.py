@@ -30,7 +30,8 @@ CYCLE_HIRE = Domain(
     series_text=("hourly bike-hire departures (trips started per hour) at the Santander Cycles docking station "
                  "{name} (TfL station {sid}), London; local time zone Europe/London"),
     history_facts=WeeksBeforeHistory(4), holidays=HolidayCalendar("UK", "England", subdiv="ENG"),
-    scenario_families=("station_closure", "event_surge", "heavy_rain"),
+    scenario_families=("station_closure", "event_surge", "heavy_rain", "analog_day", "rain_table", "bike_shortage"),
+    integer_values=True,
     reference_sigma=0.04340576638915502, target_label="realised departures (hindsight)",
     calendar_note="TfL, 2015, 100 stations; the train split uses all of them",
     protocol=True,

@@ -27,7 +27,7 @@ import numpy as np
 
 import fwgym.data as _data
 
-__all__ = ["CohortDates", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
+__all__ = ["CohortDates", "NoteText", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
            "SeriesSelection", "QualityRule", "Domain", "NON_TRAIN_SPLITS", "REQUIRED_SPLITS"]
 
 #: the splits a domain's calendar may name (every split but ``train``, which is derived: every target day
@@ -156,6 +156,26 @@ def _cohort_dates(domain: str, split: str, cohort: str, dates: Iterable[date] | 
     return _dates(domain, where, dates)
 
 
+@dataclass(frozen=True)
+class NoteText:
+    """The words of a domain's scenario notes that are not its families' (:func:`fwgym.context.notes.render_note`).
+
+    Attributes:
+        sender: who signs a note (``"Santander Cycles"``). place: the place a note names, a template with
+            ``{name}`` (the series' name) and ``{sid}`` (its id).
+        irrelevant: sentences about an event that changes nothing (a distractor), each with ``{date}``.
+        other_places: places elsewhere, for a distractor about another place.
+        fillers: background sentences of medium and long notes per writing pool (``{"seen": ..., "held_out": ...}``:
+            train/dev notes and test/sealed notes use disjoint writing).
+    """
+
+    sender: str
+    irrelevant: tuple[str, ...]
+    other_places: tuple[str, ...]
+    fillers: Mapping[str, tuple[str, ...]]
+    place: str = "{name}"
+
+
 def _check_zone(name: str, what: str) -> None:
     try:
         ZoneInfo(name)
@@ -202,10 +222,12 @@ class Domain:
             (then the file's ``station_name``/``name`` column, else the id).
         history_facts: the statistics from outside the visible window the context states.
         holidays: the public holidays the context states.
-        scenario_families: the names of the domain's context scenario families (built-in ones of
-            :mod:`fwgym.context.scenarios` or registered with
-            :func:`fwgym.context.scenarios.register_scenario_family`); empty: the domain has no context or
-            forecast suite.
+        scenario_families: the names of the domain's context scenario families, in draw order (the
+            :class:`fwgym.context.families.Family` objects are registered for the domain with
+            :func:`fwgym.context.scenarios.register_families`); empty: the domain has no context or forecast suite.
+        integer_values: the series are counts: scenario targets are rounded to integers.
+        note_text: the pieces of a scenario note that name the domain's world (:class:`NoteText`); fwgym's
+            own domains keep theirs in :mod:`fwgym.context.notes` and :mod:`fwgym.context.phrasing`.
         sigma: the frozen sigma_d (decision-loss scale) of a plug-in domain; ``None`` for a domain whose sigma
             is in the packaged calibration (``fwgym/config/sigma.json``, ``fwgym calibrate-sigma --write``).
         reference_sigma: a published sigma for comparison (the FWBench paper's), or None.
@@ -234,6 +256,8 @@ class Domain:
     series_names: Callable[[], Mapping[str, str]] | None = None
     history_facts: HistoryFacts = field(default_factory=WeeksBeforeHistory)
     scenario_families: tuple[str, ...] = ()
+    integer_values: bool = False
+    note_text: NoteText | None = None
     sigma: float | None = None
     reference_sigma: float | None = None
     target_label: str = "realised target (hindsight)"

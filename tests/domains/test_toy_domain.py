@@ -4,7 +4,7 @@ oracles and the runner, is re-scored by the verifier and read back by the CLI, w
 import json
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import gymnasium as gym
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fwgym.context.alpha import rcrps_alpha
-from fwgym.context.scenarios import make_scenario, register_scenario_family
+from fwgym.context.scenarios import make_scenario, register_families
 from fwgym.core.cases import HISTORY_HOURS, LEADS, build_cases, case_quality, get_case, parse_case_id
 from fwgym.core.scoring import BUDGET, load_sigma
 from fwgym.domains import DOMAINS, get_domain, register_domain, unregister_domain
@@ -20,8 +20,8 @@ from fwgym.envs import ENV_IDS, register_envs
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import SUITES, evaluate, verify_record
 from fwgym.evaluation.verify import RunSettings
-from tests.domains.toy import AUCKLAND, FESTIVAL, SHOPS, START, TOY_SIGMA, epoch_hour, make_toy_domain, toy_values, \
-    write_toy_data
+from tests.domains.toy import AUCKLAND, SHOPS, START, TOY_SIGMA, epoch_hour, festival, make_toy_domain, \
+    toy_values, write_toy_data
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY_IDS = ("FWBench-Toy-v0", "FWBench-Toy-Context-v0", "FWBench-Toy-Forecast-v0")
@@ -30,11 +30,15 @@ TOY_IDS = ("FWBench-Toy-v0", "FWBench-Toy-Context-v0", "FWBench-Toy-Forecast-v0"
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     path, digest = write_toy_data(tmp_path_factory.mktemp("toy-data"))
-    register_scenario_family(FESTIVAL, replace=True)
+    register_families("toy", (festival("toy"),))
     domain = register_domain(make_toy_domain(path, digest))
     register_envs()
     yield domain
     unregister_domain("toy")
+    from fwgym.context import scenarios
+
+    scenarios._REGISTRY.pop("toy", None)  # register_families has no inverse: leave the registry as it was
+    scenarios.FAMILIES.pop("toy", None)
     for env_id in TOY_IDS:
         gym.registry.pop(env_id, None)
 
@@ -177,8 +181,11 @@ def test_a_domain_with_a_used_name_prefix_or_a_bad_spec_is_refused(toy, tmp_path
         register_domain(replace(get_domain("electricity"), title="x"), replace=True)
     with pytest.raises(ValueError, match="lacks the \\['dev'\\] split"):
         replace(toy, calendars={"test": toy.calendars["test"]})
-    with pytest.raises(ValueError, match="is in 'dev' and 'test'"):
-        replace(toy, calendars={"dev": toy.calendars["test"], "test": toy.calendars["test"]})
+    with pytest.raises(ValueError, match="needs distinct dates"):
+        replace(toy, calendars={"dev": {"x": (date(2021, 6, 7), date(2021, 6, 7))}, "test": toy.calendars["test"]})
+    with pytest.raises(ValueError, match="names leads \\['month_ahead'\\]"):
+        replace(toy, calendars={**toy.calendars, "sealed": {"x": {"month_ahead": (date(2021, 10, 20),)}}}
+                ).calendar_pairs("sealed", tuple(LEADS))
     with pytest.raises(ValueError, match="time zone"):
         replace(toy, time_zone="Mars/Olympus")
     with pytest.raises(ValueError, match="sha256"):
@@ -195,11 +202,11 @@ def test_rl_features_take_their_domain_slots_from_the_registry(tmp_path):
     code = f"""
 import sys
 from pathlib import Path
-from tests.domains.toy import FESTIVAL, make_toy_domain, write_toy_data
-from fwgym.context.scenarios import register_scenario_family
+from tests.domains.toy import festival, make_toy_domain, write_toy_data
+from fwgym.context.scenarios import register_families
 from fwgym.domains import register_domain
 path, digest = write_toy_data(Path({str(tmp_path)!r}))
-register_scenario_family(FESTIVAL)
+register_families("toy", (festival("toy"),))
 if sys.argv[1] == "before":
     register_domain(make_toy_domain(path, digest))
 import fwgym.rl.features as F
@@ -246,9 +253,9 @@ def _distribution(root: Path, name: str, entry: str, module: str) -> Path:
 def test_an_installed_distribution_registers_its_domain_by_entry_point(tmp_path):
     module = ("from pathlib import Path\n"
               "def make():\n"
-              "    from fwgym.context.scenarios import register_scenario_family\n"
-              "    from tests.domains.toy import FESTIVAL, make_toy_domain, write_toy_data\n"
-              "    register_scenario_family(FESTIVAL, replace=True)\n"
+              "    from fwgym.context.scenarios import register_families\n"
+              "    from tests.domains.toy import festival, make_toy_domain, write_toy_data\n"
+              "    register_families('toy_ep', (festival('toy_ep'),))\n"
               "    return make_toy_domain(*write_toy_data(Path(__file__).parent), name='toy_ep')\n")
     (tmp_path / "good").mkdir()
     good = _distribution(tmp_path / "good", "fwgym-toy-domain", "toy_ep = fwgym_toy_domain:make", module)
@@ -268,3 +275,10 @@ def test_an_installed_distribution_registers_its_domain_by_entry_point(tmp_path)
     assert out.returncode == 1
     assert ("DomainError: fwgym plug-in domain broken = fwgym_bad_domain:DOMAIN (distribution fwgym-bad-domain) is a "
             "int, not a fwgym.domains.Domain") in out.stderr
+
+
+def test_the_builtin_domains_list_exactly_their_registered_families():
+    from fwgym.context.scenarios import FAMILIES
+
+    for name in DOMAINS:
+        assert get_domain(name).scenario_families == FAMILIES[name]  # the domain is the list, in draw order

@@ -15,8 +15,9 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from fwgym.context.scenarios import Scenario, ScenarioFamily, local_hours
-from fwgym.domains import AllSeries, DataFile, Domain, HolidayCalendar, NoInactiveLocalDay, WeeksBeforeHistory
+from fwgym.context.families import Draw, Family
+from fwgym.domains import (AllSeries, DataFile, Domain, HolidayCalendar, NoInactiveLocalDay, NoteText,
+                           WeeksBeforeHistory)
 
 AUCKLAND = ZoneInfo("Pacific/Auckland")
 SHOPS = {"north": 40.0, "south": 25.0, "east": 12.0}
@@ -68,25 +69,28 @@ def write_toy_data(directory: Path) -> tuple[Path, str]:
     return path, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _draw_festival(case, rng: np.random.Generator) -> Scenario:
+def _draw_festival(case, rng: np.random.Generator, lh: np.ndarray) -> Draw:
     """A festival next to the shop: sales double for 3 hours from a local hour drawn in 10..16."""
-    lh = local_hours(case)
     start = int(rng.integers(10, 17))
-    i0 = int(np.flatnonzero(lh == start)[0]) if (lh == start).any() else 10
+    hits = np.flatnonzero(lh == start)
+    i0 = int(hits[0]) if len(hits) else 10
     roi = np.zeros(24, dtype=bool)
     roi[i0:i0 + 3] = True
-    text = (f"Events note: a street festival next to {case.series.name} on {case.target_date:%A %d %B %Y} from "
-            f"{start:02d}:00 to {start + 3:02d}:00 local time; we expect about twice the usual sales then.")
-    return Scenario("toy_festival", text, roi, params={"factor": 2.0})
+    return Draw(roi=roi, ops=[("scale", roi, 2.0)], params={"factor": 2.0}, span=(i0, min(i0 + 3, 24)))
 
 
-def _apply_festival(scenario: Scenario, target: np.ndarray) -> np.ndarray:
-    y = np.array(target, dtype=np.float64)
-    y[scenario.roi] = np.rint(y[scenario.roi] * scenario.params["factor"])
-    return y
+def festival(domain: str) -> Family:
+    """The toy domain's scenario family (``toy_festival``), for a domain called ``domain``."""
+    return Family("toy_festival", domain, ("c_f",), ("forecasting",), _draw_festival,
+                  cores={"seen": ("a street festival next to {place} {date} {span} should double sales then.",),
+                         "held_out": ("{place} expects twice its usual sales {date} {span}: a street festival.",)},
+                  event="a street festival")
 
 
-FESTIVAL = ScenarioFamily("toy_festival", draw=_draw_festival, apply=_apply_festival)
+NOTE_TEXT = NoteText(sender="Widget Shops", place="the {name} shop",
+                     irrelevant=("The car park behind the shops is resurfaced {date} at night.",),
+                     other_places=("the Ponsonby shop", "the Newmarket shop"),
+                     fillers={"seen": ("Opening hours are unchanged.",), "held_out": ("Staff rosters were set last week.",)})
 
 
 def make_toy_domain(data_path: Path, sha256: str, name: str = "toy") -> Domain:
@@ -102,6 +106,6 @@ def make_toy_domain(data_path: Path, sha256: str, name: str = "toy") -> Domain:
         quality_rules=(NoInactiveLocalDay(),),
         series_text="hourly widget sales of the shop {name} ({sid}), Auckland; local time zone Pacific/Auckland",
         history_facts=WeeksBeforeHistory(2), holidays=HolidayCalendar("NZ", "New Zealand"),
-        scenario_families=("toy_festival",), sigma=TOY_SIGMA, target_label="realised sales (hindsight)",
+        scenario_families=("toy_festival",), integer_values=True, note_text=NOTE_TEXT, sigma=TOY_SIGMA, target_label="realised sales (hindsight)",
         calendar_note="3 synthetic shops, 2021",
     )
