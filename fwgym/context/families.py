@@ -214,12 +214,11 @@ def _temperature_table(case, rng, lh):
 
 
 def _local_hours_of(case, hours):
-    from zoneinfo import ZoneInfo
-
     from fwgym.core.series import hour_to_datetime
-    from fwgym.domains import get_domain
 
-    tz = ZoneInfo(get_domain(case.domain).zone_of(case.series_id))  # as fwgym.context.scenarios.local_zone
+    from fwgym.context.zones import local_zone
+
+    tz = local_zone(case)
     return [hour_to_datetime(int(h)).astimezone(tz).hour for h in hours]
 
 

@@ -7,8 +7,6 @@ depend on the wording; numbers are stated exactly.
 """
 from __future__ import annotations
 
-from zoneinfo import ZoneInfo
-
 import numpy as np
 
 from fwgym.context import phrasing as ph
@@ -16,7 +14,6 @@ from fwgym.context.families import MECHANISMS, Draw, Family
 from fwgym.core.cases import Case
 from fwgym.core.series import hour_to_datetime
 from fwgym.domains import NoteText, get_domain
-from fwgym.domains.electricity import ba_zones
 
 __all__ = ["render_note", "LENGTHS", "DISTRACTORS"]
 
@@ -90,7 +87,9 @@ def _table(case: Case, values_obs, hours_obs, values_tgt, lh) -> str:
     def seg(label, vals):
         return f"{label}: " + " ".join(f"{v + 0.0:g}" for v in vals)
 
-    tz = ZoneInfo(get_domain(case.domain).zone_of(case.series_id))  # as fwgym.context.scenarios.local_zone
+    from fwgym.context.zones import local_zone
+
+    tz = local_zone(case)
     parts = []
     for k in range(0, len(values_obs), 24):
         t = hour_to_datetime(int(hours_obs[k])).astimezone(tz)
@@ -115,6 +114,8 @@ def _note_text(case: Case) -> NoteText:
 
 def _place(case: Case) -> tuple[str, str]:
     if case.domain == "electricity":
+        from fwgym.context.zones import ba_zones
+
         region = ba_zones()[case.series_id][1]
         return region, case.series_id
     if case.domain == "cycle_hire":
@@ -160,6 +161,8 @@ def _distractor(case: Case, spec: Family, pool: str, rng, kind: str, lh) -> str:
         other = case.target_date + timedelta(days=int(rng.choice([-3, -2, 2, 3, 7])))
         return f"Separately, {spec.event} is also announced {_date(case, pool, rng, other)} {span}."
     if case.domain == "electricity":
+        from fwgym.context.zones import ba_zones
+
         regions = sorted({r for _, r in ba_zones().values()} - {_place(case)[0]})
         where = regions[int(rng.integers(len(regions)))]
     elif case.domain == "cycle_hire":

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from zoneinfo import ZoneInfo
 
 import numpy as np
 
 from fwgym.context.families import CYCLE_HIRE_FAMILIES, ELECTRICITY_FAMILIES, Family, apply_ops
 from fwgym.context.notes import render_note
+from fwgym.context.zones import ba_zones, local_zone
 from fwgym.core.cases import Case
 from fwgym.core.series import hour_to_datetime
 from fwgym.domains import get_domain
-from fwgym.domains.electricity import ba_zones
 
 __all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario", "register_families",
            "family_spec", "skeleton_ids"]
@@ -64,12 +63,6 @@ def family_spec(domain: str, name: str) -> Family:
     except KeyError:
         raise ValueError(f"unknown scenario family {name!r} for {domain}; expected one of "
                          f"{list(FAMILIES.get(domain, ()))}") from None
-
-
-def local_zone(case: Case) -> ZoneInfo:
-    """Local time zone of the case's series (:meth:`fwgym.domains.Domain.zone_of`: the BA's zone for
-    electricity, Europe/London for cycle hire)."""
-    return ZoneInfo(get_domain(case.domain).zone_of(case.series_id))
 
 
 def local_hours(case: Case) -> np.ndarray:
