@@ -264,7 +264,7 @@ def read_series_file(path: str | Path, sha256: str) -> dict[str, RawSeries]:
         return out
 
 
-def _read(path: Path, digest: str) -> dict[str, RawSeries]:  # noqa: C901 - one pass of checks over a parsed file
+def _read(path: Path, digest: str) -> dict[str, RawSeries]:
     verify_file(path, digest)
     try:
         import pyarrow as pa
