@@ -8,7 +8,9 @@ Modes (one server each):
   native ``tool_calls`` when fwgym sends ``tool_choice: "auto"``); that template drops ``tool`` messages, so
   fwgym folds tool results into user messages (``--tool-results-as user``);
 * ``text``: the GGUF's own chat template (no tool support): tools described in the system prompt and called
-  with JSON in text (``--no-native-tools``).
+  with JSON in text (``--no-native-tools``);
+* ``json-schema`` / ``grammar``: the GGUF's template, every reply decoded under the episode's JSON schema or GBNF
+  grammar (``--constrain``; llama-cpp-python takes ``response_format`` json_object + schema, and ``grammar``).
 
 Every episode runs through the CLI (``python -c 'from fwgym.cli import main' evaluate --agent openai ...``) with
 ``--compact-results --history-hours 24 --max-tokens 128 --temperature 0 --llm-seed 1701``; the script reads the
@@ -45,6 +47,9 @@ from fwgym.testing.chat_server import LlamaCppServer  # noqa: E402
 MODES = {
     "native": {"chat_format": "chatml-function-calling", "args": ["--tool-results-as", "user"]},
     "text": {"chat_format": None, "args": ["--no-native-tools"]},
+    # replies decoded under the episode's JSON schema (grid levels, tool arguments) / GBNF grammar (+ the ramp)
+    "json-schema": {"chat_format": None, "args": ["--constrain", "json-schema", "--server-kind", "llama-cpp-python"]},
+    "grammar": {"chat_format": None, "args": ["--constrain", "grammar", "--server-kind", "llama-cpp-python"]},
 }
 
 

@@ -88,7 +88,9 @@ def test_no_import_circles_between_modules():
 #: CLI; forecasters know no env; envs know no agent; nothing imports the package face ``fwgym``, which
 #: registers the envs)
 _ABOVE = ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.tools", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation",
-          "fwgym.cli", "fwgym.report", "fwgym.plots")
+          "fwgym.integrations", "fwgym.cli", "fwgym.report", "fwgym.plots")
+#: the integrations room (MCP server, inspect-ai tasks) sits above the evaluation and below the CLI
+_INTEGRATIONS = ("fwgym.integrations",)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     **{low: _ABOVE for low in ("fwgym.validation", "fwgym.jsonl", "fwgym.errors", "fwgym.version", "fwgym.ray_session",
                                "fwgym.forecasters")},
@@ -100,17 +102,19 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "fwgym.context": _ABOVE + ("fwgym.suites",),
     "fwgym.suites": _ABOVE + ("fwgym.context",),
     "fwgym.tools": ("fwgym.envs", "fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli",
-                    "fwgym.report", "fwgym.plots"),
-    "fwgym.envs": ("fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
+                    "fwgym.report", "fwgym.plots") + _INTEGRATIONS,
+    "fwgym.envs": ("fwgym.wrappers", "fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report",
+                   "fwgym.plots") + _INTEGRATIONS,
     "fwgym.wrappers": ("fwgym.rl", "fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report",
-                       "fwgym.plots"),
+                       "fwgym.plots") + _INTEGRATIONS,
     # the RL room (features, macro menus, the native vector env) sits above the env and the generic wrappers
-    "fwgym.rl": ("fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
-    "fwgym.agents": ("fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
-    "fwgym.baselines": ("fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots"),
-    "fwgym.evaluation": ("fwgym.cli", "fwgym.report", "fwgym.plots"),
-    "fwgym.plots": ("fwgym.cli", "fwgym.report"),
-    "fwgym.report": ("fwgym.cli",),
+    "fwgym.rl": ("fwgym.agents", "fwgym.baselines", "fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots") + _INTEGRATIONS,
+    "fwgym.agents": ("fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots") + _INTEGRATIONS,
+    "fwgym.baselines": ("fwgym.evaluation", "fwgym.cli", "fwgym.report", "fwgym.plots") + _INTEGRATIONS,
+    "fwgym.evaluation": ("fwgym.cli", "fwgym.report", "fwgym.plots") + _INTEGRATIONS,
+    "fwgym.integrations": ("fwgym.cli", "fwgym.report", "fwgym.plots"),
+    "fwgym.plots": ("fwgym.cli", "fwgym.report") + _INTEGRATIONS,
+    "fwgym.report": ("fwgym.cli",) + _INTEGRATIONS,
 }
 
 

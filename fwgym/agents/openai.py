@@ -241,20 +241,25 @@ class OpenAIChatAgent(ChatAgent):
         timeout: wall-clock seconds per model reply, retries and waits included (see the module docstring).
         max_retries: the SDK's retries of a transient failure (0 = one attempt only).
         api_key_env: name of the environment variable holding the key.
-        native_tools: send tool schemas for native function calling (turn off for servers without
-            tool support: tools are then called with JSON in text).
         extra_body: extra JSON fields for the request body (e.g. ``{"top_k": 20}`` or
             ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM).
         reply_cache: folder of the on-disk reply cache (``None``: no cache).
         max_response_bytes: largest response body read (default 256 MiB: far above any reply bounded by
             ``max_tokens``, so that even a 2,000,000-record submit arrives and is refused as the model's
             counted error; a larger body is a ``bad_response`` harness error).
-        name: policy name (default ``"openai:<model>"``).
-        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` options (``trace_out``, ``max_tool_chars``,
-            ``max_turns``, ``text_tool_calls``, ``tools``, ``system``, ``history_hours``,
-            ``episode_timeout``, ``describe_tools``, ``compact_results``, ``strict_tools``,
-            ``tool_results_as``, ``direct_prompt``, ``max_reply_chars``, ``max_argument_chars``,
-            ``max_trace_chars``).
+        name: policy name (default ``"openai:<model>"``, ``"openai:<model>+<constrain mode>"`` with ``constrain``).
+        server_kind: how the server takes constraints (``constrain``): ``"llama.cpp"`` (llama.cpp's server:
+            ``response_format`` json_schema, ``grammar``), ``"llama-cpp-python"`` (``response_format`` json_object
+            with ``schema``, ``grammar``), ``"vllm"`` (``guided_json``, ``guided_grammar``), ``"openai"``
+            (``response_format`` json_schema; no grammar); ``None``: read from ``GET /models`` (its
+            ``owned_by``: ``llamacpp``, ``me``, ``vllm``), else ``openai``.
+        options: the chat options (:class:`~fwgym.agents.chat.options.ChatOptions` or their JSON form):
+            ``native_tools`` (send tool schemas for native function calling; off for servers without tool
+            support: tools are then called with JSON in text), ``strict_tools``, ``describe_tools``,
+            ``compact_results``, ``constrain``, ...
+        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` arguments (``trace_out``, ``max_turns``,
+            ``episode_timeout``, ``max_reply_chars``, ``max_trace_chars``) and single chat options
+            (``native_tools=False``, ...).
 
     Raises:
         ValueError: empty model name, negative ``max_retries``, non-positive ``timeout`` or ``max_tokens``.
@@ -265,8 +270,9 @@ class OpenAIChatAgent(ChatAgent):
     def __init__(self, model: str, base_url: str | None = None, *, temperature: float | None = None,
                  top_p: float | None = None, seed: int | None = None, max_tokens: int | None = DEFAULT_MAX_TOKENS,
                  timeout: float = 120.0, max_retries: int = 3, api_key_env: str = "OPENAI_API_KEY",
-                 native_tools: bool = True, extra_body: Mapping | None = None, reply_cache: str | os.PathLike | None = None,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES, name: str | None = None, **chat_kwargs: Any):
+                 extra_body: Mapping | None = None, reply_cache: str | os.PathLike | None = None,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, name: str | None = None, server_kind: str | None = None,
+                 **chat_kwargs: Any):
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty model name")
         max_retries = check_int("max_retries", max_retries, minimum=0)
@@ -274,7 +280,12 @@ class OpenAIChatAgent(ChatAgent):
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if max_tokens is not None:
             max_tokens = check_int("max_tokens (or None)", max_tokens, minimum=1)
-        super().__init__(name or f"openai:{model}", native_tools=native_tools, **chat_kwargs)
+        if server_kind is not None and server_kind not in SERVER_KINDS:
+            raise ValueError(f"server_kind must be None or one of {list(SERVER_KINDS)}, got {server_kind!r}")
+        super().__init__(name or f"openai:{model}", **chat_kwargs)
+        if name is None and self.options.constrain:
+            self.name = f"openai:{model}+{self.options.constrain}"
+        self.server_kind = server_kind
         self.model, self.base_url = model, base_url
         self.temperature, self.top_p, self.seed, self.max_tokens = temperature, top_p, seed, max_tokens
         self.timeout, self.max_retries = float(timeout), int(max_retries)
@@ -295,11 +306,8 @@ class OpenAIChatAgent(ChatAgent):
         return {"model": self.model, "base_url": self.base_url, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed, "max_tokens": self.max_tokens, "timeout": self.timeout,
                 "max_retries": self.max_retries, "api_key_env": self.api_key_env, "extra_body": self.extra_body,
-                "history_hours": self.history_hours, "episode_timeout": self.episode_timeout,
-                "native_tools": self.native_tools, "describe_tools": self.describe_tools,
-                "compact_results": self.compact_results, "strict_tools": self.strict_tools, "samples": self.samples,
-                "tool_results_as": self.tool_results_as, "direct_prompt": self.direct_prompt,
-                "reply_cache": self.reply_cache}
+                "episode_timeout": self.episode_timeout, "reply_cache": self.reply_cache, "server_kind": self.server_kind,
+                **self.options.to_json()}
 
     def secrets(self) -> list[str]:
         """The API key from ``api_key_env`` (when set): scrubbed from everything written."""
@@ -334,9 +342,29 @@ class OpenAIChatAgent(ChatAgent):
             v = getattr(self, k)
             if v is not None:
                 kw[k] = v
-        if self.extra_body:
-            kw["extra_body"] = dict(self.extra_body)
+        extra = dict(self.extra_body or {})
+        constraint = self.session.constraint() if self.session is not None else None
+        if constraint is not None:
+            fields = constraint_fields(constraint[0], constraint[1], self.detected_server_kind())
+            extra.update(fields.pop("extra_body", {}))
+            kw.update(fields)
+        if extra:
+            kw["extra_body"] = extra
         return kw
+
+    def detected_server_kind(self) -> str:
+        """``server_kind``, else what ``GET /models`` says (once per agent; ``openai`` when it says nothing)."""
+        if self.server_kind is None:
+            self.server_kind = "openai"
+            token = _DEADLINE.set(time.monotonic() + min(self.timeout, 30.0))
+            try:
+                owners = {getattr(m, "owned_by", None) for m in self.client.models.list()}
+                self.server_kind = next((k for o, k in _OWNERS.items() if o in owners), "openai")
+            except Exception:  # noqa: BLE001 - no listing: the OpenAI spelling
+                pass
+            finally:
+                _DEADLINE.reset(token)
+        return self.server_kind
 
     def cache_key(self, kwargs: Mapping) -> str:
         """The reply-cache key of a request (:meth:`request_kwargs` plus the endpoint; never the key)."""
@@ -471,7 +499,66 @@ class OpenAIChatAgent(ChatAgent):
                 "reported_model": bodies[0].get("model"), "seed": self.seed, "seed_honoured": honoured,
                 "replies": [scrub(t[:80], self.secrets()) for t in texts],
                 "latency_s": round(time.perf_counter() - t0, 3), "openai_sdk": openai.__version__,
-                "httpx": getattr(httpx, "__version__", None)}
+                "httpx": getattr(httpx, "__version__", None), "server_kind": self.detected_server_kind(),
+                "tools_shown": self._tools_shown(kw), "parallel_slots": self._parallel_slots()}
+
+    def _tools_shown(self, kw: Mapping) -> bool | None:
+        """Whether the server shows ``tools`` to the model: the prompt of a request with one tool has more tokens
+        than the same request without it (``None``: no native tools, or no ``usage`` to tell)."""
+        if not self.options.sends_native_tools:
+            return None
+        from fwgym.agents.chat.prompts import tool_schemas
+
+        base = {**kw, "max_tokens": 1}
+        try:
+            plain = self._post(dict(base))[0].get("usage") or {}
+            with_tools = self._post({**base, "tools": tool_schemas(["catalog"]), "tool_choice": "auto"})[0].get("usage") or {}
+        except (HarnessError, ContextExhausted):
+            return None
+        a, b = plain.get("prompt_tokens"), with_tools.get("prompt_tokens")
+        return None if not (isinstance(a, int) and isinstance(b, int)) else b > a
+
+    def _parallel_slots(self) -> int | None:
+        """The server's parallel slots (llama.cpp's ``GET /props`` ``total_slots``; ``None`` where it does not say)."""
+        if not self.base_url:
+            return None
+        import json as _json
+        import urllib.request
+
+        root = self.base_url.rstrip("/").removesuffix("/v1")
+        try:
+            with urllib.request.urlopen(root + "/props", timeout=min(self.timeout, 10.0)) as r:
+                slots = _json.loads(r.read()).get("total_slots")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return int(slots) if isinstance(slots, int) else None
+
+
+#: the servers whose constraint fields differ (:func:`constraint_fields`)
+SERVER_KINDS = ("llama.cpp", "llama-cpp-python", "vllm", "openai")
+#: ``owned_by`` of ``GET /models`` -> server kind
+_OWNERS = {"llamacpp": "llama.cpp", "me": "llama-cpp-python", "vllm": "vllm"}
+
+
+def constraint_fields(mode: str, payload: Any, server_kind: str) -> dict:
+    """The request fields that constrain a reply to ``payload`` (a JSON schema for ``json-schema``, a GBNF grammar
+    for ``grammar``) on a server of ``server_kind``; the server's own fields go under ``extra_body``.
+
+    Raises:
+        HarnessError: (``bad_request``) the server takes no grammar (the OpenAI API).
+    """
+    if mode == "json-schema":
+        if server_kind == "vllm":
+            return {"extra_body": {"guided_json": payload}}
+        if server_kind == "llama-cpp-python":
+            return {"response_format": {"type": "json_object", "schema": payload}}
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "fwgym_reply", "schema": payload}}}
+    if server_kind in ("llama.cpp", "llama-cpp-python"):
+        return {"extra_body": {"grammar": payload}}
+    if server_kind == "vllm":
+        return {"extra_body": {"guided_grammar": payload}}
+    raise HarnessError("--constrain grammar: the server takes no grammar (an OpenAI-style API); use --constrain "
+                       "json-schema or --server-kind llama.cpp|llama-cpp-python|vllm", "bad_request")
 
 
 def _error_text(exc: Exception) -> str:
@@ -537,5 +624,5 @@ def _reply(body: dict, *, latency: float, requests: int, cached: bool = False) -
                       meta=meta)
 
 
-__all__ = ["OpenAIChatAgent", "is_context_error", "completion_problem", "DUMMY_API_KEY", "DEFAULT_MAX_TOKENS",
-           "RETRY_STATUSES", "MAX_RESPONSE_BYTES"]
+__all__ = ["OpenAIChatAgent", "is_context_error", "completion_problem", "constraint_fields", "DUMMY_API_KEY",
+           "DEFAULT_MAX_TOKENS", "RETRY_STATUSES", "MAX_RESPONSE_BYTES", "SERVER_KINDS"]

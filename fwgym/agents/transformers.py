@@ -35,6 +35,7 @@ reproducible only with one agent per process; greedy decoding is unaffected.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -44,9 +45,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply
+from fwgym.agents.chat.options import ChatOptions, as_options
 from fwgym.errors import HarnessError
 
 _MODELS: dict[tuple, tuple[Any, Any]] = {}
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(ChatOptions)) | {"direct"}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -187,8 +190,9 @@ class TransformersChatAgent(ChatAgent):
         generation_kwargs: extra ``GenerationConfig`` fields, e.g. ``{"repetition_penalty": 1.1}``.
         reuse_cache: keep the KV cache across the turns of an episode (see the module docstring).
         name: policy name (default ``"transformers:<model folder or id>"``).
-        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` options (``trace_out``,
-            ``max_tool_chars``, ``max_turns``, ``tools``, ``system``, ``history_hours``).
+        **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` arguments (``trace_out``, ``max_turns``,
+            ``episode_timeout``, ...) and chat options (``options=`` or single ones: ``history_hours``,
+            ``compact_results``, ``constrain``, ...; tools are always called with JSON in text).
 
     Raises:
         ValueError: bad ``max_new_tokens``/``min_new_tokens``/``temperature``.
@@ -209,12 +213,13 @@ class TransformersChatAgent(ChatAgent):
             raise ValueError("max_new_tokens and min_new_tokens must be >= 1")
         if temperature is not None and temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
-        chat_kwargs.pop("native_tools", None)
-        chat_kwargs.pop("text_tool_calls", None)
+        options = as_options(chat_kwargs.pop("options", None), **{k: chat_kwargs.pop(k) for k in list(chat_kwargs)
+                                                                   if k in _OPTION_NAMES})
+        options = options.replace(native_tools=False, text_tool_calls=True)  # no native tool calling here
         label = Path(str(model_path).rstrip("/")).name if os.path.isdir(str(model_path)) else str(model_path)
         if gguf_file:
             label = Path(gguf_file).stem
-        super().__init__(name or f"transformers:{label}", native_tools=False, text_tool_calls=True, **chat_kwargs)
+        super().__init__(name or f"transformers:{label}", options=options, **chat_kwargs)
         self.model_path, self.gguf_file = str(model_path), gguf_file
         self.device, self.dtype = device, dtype
         self.max_new_tokens, self.min_new_tokens = int(max_new_tokens), int(min_new_tokens)
@@ -238,8 +243,8 @@ class TransformersChatAgent(ChatAgent):
         return {"model_path": self.model_path, "gguf_file": self.gguf_file, "device": self.device, "dtype": self.dtype,
                 "max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed, "max_context": self.context_window if self._model is not None else self.max_context,
-                "generation_kwargs": self.generation_kwargs or None, "history_hours": self.history_hours,
-                "reuse_cache": self.reuse_cache}
+                "generation_kwargs": self.generation_kwargs or None, "reuse_cache": self.reuse_cache,
+                **self.options.to_json()}
 
     def load(self) -> None:
         """Load the tokenizer and model now (otherwise done on the first turn).

@@ -16,7 +16,6 @@ resume it) or an agent's preflight failed (nothing was run); 2 a bad argument or
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
 from pathlib import Path
@@ -168,17 +167,15 @@ def _agent_settings(policy) -> object:
 
 
 def _execute(args, out: Path, manifest: dict | None) -> int:
-    from fwgym.version import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.errors import HarnessError
     from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
     from fwgym.cli.tables import print_table
     from fwgym.evaluation.leaderboard import format_breakdowns, leaderboard_table
-    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
+    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now, run_settings
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import PRICED_MODELS, describe_pool, registered_prices
-    from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
+    from fwgym.forecasters.registry import describe_pool
     from fwgym.tools import MAX_CALLS
 
     if args.concurrency < 1 or args.workers < 1:
@@ -203,18 +200,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             raise ValueError("no case selected")
         case_ids = [c for _, c in selected]
         env = environment()
-        settings = {
-            "suite": args.suite, "split": args.split, "domains": list(args.domain), "lead": args.lead,
-            "limit": args.limit, "cases": case_ids,
-            "cases_sha256": hashlib.sha256("\n".join(case_ids).encode()).hexdigest(), "n_cases": len(case_ids),
-            "policies": labels, "agents": {lab: _agent_settings(p) for lab, p in zip(labels, policies)},
-            "env_kwargs": env_kwargs, "sigma": load_sigma(domains=args.domain), "budget": env_kwargs.get("budget", BUDGET),
-            "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
-            "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
-            "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
-        prices = registered_prices(settings["forecast_pool"])
-        if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
-            settings["registered_prices"] = prices
+        settings = run_settings(suite=args.suite, split=args.split, domains=args.domain, lead=args.lead,
+                                limit=args.limit, cases=case_ids, policies=labels,
+                                agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
+                                env_kwargs=env_kwargs, max_calls=MAX_CALLS)
         if resume:
             _check_resume(out, manifest, settings, env)
         try:
@@ -223,6 +212,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             print(f"fwgym: error: preflight failed ({getattr(exc, 'kind', 'infrastructure')}): {exc}; nothing was run"
                   + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
             return EXIT_INCOMPLETE
+        print_preflight(preflight, args.concurrency)
         started = now()
         session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
                    "concurrency": args.concurrency, "backend": args.backend, "environment": env,
@@ -300,6 +290,30 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
     return EXIT_OK
+
+
+def print_preflight(preflight: dict, concurrency: int = 1) -> None:
+    """The agents' preflight findings on stderr (they are in the manifest too): model listed, seed honoured,
+    tools shown to the model, parallel slots, with a note when requests will queue on a single-slot server."""
+    for policy, facts in preflight.items():
+        if not isinstance(facts, dict):
+            continue
+        parts = []
+        for key, label in (("model_listed", "model listed"), ("seed_honoured", "seed honoured"),
+                           ("tools_shown", "tools shown to the model"), ("parallel_slots", "parallel slots"),
+                           ("server_kind", "server")):
+            if key in facts:
+                parts.append(f"{label}: {'unknown' if facts[key] is None else facts[key]}")
+        if parts:
+            print(f"preflight {policy}: " + "; ".join(parts), file=sys.stderr)
+        if facts.get("tools_shown") is False:
+            print(f"warning: {policy}: the server accepts tools but does not show them to the model (the prompt did "
+                  "not grow); pass --describe-tools (or --no-native-tools)", file=sys.stderr)
+        slots = facts.get("parallel_slots")
+        if isinstance(slots, int) and concurrency > slots:
+            print(f"note: {policy}: the server has {slots} parallel slot(s) and --concurrency is {concurrency}: "
+                  "requests queue, so the per-reply --timeout must cover the queue (concurrency x generation time)",
+                  file=sys.stderr)
 
 
 def _missing_dirs(paths) -> list[Path]:

@@ -36,6 +36,7 @@ an ``abstain`` (status ``abstained``, invalid, with the agent's reason), or call
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 import string
 import threading
@@ -62,8 +63,10 @@ from fwgym.core.series import hour_to_iso
 from fwgym.core.metrics import TASKS, task_metric
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET, case_weights, crps_ensemble, load_sigma, quantile_atoms
+from fwgym.core.tariff import HORIZON_BUCKETS
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
                          parse_action, result_json)
+from fwgym.tools.registry import pool_facts, tool_pool
 from fwgym.validation import check_int, is_number
 
 __all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv"]
@@ -209,6 +212,9 @@ class FWBenchEnv(gym.Env):
         forecasters = dict(forecasters or {})
         check_models(list(forecasters))
         self.models, self.forecasters = models, forecasters
+        #: the pool as the tool schemas see it (each model's context range; fwgym.tools.registry.tool_pool)
+        self.tool_pool = tool_pool(models, forecasters)
+        self._pool_facts = pool_facts(self.tool_pool)
         self.forecast_store = None if forecast_store is None else open_store(forecast_store)
         store = self.forecast_store if self.forecast_store is not None else active_store()
         if store is not None:  # refuse a store that cannot serve now, not in the middle of an episode
@@ -294,7 +300,11 @@ class FWBenchEnv(gym.Env):
             * ``contract``: ``{"decision_ids", "normalised_grid" (33 levels), "scale", "unit", "ramp",
               "surplus_price", "shortage_weights" (24)}`` in decision envs, ``None`` in forecast envs;
             * ``task``, ``tools`` (names, ``submit`` and ``abstain`` included), ``budget`` (credits),
-              ``max_calls``.
+              ``max_calls``;
+            * ``pool``: the forecast pool the priced tools sell, ``[{"model", "min_context",
+              "max_context", "tariff": {context bucket: [credits per horizon bucket]}}]``
+              (:func:`fwgym.tools.registry.pool_facts`; what the tool schemas are built from), and
+              ``horizon_buckets`` (24, 64, 96, 192, 240, 336: the tariff's columns).
 
         Raises:
             ValueError: unknown ``case_id``, a case of another domain or split than the env's, or
@@ -355,6 +365,8 @@ class FWBenchEnv(gym.Env):
             "max_calls": self.max_calls,
             # the note's CiK context types and skills (never its family, effect or values)
             "scenario": self.episode.scenario.metadata() if self.episode.scenario is not None else None,
+            "pool": copy.deepcopy(self._pool_facts),
+            "horizon_buckets": list(HORIZON_BUCKETS),
         }
 
     def step(self, action: Any):

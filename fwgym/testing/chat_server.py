@@ -31,12 +31,13 @@ __all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer", "plan_t
            "play_every_suite", "trajectory_answer", "is_forecast_request", "unused_url"]
 
 
-def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model"):
+def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model", call_id_prefix="call"):
     """A ``chat.completion`` body with one choice: text ``content`` and/or ``tool_calls`` ``[(name, args)]``
-    (``args`` a JSON string or an object); ``usage`` ``(prompt_tokens, completion_tokens)`` or ``None``."""
+    (``args`` a JSON string or an object; ids ``<call_id_prefix>_<i>``); ``usage`` ``(prompt_tokens,
+    completion_tokens)`` or ``None``."""
     msg = {"role": "assistant", "content": content}
     if tool_calls:
-        msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
+        msg["tool_calls"] = [{"id": f"{call_id_prefix}_{i}", "type": "function",
                               "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
                              for i, (name, args) in enumerate(tool_calls)]
         finish = "tool_calls"
@@ -68,20 +69,44 @@ class Step:
         self.headers, self.raw, self.drip, self.content_type = dict(headers or {}), raw, drip, content_type
 
 
+def _text(content) -> str:
+    """A message's text: a string, or the text parts of a list of content parts (``[{"type": "text", ...}]``,
+    what some clients send, e.g. inspect-ai's OpenAI-compatible provider)."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _offers(body: dict, tool: str) -> bool:
+    """Whether the request offers ``tool`` by native function calling."""
+    return any(isinstance(t, dict) and (t.get("function") or {}).get("name") == tool for t in body.get("tools") or ())
+
+
 def plan_then_answer(method: str = "weekday_empirical"):
     """A deterministic model for :class:`ScriptedChatServer` (``respond=``): without a tool result in the
-    conversation it calls ``classical_plan`` with ``method`` (a native tool call); then it answers in text
-    with the plan of the newest tool result. Its replies depend on the request only, so concurrent
-    episodes get the same replies as sequential ones."""
+    conversation it calls ``classical_plan`` with ``method`` (a native tool call when the request offers that
+    tool, else a JSON tool call in text); then it answers in text with the plan of the newest tool result.
+    Its replies depend on the request only, so concurrent episodes get the same replies as sequential ones.
+
+    It never loops: when its ``classical_plan`` call got no plan back (the tool is not offered, or the result
+    is an error), it stops with a plain text reply saying so (a client that keeps asking gets that reply).
+    Tool-call ids are unique in the conversation (``call_<turn>_<i>``)."""
 
     def respond(body):
-        for m in reversed(body.get("messages", [])):
-            c = m.get("content") or ""
-            if m.get("role") in ("tool", "user") and '"plan"' in c:
+        messages = body.get("messages", [])
+        for m in reversed(messages):
+            c = _text(m.get("content"))
+            if m.get("role") in ("tool", "user") and '"plan"' in c and "{" in c:
                 data = json.loads(c[c.index("{"): c.rindex("}") + 1])
                 decisions = data["result"]["plan"]["decisions"]
                 return completion("Final answer:\n```json\n" + json.dumps({"decisions": decisions}) + "\n```")
-        return completion(tool_calls=[("classical_plan", {"method": method})])
+        turns = sum(m.get("role") == "assistant" for m in messages)
+        if turns:  # it asked for a plan already and got none back: stop instead of asking forever
+            last = _text(messages[-1].get("content"))[:200] if messages else ""
+            return completion(f"I could not get a plan from classical_plan ({last!r}); I stop here.")
+        if _offers(body, "classical_plan"):
+            return completion(tool_calls=[("classical_plan", {"method": method})], call_id_prefix=f"call_{turns}")
+        return completion(json.dumps({"tool": "classical_plan", "args": {"method": method}}))
 
     return respond
 

@@ -4,13 +4,15 @@
 huge integers, unicode, nesting), tool calls with random arguments, and JSON strings of them.
 :func:`play_fuzzed` plays a sequence through an env and asserts the episode invariants.
 :func:`feasible_index_paths` generates ramp-feasible plans (8 grid indices).
+:func:`schema_values` generates instances of a tool's argument schema (the JSON Schema subset of
+:mod:`fwgym.tools.registry`; needs ``jsonschema`` for the rules between arguments).
 """
 from __future__ import annotations
 
 import json
 import math
 
-__all__ = ["action_strategy", "feasible_index_paths", "play_fuzzed"]
+__all__ = ["action_strategy", "feasible_index_paths", "play_fuzzed", "schema_values"]
 
 _TOOLS = ["catalog", "history", "classical_plan", "plan", "evaluate_plan", "quote", "forecast", "replay", "submit",
           "abstain", "nope", ""]
@@ -81,3 +83,59 @@ def play_fuzzed(env, actions, seed: int) -> int:
             assert info["status"] in ("submitted", "invalid_submission", "call_limit_exceeded", "abstained")
             break
     return steps
+
+
+def _iso_hours():
+    from datetime import datetime, timedelta, timezone
+
+    from hypothesis import strategies as st
+
+    t0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
+    return st.builds(lambda h, fmt: (t0 + timedelta(hours=h)).strftime(fmt), st.integers(0, 3 * 365 * 24),
+                     st.sampled_from(["%Y-%m-%dT%H:00:00Z", "%Y-%m-%dT%H:00Z", "%Y-%m-%dT%H:00:00+00:00"]))
+
+
+def schema_values(schema: dict):
+    """A hypothesis strategy of instances of ``schema``: the JSON Schema subset of fwgym's tool schemas
+    (types, enums, bounds, arrays, ``anyOf``, objects whose optional properties are drawn or left out;
+    rules between arguments, ``oneOf`` / ``not`` / ``if``-``then`` / ``allOf``, by filtering with
+    ``jsonschema``). ISO-hour strings are drawn as real hours in three spellings.
+
+    Raises:
+        AssertionError: a schema construct outside that subset.
+    """
+    import jsonschema
+    from hypothesis import strategies as st
+
+    from fwgym.tools.registry import ISO_HOUR_PATTERN
+
+    if "anyOf" in schema:
+        return st.one_of([schema_values(b) for b in schema["anyOf"]])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    t = schema.get("type")
+    if isinstance(t, list):
+        return st.one_of([schema_values({**schema, "type": x}) for x in t])
+    if t == "null":
+        return st.none()
+    if t == "integer":
+        return st.integers(schema.get("minimum", -10**6), schema.get("maximum", 10**6))
+    if t == "number":
+        lo, hi = schema.get("minimum", -1e12), schema.get("maximum", 1e12)
+        return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | st.integers(math.ceil(lo), math.floor(hi))
+    if t == "string":
+        if schema.get("pattern") == ISO_HOUR_PATTERN:
+            return _iso_hours()
+        return st.text(max_size=12) | st.sampled_from(["f1", "f2", "hour_of_day_empirical"])
+    if t == "array":
+        lo, hi = schema.get("minItems", 0), schema.get("maxItems", 12)
+        return st.lists(schema_values(schema.get("items", {})), min_size=lo, max_size=min(hi, max(lo, 12)))
+    if t == "object":
+        props, req = schema.get("properties", {}), set(schema.get("required", ()))
+        valid = jsonschema.Draft202012Validator(schema).is_valid  # rules between arguments
+
+        @st.composite
+        def obj(draw):
+            return {k: draw(schema_values(v)) for k, v in props.items() if k in req or draw(st.booleans())}
+        return obj().filter(valid)
+    raise AssertionError(f"schema construct not covered: {schema}")

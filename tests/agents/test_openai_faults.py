@@ -232,8 +232,12 @@ def test_preflight_reports_the_server_and_the_seed(serve):
     assert facts["kind"] == "openai" and facts["server_models"] == ["other", "test-model"] and facts["model_listed"]
     assert facts["seed_honoured"] is True and facts["reported_model"] == "test-model" and facts["openai_sdk"]
     posts = srv.posts()
-    assert len(posts) == 3 and posts[0]["body"] == posts[1]["body"] and posts[0]["body"]["max_tokens"] == 24
+    # 3 seed probes, then the tools probe: the same 1-token request without and with one tool
+    assert len(posts) == 5 and posts[0]["body"] == posts[1]["body"] and posts[0]["body"]["max_tokens"] == 24
     assert posts[0]["body"]["temperature"] == 1.0 and posts[2]["body"]["seed"] == 4
+    assert posts[3]["body"]["max_tokens"] == 1 and "tools" not in posts[3]["body"] and posts[4]["body"]["tools"]
+    assert facts["tools_shown"] is False  # the scripted server's usage does not grow with tools: not shown
+    assert facts["parallel_slots"] is None and facts["server_kind"] == "openai"
     assert srv.requests[0]["method"] == "GET" and srv.requests[0]["path"] == "/v1/models"
     srv2 = serve([completion("OK"), completion("Sure"), completion("x")], models=None)  # no /models; seed ignored
     facts = OpenAIChatAgent("m", base_url=srv2.url, seed=3).preflight()
@@ -241,7 +245,8 @@ def test_preflight_reports_the_server_and_the_seed(serve):
     srv3 = serve([completion("same")] * 3)  # a reply that does not depend on the seed: inconclusive
     assert OpenAIChatAgent("m", base_url=srv3.url, seed=3).preflight()["seed_honoured"] is None
     srv4 = serve([completion("x")])
-    assert OpenAIChatAgent("m", base_url=srv4.url).preflight()["seed_honoured"] is None and len(srv4.posts()) == 1
+    assert OpenAIChatAgent("m", base_url=srv4.url, native_tools=False).preflight()["seed_honoured"] is None
+    assert len(srv4.posts()) == 1  # no seed, no native tools: one probe
 
 
 @pytest.mark.parametrize("script,kind,needle", [

@@ -11,7 +11,8 @@ from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.core.series import hour_to_iso
 
-KEYS = ["case", "history", "target", "contract", "task", "tools", "budget", "max_calls", "scenario"]
+KEYS = ["case", "history", "target", "contract", "task", "tools", "budget", "max_calls", "scenario", "pool",
+        "horizon_buckets"]
 
 
 @pytest.mark.parametrize("domain", ["electricity", "cycle_hire"])

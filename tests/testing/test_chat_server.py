@@ -44,6 +44,37 @@ def test_bad_options_are_usage_errors():
     assert r.returncode == 2 and "--fail-every" in r.stderr
 
 
+def _tools(*names):
+    return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+
+
+def test_the_scripted_model_calls_only_tools_it_is_offered_and_never_loops():
+    """Why inspect's openai-api provider hung against the chat server: the scripted model answered EVERY request
+    without a plan in it with a native classical_plan call, also when the request offered no tools and after the
+    call had come back as an error, so a client whose tool loop has no bound (inspect's generate()) asked forever."""
+    from fwgym.testing.chat_server import plan_then_answer
+
+    model = plan_then_answer("weekday_empirical")
+    first = model({"messages": [{"role": "user", "content": "go"}], "tools": _tools("classical_plan", "submit")})
+    call = first["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"]["name"] == "classical_plan" and call["id"] == "call_0_0"
+    # no tools offered: a JSON tool call in text (fwgym's text mode reads it), not a native call of an absent tool
+    plain = model({"messages": [{"role": "user", "content": "go"}]})["choices"][0]["message"]
+    assert "tool_calls" not in plain and json.loads(plain["content"]) == {"tool": "classical_plan",
+                                                                          "args": {"method": "weekday_empirical"}}
+    # the call came back without a plan (an error): it stops with plain text instead of asking again
+    failed = model({"messages": [{"role": "user", "content": "go"}, first["choices"][0]["message"],
+                                 {"role": "tool", "tool_call_id": "call_0_0", "content": "Error: Tool classical_plan not found"}],
+                    "tools": _tools("classical_plan")})["choices"][0]["message"]
+    assert "tool_calls" not in failed and "could not get a plan" in failed["content"]
+    # a plan in a tool result given as content parts (what some clients send) is read
+    plan = {"tool": "classical_plan", "ok": True, "result": {"plan": {"decisions": [{"decision_id": "b00", "value": 1}]}}}
+    answer = model({"messages": [{"role": "user", "content": "go"}, first["choices"][0]["message"],
+                                 {"role": "tool", "tool_call_id": "call_0_0",
+                                  "content": [{"type": "text", "text": json.dumps(plan)}]}]})["choices"][0]["message"]
+    assert '"decisions": [{"decision_id": "b00", "value": 1}]' in answer["content"]
+
+
 @pytest.fixture
 def quiet_server():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}

@@ -40,13 +40,20 @@ def _extended_env():
     ("forecast", {"model": "ets"}),
     ("replay", {"model": "ets", "origin": "2024-07-10T00:00:00Z"}),
 ])
-def test_an_edited_extended_tariff_raises_out_of_step(edited_tariff, tool, args):
-    env = _extended_env()
+def test_an_edited_extended_tariff_raises_out_of_step(request, tool, args):
+    env = _extended_env()  # made on the intact install, then the file is edited under it
+    request.getfixturevalue("edited_tariff")
     with pytest.raises(DataIntegrityError, match="tariff_extended.json failed its sha256 check"):
         env.step(json.dumps({"tool": tool, "args": args}))
     assert env.unwrapped.episode.spent == 0  # nothing charged
     with pytest.raises(RuntimeError, match="interrupted"):  # the episode cannot be continued (or scored)
         env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
+
+
+def test_an_env_of_the_extended_pool_is_refused_on_an_edited_tariff(edited_tariff):
+    """The env reads its pool's prices (the tool schemas' context ranges, info["episode"]["pool"]) when it is made."""
+    with pytest.raises(DataIntegrityError, match="tariff_extended.json failed its sha256 check"):
+        FWBenchEnv("electricity", split="test", case_ids=[CASE_ID], models=list(POOLS["extended"]))
 
 
 def test_protocol_models_do_not_need_the_extended_file(edited_tariff):
@@ -72,8 +79,9 @@ class _QuoteThenSubmit:
 
 
 @pytest.mark.parametrize("raise_itself", [False, True])
-def test_run_episode_never_scores_a_corrupted_install(edited_tariff, raise_itself):
+def test_run_episode_never_scores_a_corrupted_install(request, raise_itself):
     env = FWBenchEnv("electricity", split="test", case_ids=[CASE_ID], models=list(POOLS["extended"]))
+    request.getfixturevalue("edited_tariff")  # edited under the env
     with pytest.raises(DataIntegrityError, match="tariff_extended.json"):
         run_episode(env, _QuoteThenSubmit(raise_itself), options={"case_id": CASE_ID}, agent_errors="score")
 

@@ -44,10 +44,11 @@ import dataclasses
 import json
 import os
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from fwgym.agents.chat.direct import N_SAMPLES, TEMPERATURE, TrajectoryError, batch_sizes, cik_timestamps, parse_trajectory
-from fwgym.agents.chat.session import MAX_ARGUMENT_CHARS, REPLY_ERROR_TOOL, ChatSession, ModelReply
+from fwgym.agents.chat.direct import TEMPERATURE, TrajectoryError, batch_sizes, cik_timestamps, parse_trajectory
+from fwgym.agents.chat.options import ChatOptions, as_options
+from fwgym.agents.chat.session import REPLY_ERROR_TOOL, ChatSession, ModelReply
 from fwgym.agents.chat.traces import (MAX_TRACE_CHARS, add_record, append_jsonl, bound_trace, finish_trace, new_trace,
                                       reply_json, scrub)
 from fwgym.errors import HarnessError
@@ -66,15 +67,12 @@ class ChatAgent:
 
     Args:
         name: policy name shown in results and leaderboards.
-        native_tools: offer tools by native function calling (else JSON tool calls in text).
-        text_tool_calls: also accept JSON tool calls in reply text.
-        tools: the tool names to offer (default: the episode's, from :meth:`reset`'s ``info``).
-        max_tool_chars: truncate tool results longer than this in the chat (``None``: never).
+        options: the chat session's :class:`~fwgym.agents.chat.options.ChatOptions` (or their JSON form), given
+            to every episode's :class:`~fwgym.agents.chat.session.ChatSession` unchanged.
         max_reply_chars: truncate model replies (and reasoning) longer than this (default 100,000
             characters) and append a notice saying so; the truncated text is what the harness parses
-            and what the trace keeps.
-        max_argument_chars: tool-call arguments longer than this are refused as the model's error
-            (``arguments_too_long``, one counted call) and cut in the trace (default 100,000).
+            and what the trace keeps. Tool-call arguments longer than the options' ``max_argument_chars``
+            are refused as the model's error (``arguments_too_long``, one counted call) and cut in the trace.
         max_trace_chars: longest trace line (default :data:`~fwgym.agents.chat.traces.MAX_TRACE_CHARS`).
         max_turns: safety bound on model replies per episode (default ``2 * calls + 4``).
         episode_timeout: wall-clock seconds an episode may take (``None``: no bound); past it the
@@ -82,18 +80,16 @@ class ChatAgent:
             the time left (:meth:`time_left`).
         trace_out: JSONL file to append one trace per episode to (``None``: no file; the last
             episode's trace is still in :attr:`trace`).
-        system: replace the system message.
-        history_hours: show only the last N visible hours in the first message (``None``: all).
-        describe_tools, compact_results, strict_tools, tool_results_as: see
-            :class:`~fwgym.agents.chat.session.ChatSession`.
-        direct_prompt: the direct-prompt baseline (no tools; the model answers at once). In forecast
-            episodes it is Context is Key's direct prompt (:mod:`fwgym.agents.chat.direct`): ``samples``
-            completions, one request each, at temperature 1 unless the backend sets one (with a backend
-            ``seed``, completion i uses ``seed + i``), each one ``(timestamp, value)`` trajectory between
-            ``<forecast>`` tags, retried and counted as CiK does; the valid trajectories are submitted as
-            samples, and fewer than ``samples`` valid ones end the episode through ``abstain``
-            (``direct_prompt_failed``: invalid, the cap, as a failed CiK instance).
-        samples: completions per direct-prompt forecast (default 25, CiK's).
+        **option_kwargs: single chat options instead of (or replacing those of) ``options``:
+            ``native_tools``, ``text_tool_calls``, ``tools``, ``max_tool_chars``, ``system``, ``history_hours``,
+            ``describe_tools``, ``compact_results``, ``strict_tools``, ``tool_results_as``,
+            ``max_argument_chars``, ``direct_prompt``, ``samples``, ``constrain``
+            (:class:`~fwgym.agents.chat.options.ChatOptions`). ``direct_prompt`` in forecast episodes is Context
+            is Key's direct prompt (:mod:`fwgym.agents.chat.direct`): ``samples`` completions, one request each,
+            at temperature 1 unless the backend sets one (with a backend ``seed``, completion i uses
+            ``seed + i``), each one ``(timestamp, value)`` trajectory between ``<forecast>`` tags, retried and
+            counted as CiK does; the valid trajectories are submitted as samples, and fewer than ``samples``
+            valid ones end the episode through ``abstain`` (``direct_prompt_failed``: invalid, the cap).
 
     Attributes:
         session: the current (or last finished) episode's :class:`~fwgym.agents.chat.session.ChatSession`.
@@ -106,37 +102,19 @@ class ChatAgent:
 
     backend = "chat"
 
-    def __init__(self, name: str, *, native_tools: bool = True, text_tool_calls: bool = True,
-                 tools: Sequence[str] | None = None, max_tool_chars: int | None = None, max_turns: int | None = None,
-                 trace_out: str | os.PathLike | None = None, system: str | None = None,
-                 history_hours: int | None = None, max_reply_chars: int = 100_000,
-                 max_argument_chars: int = MAX_ARGUMENT_CHARS, max_trace_chars: int = MAX_TRACE_CHARS,
-                 episode_timeout: float | None = None, describe_tools: bool | None = None,
-                 compact_results: bool = False, strict_tools: bool = False, tool_results_as: str = "tool",
-                 direct_prompt: bool = False, samples: int = N_SAMPLES):
+    def __init__(self, name: str, *, options: ChatOptions | Mapping | None = None, max_turns: int | None = None,
+                 trace_out: str | os.PathLike | None = None, max_reply_chars: int = 100_000,
+                 max_trace_chars: int = MAX_TRACE_CHARS, episode_timeout: float | None = None, **option_kwargs: Any):
         self.name = str(name)
-        self.native_tools = bool(native_tools)
-        self.text_tool_calls = bool(text_tool_calls)
-        self.tools = tuple(tools) if tools is not None else None
-        self.max_tool_chars = max_tool_chars
+        self.options = as_options(options, **option_kwargs)
         max_reply_chars = check_int("max_reply_chars", max_reply_chars, minimum=100)
-        max_argument_chars = check_int("max_argument_chars", max_argument_chars, minimum=2)
         max_trace_chars = check_int("max_trace_chars", max_trace_chars, minimum=10_000)
         if episode_timeout is not None and not episode_timeout > 0:
             raise ValueError(f"episode_timeout must be None or > 0 seconds, got {episode_timeout!r}")
-        self.max_reply_chars, self.max_argument_chars, self.max_trace_chars = max_reply_chars, max_argument_chars, max_trace_chars
+        self.max_reply_chars, self.max_trace_chars = max_reply_chars, max_trace_chars
         self.episode_timeout = float(episode_timeout) if episode_timeout is not None else None
         self.max_turns = max_turns
         self.trace_out = str(trace_out) if trace_out is not None else None
-        self.system = system
-        self.history_hours = history_hours
-        self.describe_tools = describe_tools
-        self.compact_results = bool(compact_results)
-        self.strict_tools = bool(strict_tools)
-        self.tool_results_as = tool_results_as
-        self.direct_prompt = bool(direct_prompt)
-        self.samples = check_int("samples", samples, minimum=2)
-        ChatSession(tool_results_as=tool_results_as)  # validates the session options now
         self.session: ChatSession | None = None
         self.trace: dict | None = None
         self.status = "idle"
@@ -208,7 +186,7 @@ class ChatAgent:
         s = self.session
         if self.status in ABANDON_STATUSES:
             return {"tool": REPLY_ERROR_TOOL, "args": {}}
-        if self.direct_prompt and s.task == "forecast" and s.turns == 0 and not s.steps:
+        if self.options.direct_prompt and s.task == "forecast" and s.turns == 0 and not s.steps:
             return self._direct_forecast()
         if s.has_pending():
             return self._hand(s.next_action())
@@ -243,8 +221,8 @@ class ChatAgent:
         valid: list[list[float]] = []
         outcomes: list[str] = []
         try:
-            for batch in batch_sizes(self.samples):
-                if len(valid) >= self.samples:
+            for batch in batch_sizes(self.options.samples):
+                if len(valid) >= self.options.samples:
                     break
                 for _ in range(batch):
                     reply = self._bound(self._sample_completion(list(s.messages), len(outcomes)))
@@ -262,12 +240,12 @@ class ChatAgent:
             raise HarnessError(self._clean(str(exc)), exc.kind) from None
         s.turns = len(outcomes)
         rejected = {r: outcomes.count(r) for r in sorted(set(outcomes) - {"valid"})}
-        self.trace["direct_samples"] = {"requested": self.samples, "completions": len(outcomes),
+        self.trace["direct_samples"] = {"requested": self.options.samples, "completions": len(outcomes),
                                         "valid": outcomes.count("valid"), "rejected": rejected, "outcomes": outcomes}
-        if len(valid) < self.samples:
-            return self._abandon("direct_prompt_failed", f"{len(valid)} of {self.samples} trajectories valid after "
+        if len(valid) < self.options.samples:
+            return self._abandon("direct_prompt_failed", f"{len(valid)} of {self.options.samples} trajectories valid after "
                                  f"{len(outcomes)} completions (rejected: {rejected})")
-        action = {"tool": "submit", "args": {"samples": valid[: self.samples]}}
+        action = {"tool": "submit", "args": {"samples": valid[: self.options.samples]}}
         s.steps.append({"turn": s.turns, "source": "agent", "kind": "direct_samples", "action": action, "error": None,
                         "env_result": None, "calls_left": None, "budget_left": None})
         return self._hand(action)
@@ -331,12 +309,7 @@ class ChatAgent:
 
     def _begin(self, observation: Mapping) -> None:
         self._flush()
-        self.session = ChatSession(native_tools=self.native_tools, text_tool_calls=self.text_tool_calls, tools=self.tools,
-                                   max_tool_chars=self.max_tool_chars, system=self.system,
-                                   history_hours=self.history_hours, describe_tools=self.describe_tools,
-                                   compact_results=self.compact_results, strict_tools=self.strict_tools,
-                                   tool_results_as=self.tool_results_as, max_argument_chars=self.max_argument_chars,
-                                   direct=self.direct_prompt)
+        self.session = ChatSession(self.options)
         self.session.start(observation, self._episode)
         self.status = "running"
         self._t0 = time.perf_counter()
@@ -370,7 +343,7 @@ class ChatAgent:
                     text = json.dumps(args)
                 except (TypeError, ValueError):
                     text = None
-            if text is not None and len(text) > self.max_argument_chars:
+            if text is not None and len(text) > self.options.max_argument_chars:
                 c = dataclasses.replace(c, arguments=text[:1000] + f"...[fwgym: {len(text) - 1000} characters cut]",
                                         original_chars=len(text))
             elif secrets and text is not None and any(sec in text for sec in secrets if len(sec) >= 4):

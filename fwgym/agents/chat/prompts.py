@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 from fwgym.core.contract import ALPHA, RAMP
 from fwgym.core.series import hour_to_datetime, iso_to_hour
 from fwgym.tools import REGISTRY
-from fwgym.tools.registry import strict_parameters, tool_parameters
+from fwgym.tools.registry import PoolModel, strict_parameters, tool_parameters
 
 #: the decision answer, as records of physical capacities
 ANSWER_EXAMPLE = ('{"decisions": [{"decision_id": "b00", "value": <number>}, {"decision_id": "b01", "value": <number>}, '
@@ -35,7 +35,8 @@ SAMPLES_EXAMPLE = '{"samples": [[<24 values, one per target hour>], ... at least
 COMPACT_DIGITS = 6
 
 
-def tool_schemas(tools: Sequence[str], task: str = "decision", *, strict: bool = False) -> list[dict]:
+def tool_schemas(tools: Sequence[str], task: str = "decision", *, strict: bool = False,
+                 pool: Sequence[PoolModel] | None = None) -> list[dict]:
     """OpenAI function schemas ``[{"type": "function", "function": {...}}, ...]`` of ``tools``.
 
     Args:
@@ -43,6 +44,8 @@ def tool_schemas(tools: Sequence[str], task: str = "decision", *, strict: bool =
         task: the episode's task (``submit`` takes the task's answer, :func:`fwgym.tools.registry.tool_parameters`).
         strict: send OpenAI strict-mode schemas (``"strict": true``) for the tools that have one
             (:func:`fwgym.tools.registry.strict_parameters`); the others are sent non-strict.
+        pool: the episode's forecast pool (:func:`fwgym.tools.registry.pool_from_facts` of
+            ``info["episode"]["pool"]``; ``None``: the protocol's): the priced tools' models and context ranges.
 
     Raises:
         ValueError: a name is not in :data:`fwgym.tools.REGISTRY`; unknown task.
@@ -52,9 +55,9 @@ def tool_schemas(tools: Sequence[str], task: str = "decision", *, strict: bool =
         raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
     out = []
     for t in tools:
-        fn = {"name": t, "description": REGISTRY[t].description, "parameters": tool_parameters(t, task)}
+        fn = {"name": t, "description": REGISTRY[t].description, "parameters": tool_parameters(t, task, pool)}
         if strict:
-            sp = strict_parameters(t, task)
+            sp = strict_parameters(t, task, pool)
             if sp is not None:
                 fn.update(parameters=sp, strict=True)
         out.append({"type": "function", "function": fn})
@@ -95,8 +98,12 @@ def _rules_text(schema: Mapping) -> list[str]:
     cond, then = schema.get("if"), schema.get("then")
     if isinstance(cond, Mapping) and isinstance(then, Mapping):
         (key, test), = cond.get("properties", {}).items()
+        when = f"when {key} is {'|'.join(map(str, test.get('enum', [])))}"
+        needed = set(then.get("required", ()))
         for k, v in then.get("properties", {}).items():
-            out.append(f"{k} >= {v.get('minimum')} when {key} is {'|'.join(map(str, test.get('enum', [])))}")
+            lo, hi = v.get("minimum"), v.get("maximum")
+            bound = f"{k} >= {lo}" if hi is None else f"{k} <= {hi}" if lo is None else f"{k} in {lo}..{hi}"
+            out.append(f"{bound}{' (required)' if k in needed else ''} {when}")
     return out
 
 
@@ -111,9 +118,10 @@ def describe_args(schema: Mapping) -> str:
     return text + (" [" + "; ".join(rules) + "]" if rules else "")
 
 
-def tool_lines(tools: Sequence[str], task: str = "decision") -> str:
-    """One line per tool: ``- name: description Args: ...`` (:func:`describe_args`)."""
-    return "\n".join(f"- {t}: {REGISTRY[t].description} Args: {describe_args(tool_parameters(t, task))}" for t in tools)
+def tool_lines(tools: Sequence[str], task: str = "decision", pool: Sequence[PoolModel] | None = None) -> str:
+    """One line per tool: ``- name: description Args: ...`` (:func:`describe_args` of the schema for ``pool``)."""
+    return "\n".join(f"- {t}: {REGISTRY[t].description} Args: {describe_args(tool_parameters(t, task, pool))}"
+                     for t in tools)
 
 
 def answer_formats(task: str = "decision", *, compact: bool = False) -> str:
@@ -177,7 +185,8 @@ def _target_steps(episode: Mapping | None) -> tuple[int, int] | None:
 
 
 def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native_tools: bool, task: str = "decision",
-                  describe_tools: bool | None = None, compact: bool = False, episode: Mapping | None = None) -> str:
+                  describe_tools: bool | None = None, compact: bool = False, episode: Mapping | None = None,
+                  pool: Sequence[PoolModel] | None = None) -> str:
     """The system message of an episode.
 
     Args:
@@ -192,6 +201,7 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
         compact: tool results are shown compactly (:func:`compact_result`): say so, and lead with the
             ``levels`` answer.
         episode: the episode's facts (the target steps are read from them in forecast episodes).
+        pool: the episode's forecast pool (the tool listing's models and context ranges; ``None``: the protocol's).
 
     Returns:
         The system message text.
@@ -247,7 +257,7 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
         parts.append(f"Tool results are shown compactly: numbers to {COMPACT_DIGITS} significant digits, plans as grid "
                      "levels only, a bought forecast as its 24 target rows (target_quantiles), inputs not repeated."
                      + (" Answer with levels." if task != "forecast" else ""))
-    listing = "Available tools:\n" + tool_lines(tools, task) + "\n" if describe else ""
+    listing = "Available tools:\n" + tool_lines(tools, task, pool) + "\n" if describe else ""
     formats = answer_formats(task, compact=compact)
     if native_tools:
         parts.append("How to act: call tools with function calling (several calls in one reply run in order, each one "

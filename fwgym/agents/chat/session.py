@@ -48,22 +48,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
+from fwgym.agents.chat.constrain import constraint_payload
+from fwgym.agents.chat.options import MAX_ARGUMENT_CHARS, TOOL_RESULT_ROLES, ChatOptions, as_options
 from fwgym.agents.chat.parsing import AnswerError, normalise_submit_args, parse_reply_text
 from fwgym.agents.chat.prompts import (budget_left, calls_left, compact_result, direct_prompt, first_user_message,
                                        history_start, result_json, system_prompt, tool_schemas)
 from fwgym.tools import REGISTRY, loads_strict
-from fwgym.tools.registry import drop_null_arguments
+from fwgym.tools.registry import drop_null_arguments, pool_from_facts
 
 #: Tool name of the action that stands for an unusable reply (counted by the env as one call).
 REPLY_ERROR_TOOL = "invalid_reply"
-#: Longest tool-call argument string passed on (characters): the env's longest action
-#: (:data:`fwgym.tools.actions.MAX_ACTION_CHARS`); a longer one is refused as ``arguments_too_long``.
-MAX_ARGUMENT_CHARS = 100_000
-#: How tool results go back to the model: ``tool`` messages, or ``user`` messages (for chat templates
-#: that drop ``tool`` messages, e.g. llama-cpp-python's ``chatml-function-calling``).
-TOOL_RESULT_ROLES = ("tool", "user")
 
 
 @dataclass(frozen=True)
@@ -123,61 +119,37 @@ class ChatSession:
     """Conversation state of one episode and the reply -> action mapping (see the module docstring).
 
     Args:
-        native_tools: offer tools through native function calling (tool results go back as ``tool``
-            messages); otherwise tools are described in the system message and called with JSON in text.
-        text_tool_calls: accept JSON tool calls in the reply text (always on when ``native_tools`` is off).
-        tools: the tool names to offer (default: the episode's ``tools`` fact, else every registered tool).
-        max_tool_chars: truncate tool results longer than this in the messages (``None``: never).
-        system: replace the system message text (``None``: :func:`system_prompt`).
-        history_hours: show only the last N visible hours in the first message (``None``: all 336).
-        describe_tools: list the tools and their arguments in the system message (default: only in
-            text mode; on for servers that take ``tools`` without showing them to the model).
-        compact_results: show tool results compactly (:func:`~fwgym.agents.chat.prompts.compact_result`).
-        strict_tools: send OpenAI strict-mode schemas where a tool has one; ``null`` values of optional
-            arguments in native calls are then dropped (:func:`fwgym.tools.registry.drop_null_arguments`).
-        tool_results_as: ``"tool"`` (default: ``tool`` messages after native calls) or ``"user"``
-            (results of one reply folded into one ``user`` message, for chat templates that drop
-            ``tool`` messages).
-        max_argument_chars: refuse native tool-call arguments longer than this (``arguments_too_long``).
-        direct: the direct-prompt baseline (:func:`~fwgym.agents.chat.prompts.direct_prompt`): no tools
-            offered, no tool calls accepted; the model answers at once (an unusable answer is a counted
-            call with feedback, as always).
+        options: the session's :class:`~fwgym.agents.chat.options.ChatOptions` (or their JSON form).
+        **kwargs: single options instead (``native_tools=False``, ``compact_results=True``, ...; ``direct`` is
+            ``direct_prompt``), replacing those of ``options``.
 
     Attributes:
+        options: the :class:`~fwgym.agents.chat.options.ChatOptions`.
+        native_tools, text_tool_calls, direct: what the options mean for this session (tools are native unless
+            the prompt is direct or the replies are constrained; text tool calls are read whenever tools are
+            not native, never in the direct prompt).
         messages: the chat so far (OpenAI message dicts; ``content`` is always a string).
         steps: one dict per env action (reply turn, action, parse outcome, env result, feedback).
         tools, task, max_calls: the episode's tools, task and call limit (set by :meth:`start`).
+        pool: the episode's forecast pool (:func:`fwgym.tools.registry.pool_from_facts` of the facts'
+            ``pool``; ``None`` without it: the protocol's), what the tool schemas and listing offer.
         episode: the episode's structured facts given to :meth:`start` (``{}`` without them).
         turns: model replies so far.
         notices: harness notices of the episode (dropped tool calls), for the trace.
     """
 
-    def __init__(self, *, native_tools: bool = True, text_tool_calls: bool = True, tools: Sequence[str] | None = None,
-                 max_tool_chars: int | None = None, system: str | None = None, history_hours: int | None = None,
-                 describe_tools: bool | None = None, compact_results: bool = False, strict_tools: bool = False,
-                 tool_results_as: str = "tool", max_argument_chars: int = MAX_ARGUMENT_CHARS, direct: bool = False):
-        if tools is not None:
-            tool_schemas(tools)  # validates names
-        if tool_results_as not in TOOL_RESULT_ROLES:
-            raise ValueError(f"tool_results_as must be one of {list(TOOL_RESULT_ROLES)}, got {tool_results_as!r}")
-        if not isinstance(max_argument_chars, int) or max_argument_chars < 2:
-            raise ValueError(f"max_argument_chars must be an integer >= 2, got {max_argument_chars!r}")
-        self.direct = bool(direct)
-        self.native_tools = bool(native_tools) and not self.direct
-        self.text_tool_calls = (bool(text_tool_calls) or not self.native_tools) and not self.direct
-        self._tools_arg = tuple(tools) if tools is not None else None
-        self.max_tool_chars = max_tool_chars
-        self._system = system
-        self.history_hours = history_hours
-        self.describe_tools = describe_tools
-        self.compact_results = bool(compact_results)
-        self.strict_tools = bool(strict_tools)
-        self.tool_results_as = tool_results_as
-        self.max_argument_chars = max_argument_chars
+    def __init__(self, options: ChatOptions | Mapping | None = None, **kwargs: Any):
+        self.options = opts = as_options(options, **kwargs)
+        if opts.tools is not None:
+            tool_schemas(opts.tools)  # validates names
+        self.direct = opts.direct_prompt
+        self.native_tools = opts.sends_native_tools
+        self.text_tool_calls = (opts.text_tool_calls or not self.native_tools) and not self.direct
         self.messages: list[dict] = []
         self.steps: list[dict] = []
         self.episode: dict = {}
         self.tools: tuple[str, ...] = ()
+        self.pool = None
         self.task = "decision"
         self.max_calls = 0
         self.turns = 0
@@ -202,30 +174,42 @@ class ChatSession:
         """
         facts = episode or {}
         self.episode = dict(facts)
-        self.tools = self._tools_arg or tuple(facts.get("tools") or REGISTRY)
+        self.tools = self.options.tools or tuple(facts.get("tools") or REGISTRY)
         tool_schemas(self.tools)  # validates names
         self.task = "forecast" if facts.get("task") == "forecast" else "decision"
+        self.pool = pool_from_facts(facts.get("pool"))  # the env's forecast pool (None: the protocol's)
         self.max_calls = int(facts["max_calls"]) if "max_calls" in facts else calls_left(observation)
         budget = facts["budget"] if "budget" in facts else budget_left(observation)
         if self.direct:  # forecast episodes: Context is Key's direct prompt (fwgym.agents.chat.direct)
-            system, user = direct_prompt(observation, facts, task=self.task, history_hours=self.history_hours)
-            system = self._system or system
+            system, user = direct_prompt(observation, facts, task=self.task, history_hours=self.options.history_hours)
+            system = self.options.system or system
         else:
-            system = self._system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
-                                                   native_tools=self.native_tools, task=self.task,
-                                                   describe_tools=self.describe_tools, compact=self.compact_results,
-                                                   episode=facts)
+            o = self.options
+            system = o.system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
+                                               native_tools=self.native_tools, task=self.task,
+                                               describe_tools=o.describe_tools, compact=o.compact_results,
+                                               episode=facts, pool=self.pool)
             user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
-                                      history_hours=self.history_hours, native_tools=self.native_tools)
+                                      history_hours=self.options.history_hours, native_tools=self.native_tools)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        mode = self.options.constrain
+        self._constraint = None if mode is None else (
+            mode, constraint_payload(mode, () if self.direct else self.tools, self.task, facts, self.pool))
         self.steps, self._queue, self._outstanding, self.notices = [], [], None, []
         self.turns = 0
         self._result_turn = None
         return self.messages
 
+    def constraint(self) -> tuple[str, Any] | None:
+        """``(mode, schema or grammar)`` of the replies with ``constrain`` set (:mod:`fwgym.agents.chat.constrain`,
+        built from the episode's facts at :meth:`start`), else ``None``."""
+        return getattr(self, "_constraint", None)
+
     def tool_schemas(self) -> list[dict] | None:
         """Function schemas for the request (``None`` when tools are not native)."""
-        return tool_schemas(self.tools, self.task, strict=self.strict_tools) if self.native_tools else None
+        if not self.native_tools:
+            return None
+        return tool_schemas(self.tools, self.task, strict=self.options.strict_tools, pool=self.pool)
 
     # -- replies -------------------------------------------------------------------------------
 
@@ -270,13 +254,13 @@ class ChatSession:
         name = str(call.name)[:200]
         if call.original_chars is not None:
             return self._err("arguments_too_long", f"the arguments of your {name[:40]!r} call have {call.original_chars} "
-                             f"characters; the limit is {self.max_argument_chars}, so the call was not run", "native",
-                             call_id)
+                             f"characters; the limit is {self.options.max_argument_chars}, so the call was not run",
+                             "native", call_id)
         args = call.arguments
         if isinstance(args, str):
-            if len(args) > self.max_argument_chars:
+            if len(args) > self.options.max_argument_chars:
                 return self._err("arguments_too_long", f"the arguments of your {name[:40]!r} call have {len(args)} "
-                                 f"characters; the limit is {self.max_argument_chars}, so the call was not run",
+                                 f"characters; the limit is {self.options.max_argument_chars}, so the call was not run",
                                  "native", call_id)
             text = args.strip() or "{}"
             try:
@@ -291,8 +275,8 @@ class ChatSession:
                              "native", call_id)
         args = dict(args)
         notes = None
-        if self.strict_tools and name in REGISTRY:
-            plain = drop_null_arguments(name, args, self.task)
+        if self.options.strict_tools and name in REGISTRY:
+            plain = drop_null_arguments(name, args, self.task, self.pool)
             if plain != args:
                 notes = {"dropped_null_arguments": sorted(set(args) - set(plain))}
                 args = plain
@@ -366,13 +350,13 @@ class ChatSession:
                         + how)
         else:
             body = raw
-            if self.compact_results and isinstance(env_result, dict):
+            if self.options.compact_results and isinstance(env_result, dict):
                 body = result_json(compact_result(env_result, p.action.get("args")))
-            if self.max_tool_chars is not None and len(body) > self.max_tool_chars:
+            if self.options.max_tool_chars is not None and len(body) > self.options.max_tool_chars:
                 n = len(body)
-                body = body[: self.max_tool_chars] + f"...[truncated: {n} characters in all]"
+                body = body[: self.options.max_tool_chars] + f"...[truncated: {n} characters in all]"
             text_msg = f"Result of {p.action.get('tool')}:\n{body}\n{status}"
-        if p.tool_call_id is not None and self.native_tools and self.tool_results_as == "tool":
+        if p.tool_call_id is not None and self.native_tools and self.options.tool_results_as == "tool":
             self.messages.append({"role": "tool", "tool_call_id": p.tool_call_id, "content": f"{body}\n{status}"})
         elif p.tool_call_id is not None and self.native_tools:  # folded into one user message per reply, in call order
             last = self.messages[-1]

@@ -36,6 +36,9 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
                                     "<forecast> tags, retried as CiK; the record adds CiK's fair RCRPS)"}),
     (("--samples",), {"type": int, "default": 25, "dest": "samples",
                       "help": "direct prompt, forecast suite: trajectories (completions) per forecast (default 25, CiK's)"}),
+    (("--tools",), {"nargs": "+", "default": None, "metavar": "NAME", "dest": "tools",
+                    "help": "offer only these tools (submit and abstain are always there), e.g. --tools classical_plan "
+                            "plan: fewer schema tokens for small windows"}),
     (("--episode-timeout",), {"type": positive_float, "default": None, "dest": "episode_timeout",
                               "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
                                       "(never scored; default: no bound)"}),
@@ -62,18 +65,74 @@ def start_trace_file(path: str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
+def chat_options(args, **kind_options) -> dict:
+    """The chat session's options (:class:`fwgym.agents.chat.options.ChatOptions`, JSON form) from the shared
+    options and a kind's own (``kind_options``, e.g. the openai kind's ``native_tools``): built once here,
+    carried unchanged by the factory and the agent to the session.
+
+    Raises:
+        ValueError: a bad value (e.g. ``--history-hours 0``).
+    """
+    from fwgym.agents.chat.options import ChatOptions
+
+    return ChatOptions(max_tool_chars=getattr(args, "max_tool_chars", None),
+                       history_hours=getattr(args, "history_hours", None),
+                       compact_results=bool(getattr(args, "compact_results", False)),
+                       direct_prompt=bool(getattr(args, "direct_prompt", False)),
+                       samples=int(getattr(args, "samples", 25)), tools=_tools(getattr(args, "tools", None)), **kind_options).to_json()
+
+
+def _tools(names):
+    """``--tools``: registered names, with the answer tools added (the env always offers them)."""
+    if not names:
+        return None
+    from fwgym.tools import ANSWER_TOOLS, REGISTRY
+
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise ValueError(f"--tools: unknown tools {unknown}; registered: {list(REGISTRY)}")
+    return list(dict.fromkeys([*names, *ANSWER_TOOLS]))
+
+
+#: characters per token of the answer estimate when no tokenizer is at hand (digit-heavy JSON: about 3)
+CHARS_PER_TOKEN = 3.0
+
+
+def answer_tokens(suite: str, tokenizer=None) -> tuple[int, str]:
+    """Tokens a final answer of ``suite`` takes (``(count, how)``): the model's tokenizer on a typical answer
+    (:func:`fwgym.agents.chat.constrain.answer_example`), else a stated estimate of 3 characters per token."""
+    import math
+
+    from fwgym.agents.chat.constrain import answer_example
+
+    text = answer_example("forecast" if suite == "forecast" else "decision", {"case": {"scale": 17618.3}})
+    if tokenizer is not None:
+        return int(tokenizer(text)), "the model's tokenizer"
+    return math.ceil(len(text) / CHARS_PER_TOKEN), f"estimate: {len(text)} characters / {CHARS_PER_TOKEN:g} per token"
+
+
+def check_max_tokens(args, max_tokens: int | None, tokenizer=None) -> None:
+    """Refuse a ``--max-tokens`` that cannot hold the suite's answer (a run that could never answer).
+
+    Raises:
+        ValueError: ``max_tokens`` is below :func:`answer_tokens` (the message gives both and how it was counted).
+    """
+    if max_tokens is None:
+        return
+    need, how = answer_tokens(getattr(args, "suite", "decision"), tokenizer)
+    if max_tokens < need:
+        raise ValueError(f"--max-tokens {max_tokens} cannot hold a {getattr(args, 'suite', 'decision')}-suite answer "
+                         f"(~{need} tokens, {how}); raise --max-tokens")
+
+
 def common_kwargs(args) -> dict:
-    """Agent kwargs from the shared options."""
+    """Agent kwargs from the shared options other than the chat options (:func:`chat_options`)."""
     kw = {"temperature": getattr(args, "temperature", None), "top_p": getattr(args, "top_p", None),
-          "seed": getattr(args, "llm_seed", None), "max_tool_chars": getattr(args, "max_tool_chars", None),
-          "history_hours": getattr(args, "history_hours", None),
-          "compact_results": bool(getattr(args, "compact_results", False)),
-          "direct_prompt": bool(getattr(args, "direct_prompt", False)),
-          "samples": int(getattr(args, "samples", 25)),
-          "episode_timeout": getattr(args, "episode_timeout", None)}
+          "seed": getattr(args, "llm_seed", None), "episode_timeout": getattr(args, "episode_timeout", None)}
     if getattr(args, "agent_name", None):
         kw["name"] = args.agent_name
     return kw
 
 
-__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs"]
+__all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs", "chat_options",
+           "check_max_tokens", "answer_tokens"]

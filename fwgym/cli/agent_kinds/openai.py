@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
+from fwgym.cli.agent_kinds.llm import (add_common_arguments, chat_options, check_max_tokens, common_kwargs,
+                                       start_trace_file, trace_path)
 from fwgym.cli.args import json_object, positive_float
 
 KIND = "openai"
@@ -47,6 +48,12 @@ def add_arguments(group) -> None:
                             "templates that drop tool messages)")
     group.add_argument("--strict-tools", action="store_true", dest="strict_tools",
                        help="OpenAI strict function schemas for the tools that have one")
+    group.add_argument("--constrain", choices=("json-schema", "grammar"), default=None,
+                       help="constrain every reply to the episode's own grammar: a JSON schema (grid levels, tool "
+                            "arguments) or a GBNF grammar (also the ramp); replies are JSON in text; part of the "
+                            "policy name")
+    group.add_argument("--server-kind", choices=("llama.cpp", "llama-cpp-python", "vllm", "openai"), default=None,
+                       dest="server_kind", help="how the server takes --constrain (default: from GET /models)")
     group.add_argument("--reply-cache", default=None, dest="reply_cache", metavar="DIR",
                        help="on-disk cache of replies keyed by the full request: a rerun with the same settings "
                             "makes no request")
@@ -69,14 +76,17 @@ def build(args):
         raise ValueError("--max-retries must be >= 0 and --timeout > 0")
     path = trace_path(args)
     max_tokens = getattr(args, "max_tokens", None)
+    options = chat_options(args, native_tools=not args.no_native_tools,
+                           describe_tools=getattr(args, "describe_tools", None),
+                           tool_results_as=getattr(args, "tool_results_as", "tool"),
+                           strict_tools=bool(getattr(args, "strict_tools", False)),
+                           constrain=getattr(args, "constrain", None))
     factory = LLMAgentFactory(kind="openai", model=args.model, base_url=args.base_url, timeout=args.timeout,
-                              max_retries=args.max_retries, api_key_env=args.api_key_env,
-                              native_tools=not args.no_native_tools, extra_body=extra,
+                              max_retries=args.max_retries, api_key_env=args.api_key_env, extra_body=extra,
                               max_tokens=max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS,
-                              describe_tools=getattr(args, "describe_tools", None),
-                              tool_results_as=getattr(args, "tool_results_as", "tool"),
-                              strict_tools=bool(getattr(args, "strict_tools", False)),
-                              reply_cache=getattr(args, "reply_cache", None), trace_out=path, **common_kwargs(args))
+                              reply_cache=getattr(args, "reply_cache", None), trace_out=path, options=options,
+                              server_kind=getattr(args, "server_kind", None), **common_kwargs(args))
+    check_max_tokens(args, factory["max_tokens"])
     factory()  # validates the settings now (cheap: no connection is made)
     start_trace_file(path)
     return factory

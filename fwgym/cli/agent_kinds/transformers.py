@@ -12,7 +12,7 @@ shared LLM options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-toke
 """
 from __future__ import annotations
 
-from fwgym.cli.agent_kinds.llm import add_common_arguments, common_kwargs, start_trace_file, trace_path
+from fwgym.cli.agent_kinds.llm import add_common_arguments, chat_options, common_kwargs, start_trace_file, trace_path
 
 KIND = "transformers"
 HELP = "a local Hugging Face chat model (tools via JSON in text): --hf-model DIR_OR_ID [--gguf-file F] [--hf-device auto]"
@@ -52,7 +52,7 @@ def build(args):
                               plain_cache_dir=args.gguf_cache_dir, device=args.hf_device, dtype=args.hf_dtype,
                               max_context=args.max_context, max_new_tokens=getattr(args, "max_tokens", None) or 512,
                               reuse_cache=not getattr(args, "hf_no_kv_cache", False),
-                              trace_out=path, **kw)
+                              trace_out=path, options=chat_options(args, native_tools=False), **kw)
     factory()  # validates the settings now (cheap: the model loads on the first turn)
     start_trace_file(path)
     return factory

@@ -4,64 +4,22 @@ draws schema-valid arguments for every tool and task and plays them on the real 
 strict-mode variants are OpenAI strict compatible and accept a subset of what the handlers accept."""
 import copy
 import json
-import math
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 
 import pytest
 
 jsonschema = pytest.importorskip("jsonschema", reason="the schema tests validate with jsonschema")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
+from fwgym.testing.fuzz import schema_values  # noqa: E402
 from fwgym.tools import REGISTRY  # noqa: E402
-from fwgym.tools.registry import (ISO_HOUR_PATTERN, STRICT_KEYWORDS, TASKS, drop_null_arguments,  # noqa: E402
-                                  strict_parameters, tool_parameters)
+from fwgym.tools.registry import (STRICT_KEYWORDS, TASKS, drop_null_arguments, strict_parameters,  # noqa: E402
+                                  tool_parameters)
 
 #: refusals that depend on the episode's content, which a schema cannot know
 CONTENT_CODES = {"out_of_range", "not_found", "invalid_plan", "insufficient_budget", "model_unavailable",
                  "horizon_too_short", "backend_error"}
-
-
-def _iso_hours():
-    t0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
-    return st.builds(lambda h, fmt: (t0 + timedelta(hours=h)).strftime(fmt), st.integers(0, 3 * 365 * 24),
-                     st.sampled_from(["%Y-%m-%dT%H:00:00Z", "%Y-%m-%dT%H:00Z", "%Y-%m-%dT%H:00:00+00:00"]))
-
-
-def schema_values(schema):
-    """A hypothesis strategy of instances of ``schema`` (the JSON Schema subset of fwgym's tool schemas)."""
-    if "anyOf" in schema:
-        return st.one_of([schema_values(b) for b in schema["anyOf"]])
-    if "enum" in schema:
-        return st.sampled_from(schema["enum"])
-    t = schema.get("type")
-    if isinstance(t, list):
-        return st.one_of([schema_values({**schema, "type": x}) for x in t])
-    if t == "null":
-        return st.none()
-    if t == "integer":
-        return st.integers(schema.get("minimum", -10**6), schema.get("maximum", 10**6))
-    if t == "number":
-        lo, hi = schema.get("minimum", -1e12), schema.get("maximum", 1e12)
-        return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | st.integers(
-            math.ceil(lo), math.floor(hi))
-    if t == "string":
-        if schema.get("pattern") == ISO_HOUR_PATTERN:
-            return _iso_hours()
-        return st.text(max_size=12) | st.sampled_from(["f1", "f2", "hour_of_day_empirical"])
-    if t == "array":
-        lo, hi = schema.get("minItems", 0), schema.get("maxItems", 12)
-        return st.lists(schema_values(schema.get("items", {})), min_size=lo, max_size=min(hi, max(lo, 12)))
-    if t == "object":
-        props, req = schema.get("properties", {}), set(schema.get("required", ()))
-
-        valid = jsonschema.Draft202012Validator(schema).is_valid  # rules between arguments (oneOf, not, if/then)
-
-        @st.composite
-        def obj(draw):
-            return {k: draw(schema_values(v)) for k, v in props.items() if k in req or draw(st.booleans())}
-        return obj().filter(valid)
-    raise AssertionError(f"schema construct not covered: {schema}")
 
 
 @pytest.fixture(scope="module")
