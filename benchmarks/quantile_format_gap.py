@@ -31,8 +31,9 @@ import numpy as np  # noqa: E402
 
 from fwgym.core.contract import ForecastSubmission  # noqa: E402
 from fwgym.core.optimizer import QUANTILE_LEVELS  # noqa: E402
+from fwgym.context.alpha import rcrps_alpha  # noqa: E402
 from fwgym.core.scoring import (RCRPS_BETA, RCRPS_CAP, aggregate, bound_violation, crps_quantiles,  # noqa: E402
-                                rcrps_alpha, score_forecast)
+                                score_forecast)
 from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
 
 

@@ -76,7 +76,7 @@ if str(ROOT) not in sys.path:
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from fwgym.data import DOMAINS  # noqa: E402
+from fwgym.domains import DOMAINS  # noqa: E402
 from fwgym.forecasters.classical import CLASSICAL_METHODS  # noqa: E402
 from fwgym.forecasters.registry import EXTENDED_MODELS, PRICED_MODELS  # noqa: E402
 

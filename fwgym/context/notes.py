@@ -13,6 +13,7 @@ from fwgym.context import phrasing as ph
 from fwgym.context.families import MECHANISMS, Draw, Family
 from fwgym.core.cases import Case
 from fwgym.core.series import hour_to_datetime
+from fwgym.domains import NoteText, get_domain
 
 __all__ = ["render_note", "LENGTHS", "DISTRACTORS"]
 
@@ -98,13 +99,29 @@ def _table(case: Case, values_obs, hours_obs, values_tgt, lh) -> str:
     return "; ".join(parts)
 
 
+def _note_text(case: Case) -> NoteText:
+    """The note words of a domain outside fwgym's own (:attr:`fwgym.domains.Domain.note_text`).
+
+    Raises:
+        ValueError: the domain has none.
+    """
+    text = get_domain(case.domain).note_text
+    if text is None:
+        raise ValueError(f"domain {case.domain!r} has scenario families but no Domain.note_text (sender, place, "
+                         "distractor and filler sentences of its notes)")
+    return text
+
+
 def _place(case: Case) -> tuple[str, str]:
     if case.domain == "electricity":
         from fwgym.context.zones import ba_zones
 
         region = ba_zones()[case.series_id][1]
         return region, case.series_id
-    return case.series.name, "Santander Cycles"
+    if case.domain == "cycle_hire":
+        return case.series.name, "Santander Cycles"
+    nt = _note_text(case)
+    return nt.place.format(name=case.series.name, sid=case.series_id), nt.sender
 
 
 def _slots(case: Case, spec: Family, draw: Draw, pool: str, rng, lh) -> tuple[dict, str | None]:
@@ -133,7 +150,7 @@ def _slots(case: Case, spec: Family, draw: Draw, pool: str, rng, lh) -> tuple[di
 
 def _distractor(case: Case, spec: Family, pool: str, rng, kind: str, lh) -> str:
     if kind == "irrelevant":
-        opts = _IRRELEVANT[case.domain]
+        opts = _IRRELEVANT[case.domain] if case.domain in _IRRELEVANT else _note_text(case).irrelevant
         return opts[int(rng.integers(len(opts)))].format(date=_date(case, pool, rng))
     a = int(rng.integers(6, 18))
     n = int(rng.integers(2, 5))
@@ -148,8 +165,11 @@ def _distractor(case: Case, spec: Family, pool: str, rng, kind: str, lh) -> str:
 
         regions = sorted({r for _, r in ba_zones().values()} - {_place(case)[0]})
         where = regions[int(rng.integers(len(regions)))]
-    else:
+    elif case.domain == "cycle_hire":
         where = _OTHER_STATIONS[int(rng.integers(len(_OTHER_STATIONS)))] + " station"
+    else:
+        places = _note_text(case).other_places
+        where = places[int(rng.integers(len(places)))]
     return f"Separately, {spec.event} is expected at {where} {_date(case, pool, rng)} {span}."
 
 
@@ -173,7 +193,7 @@ def render_note(case: Case, spec: Family, draw: Draw, rng: np.random.Generator, 
     ri = int(force.get("register", rng.integers(len(ph.FRAMES[pool]))))
     length = force.get("length") or ("short", "medium", "long")[int(rng.integers(3))]
     distractor = force.get("distractor") or DISTRACTORS[int(rng.choice(4, p=[0.55, 0.15, 0.15, 0.15]))]
-    fillers = ph.FILLERS[case.domain][pool]
+    fillers = ph.FILLERS[case.domain][pool] if case.domain in ph.FILLERS else _note_text(case).fillers[pool]
     parts = [core] + [fillers[i] for i in rng.permutation(len(fillers))[:LENGTHS[length]]]
     if distractor != "none":  # before the core, or after any of its sentences
         parts.insert(int(rng.integers(len(parts) + 1)), _distractor(case, spec, pool, rng, distractor, lh))

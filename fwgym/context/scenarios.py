@@ -24,6 +24,7 @@ from fwgym.context.notes import render_note
 from fwgym.context.zones import ba_zones, local_zone
 from fwgym.core.cases import Case
 from fwgym.core.series import hour_to_datetime
+from fwgym.domains import get_domain
 
 __all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario", "register_families",
            "family_spec", "skeleton_ids"]
@@ -112,7 +113,7 @@ class Scenario:
 
     def apply(self, target: np.ndarray) -> np.ndarray:
         """The scenario's target: the realised target transformed by the event (float64 (24,))."""
-        return apply_ops(target, list(self.effect), integer=self.domain == "cycle_hire")
+        return apply_ops(target, list(self.effect), integer=get_domain(self.domain).integer_values)
 
     def metadata(self) -> dict:
         """What agents may know about the note (JSON-safe): ``context_types``, ``skills`` (no family, no effect)."""
@@ -132,7 +133,10 @@ def make_scenario(case: Case, seed: int = 0, family: str | None = None, *, phras
     Raises:
         ValueError: unknown family for the case's domain; a phrasing of the other pool.
     """
-    names = FAMILIES[case.domain]
+    names = get_domain(case.domain).scenario_families  # the domain lists its families; this registry holds them
+    if not names:
+        raise ValueError(f"domain {case.domain!r} has no scenario families (Domain.scenario_families): it has no "
+                         "context or forecast suite")
     key = zlib.crc32(f"{case.case_id}|{seed}".encode())
     name = family or names[key % len(names)]
     spec = family_spec(case.domain, name)

@@ -176,7 +176,7 @@ def decision_values(decisions: Any) -> list[Any]:
             "decisions must be a list of {\"decision_id\": \"b00\", \"value\": <number>} records "
             f"or an object keyed b00..b07; got {type(decisions).__name__}",
         )
-    found: dict[str, Any] = {}
+    found = {}
     for i, rec in enumerate(decisions):
         if not is_mapping(rec):
             raise PlanError("bad_format", f"decision #{i} is a {type(rec).__name__}, expected an object with decision_id and value")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Mapping, Sequence
 
-from fwgym.core.metrics import infer_suite
+from fwgym.suites import infer_suite
 from fwgym.core.scoring import RCRPS_CAP, aggregate
 from fwgym.evaluation.records import by_policy
 
@@ -112,7 +112,7 @@ def context_breakdown(records: Sequence[Mapping], suite: str | None = None) -> l
         records: result records (:class:`~fwgym.evaluation.records.Record`) of one or more policies;
             records without a scenario (the decision suite) are left out.
         suite: ``"decision"``, ``"context"`` or ``"forecast"`` (default: inferred from the records,
-            :func:`fwgym.core.metrics.infer_suite`).
+            :func:`fwgym.suites.infer_suite`).
 
     Returns:
         One dict per (policy, grouping, group), ordered by policy (first appearance), grouping

@@ -51,7 +51,7 @@ import uuid
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from fwgym.jsonl import to_jsonable
 
@@ -73,14 +73,15 @@ COMPARED_SETTINGS: tuple[str, ...] = ("suite", "split", "sigma", "budget", "scen
                                       "scorer_version", "fwgym_version")
 
 
-def run_settings(*, suite: str, split: str, domains: Iterable[str], lead: str | None, limit: int | None,
+def run_settings(*, suite: str, split: str, domains: Sequence[str], lead: str | None, limit: int | None,
                  cases: list[str], policies: list[str], agents: Mapping[str, Any], env_kwargs: Mapping[str, Any],
                  max_calls: int) -> dict:
     """The manifest's ``settings`` of a run (the layout of the module docstring; what :data:`COMPARED_SETTINGS`
     compares): the suite, split, cases (with their sha256), policies and agents as given, and from ``env_kwargs``
     (the suite's env settings, :data:`fwgym.evaluation.SUITES`, plus ``models`` when the pool is not the
     protocol's) the budget, scenario seed, credit weight and forecast pool, with the packaged sigma, this fwgym's
-    version and scorer version, and the plug-in prices and code of the pool when it has any."""
+    version and scorer version, and the plug-in prices and code of the pool when it has any. ``sigma`` is the packaged
+    calibration plus each domain of ``domains`` outside it (a plug-in domain's own :attr:`fwgym.domains.Domain.sigma`)."""
     from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
     from fwgym.forecasters.registry import PRICED_MODELS, plugin_codes, registered_prices
     from fwgym.version import __version__
@@ -88,7 +89,8 @@ def run_settings(*, suite: str, split: str, domains: Iterable[str], lead: str | 
     settings = {
         "suite": suite, "split": split, "domains": list(domains), "lead": lead, "limit": limit, "cases": list(cases),
         "cases_sha256": hashlib.sha256("\n".join(cases).encode()).hexdigest(), "n_cases": len(cases),
-        "policies": list(policies), "agents": dict(agents), "env_kwargs": dict(env_kwargs), "sigma": load_sigma(),
+        "policies": list(policies), "agents": dict(agents), "env_kwargs": dict(env_kwargs),
+        "sigma": load_sigma(domains=domains),
         "budget": env_kwargs.get("budget", BUDGET), "scenario_seed": env_kwargs.get("scenario_seed", 0),
         "credit_weight": env_kwargs.get("credit_weight", 0.0),
         "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": max_calls,

@@ -9,7 +9,8 @@ import pytest
 from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.core.scoring import crps_ensemble, rcrps, rcrps_alpha
+from fwgym.context.alpha import rcrps_alpha
+from fwgym.core.scoring import crps_ensemble, rcrps
 
 
 def test_context_env_scores_the_transformed_target():

@@ -4,6 +4,8 @@ fixed policy, a catalog-oracle candidate and an RL macro entry; the protocol's p
 features stay as they are."""
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 import json
 import os
 import subprocess
@@ -218,6 +220,29 @@ def make_spec():
 '''
 
 
+def _only_under(roots):
+    """An ``importlib.metadata.entry_points`` that sees only the distributions under ``roots`` (the test's own),
+    so that a plug-in installed beside fwgym (as the README describes) changes nothing these tests count."""
+    import importlib.metadata as md
+
+    def entry_points(**params):
+        eps = [ep for d in md.distributions(path=[str(r) for r in roots]) for ep in d.entry_points]
+        return md.EntryPoints(eps).select(**params) if params else md.EntryPoints(eps)
+    return entry_points
+
+
+@pytest.fixture
+def only_test_plugins(monkeypatch):
+    """``isolate(*roots)``: for the rest of the test, entry points come from the distributions under ``roots`` only,
+    and the plug-ins that installed distributions registered earlier in this process are out of the registry."""
+    def isolate(*roots):
+        monkeypatch.setattr(importlib.metadata, "entry_points", _only_under(roots))
+        monkeypatch.setattr(registry, "_PLUGINS", {n: s for n, s in registry._PLUGINS.items()
+                                                   if not s.source.startswith("entry point")})
+        monkeypatch.setattr(registry, "_ENTRY_POINT_ORIGINS", {})
+    return isolate
+
+
 def _install(root, name, entry_points, module=_PLUGIN_MODULE):
     """A minimal installed distribution (dist-info + module) under ``root`` (put on sys.path)."""
     pkg = name.replace("-", "_")
@@ -229,7 +254,10 @@ def _install(root, name, entry_points, module=_PLUGIN_MODULE):
     return root
 
 
-_SCRIPT = textwrap.dedent('''
+_SCRIPT = inspect.getsource(_only_under) + textwrap.dedent('''
+    import importlib.metadata
+    import sys
+    importlib.metadata.entry_points = _only_under(sys.argv[1:])  # the test's distribution only, not installed plug-ins
     import json
     from fwgym.agents import run_episode
     from fwgym.baselines import make_policy
@@ -260,7 +288,7 @@ def test_entry_point_plugin_of_an_installed_distribution(tmp_path):
     root = _install(tmp_path, "fwgym-demo-plugin", {"demo_weekly": "fwgym_demo_plugin:SPEC",
                                                     "demo_callable": "fwgym_demo_plugin:make_spec"})
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run([sys.executable, "-c", _SCRIPT, str(root)], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["known"][-2:] == ["demo_callable", "demo_weekly"]  # loaded in entry-point name order
@@ -274,7 +302,8 @@ def test_entry_point_plugin_of_an_installed_distribution(tmp_path):
                             "credits": 778}
 
 
-def test_entry_points_in_process_and_their_errors(tmp_path, monkeypatch):
+def test_entry_points_in_process_and_their_errors(tmp_path, monkeypatch, only_test_plugins):
+    only_test_plugins(tmp_path / "good", tmp_path / "bad")
     monkeypatch.setattr(registry, "_ENTRY_POINTS_LOADED", False)
     monkeypatch.setattr(registry, "_ENTRY_POINT_ERROR", None)
     (tmp_path / "good").mkdir()
@@ -310,7 +339,27 @@ def test_entry_points_in_process_and_their_errors(tmp_path, monkeypatch):
             unregister_forecaster("demo_weekly")
 
 
-def test_entry_point_spec_must_name_its_model(tmp_path, monkeypatch):
+def test_a_plugin_installed_beside_fwgym_changes_nothing_these_tests_count(tmp_path, monkeypatch, only_test_plugins):
+    """Issue 26 item 6: a plug-in distribution on sys.path (installed as the README says) is not seen by the
+    isolated lookups, in process or in the subprocess of the installed-distribution test."""
+    (tmp_path / "installed").mkdir()
+    (tmp_path / "ours").mkdir()
+    installed = _install(tmp_path / "installed", "fwgym-someone-elses-plugin", {"zz_model": "fwgym_someone_elses_plugin:SPEC"},
+                         module=_PLUGIN_MODULE.replace('"demo_weekly"', '"zz_model"'))
+    monkeypatch.syspath_prepend(str(installed))
+    assert "zz_model" in {ep.name for ep in importlib.metadata.entry_points(group=registry.ENTRY_POINT_GROUP)}
+    ours = _install(tmp_path / "ours", "fwgym-demo-plugin", {"demo_weekly": "fwgym_demo_plugin:SPEC"})
+    monkeypatch.syspath_prepend(str(ours))
+    only_test_plugins(ours)
+    monkeypatch.setattr(registry, "_ENTRY_POINTS_LOADED", False)
+    try:
+        assert load_entry_points(reload=True) == ["demo_weekly"]
+    finally:
+        unregister_forecaster("demo_weekly")
+
+
+def test_entry_point_spec_must_name_its_model(tmp_path, monkeypatch, only_test_plugins):
+    only_test_plugins(tmp_path)
     monkeypatch.setattr(registry, "_ENTRY_POINTS_LOADED", False)
     monkeypatch.setattr(registry, "_ENTRY_POINT_ERROR", None)
     root = _install(tmp_path, "fwgym-demo-plugin", {"other_name": "fwgym_demo_plugin:SPEC",

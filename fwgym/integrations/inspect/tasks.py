@@ -40,14 +40,14 @@ def turn_bound(max_calls: int) -> int:
 
 
 def _domains(domain: str | None) -> list[str]:
-    from fwgym.data import DOMAINS
+    from fwgym.domains import DOMAINS, domain_names
 
     if domain is None:
         return list(DOMAINS)
     names = [d.strip() for d in str(domain).split(",") if d.strip()]
-    bad = [d for d in names if d not in DOMAINS]
+    bad = [d for d in names if d not in domain_names()]
     if bad or not names:
-        raise ValueError(f"domain must be some of {list(DOMAINS)} (comma-separated), got {domain!r}")
+        raise ValueError(f"domain must be some of {list(domain_names())} (comma-separated), got {domain!r}")
     return names
 
 
