@@ -284,15 +284,20 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
               f"is incomplete ({counts['scored']} of {counts['expected']} scored): fix the backend and finish it "
               f"with `fwgym evaluate --resume {out}`", file=sys.stderr)
         return EXIT_INCOMPLETE
+    from fwgym.evaluation.marks import format_marks, history_line, mark_columns, row_marks
+
     ref = reference_policy(labels)
     rows = leaderboard(records, reference=ref)
-    (out / "leaderboard.md").write_text(format_leaderboard(rows, args.suite) + "\n\n" + format_breakdowns(rows, args.suite)
-                                        + "\n")
-    write_csv(rows, out / "leaderboard.csv")
+    marks = row_marks(run.manifest, records)
+    flags = [x for x in format_marks(marks, {lab: len(case_ids) for lab in labels}) if x.startswith("EXPOSED")]
+    flags += [x for x in (history_line(run.manifest),) if x]
+    (out / "leaderboard.md").write_text("".join(f"{x}\n\n" for x in flags) + format_leaderboard(rows, args.suite)
+                                        + "\n\n" + format_breakdowns(rows, args.suite) + "\n")
+    write_csv(mark_columns(rows, marks), out / "leaderboard.csv")
     n_cases = len({r["case_id"] for r in records})
     print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
           f"{played} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
-          "series-cluster bootstrap)" if ref else "") + "\n")
+          "series-cluster bootstrap)" if ref else "") + "".join(f"; {x}" for x in flags) + "\n")
     print_table(leaderboard_table(rows, args.suite), getattr(args, "format", AUTO))
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")

@@ -115,7 +115,7 @@ def run(args) -> int:
                  f"policy - {ref}" if ref else ""))
     fmt = resolve_format(args.format)
     unverified = {r["policy"] for src in rs.sources if not src.verified for r in src.records}
-    csv_rows = mark_rows(rows, unverified, partial=not cov["complete"])  # CSV has no header to say so
+    csv_rows = mark_rows(rows, unverified, partial=not cov["complete"], marks=rs.marks)  # CSV has no header to say so
     if fmt == "csv":
         sys.stdout.write(format_csv(csv_rows))
     elif fmt == "json":

@@ -312,13 +312,18 @@ def credit_weight_of_rows(rows: Sequence[Mapping]) -> float | None:
                              if r.get("credits")]) if rows else None
 
 
-def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False) -> list[dict]:
-    """:func:`leaderboard` rows with two columns saying what vouches for them, for outputs that carry
+def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False,
+              marks: Mapping[str, Mapping] | None = None) -> list[dict]:
+    """:func:`leaderboard` rows with columns saying what vouches for them, for outputs that carry
     no header (CSV): ``verified`` (``False`` for the policies in ``unverified``: records from a source
     without a manifest, :attr:`fwgym.evaluation.ResultSet.unverified`) and ``partial`` (``partial``:
-    the cases are not the whole split, :func:`fwgym.evaluation.coverage`), both ``bool`` on every row."""
+    the cases are not the whole split, :func:`fwgym.evaluation.coverage`), both ``bool`` on every row;
+    with ``marks`` (:attr:`fwgym.evaluation.ResultSet.marks`) also :data:`fwgym.evaluation.marks.MARK_COLUMNS`."""
+    from fwgym.evaluation.marks import mark_columns
+
     unverified = set(unverified)
-    return [{**r, "verified": r["policy"] not in unverified, "partial": bool(partial)} for r in rows]
+    out = [{**r, "verified": r["policy"] not in unverified, "partial": bool(partial)} for r in rows]
+    return mark_columns(out, marks) if marks is not None else out
 
 
 def _csv_cell(v):

@@ -42,6 +42,7 @@ from typing import Iterable, Mapping, Sequence
 
 from fwgym.errors import HARNESS_ERROR
 from fwgym.evaluation.leaderboard import AUTO, format_breakdowns, format_leaderboard, leaderboard, write_csv
+from fwgym.evaluation.marks import format_marks, history_line, merge_marks, row_marks
 from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFEST_VERSION, environment, file_sha256,
                                        new_run_id, now, read_manifest, record_sha256, write_manifest)
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
@@ -49,6 +50,7 @@ from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
 from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
 from fwgym.jsonl import iter_jsonl, write_jsonl
+from fwgym.core.cases import SEALED_SPLIT
 from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.validation import is_int, is_number
 
@@ -82,6 +84,8 @@ class ResultSource:
     #: whether a manifest vouches for the records (their hashes, count and statuses); ``False``: an
     #: unverified source read with ``allow_unverified``
     verified: bool = True
+    #: ``{policy: marks}`` (:func:`fwgym.evaluation.marks.row_marks`)
+    marks: dict = field(default_factory=dict)
 
     @property
     def run_dir(self) -> Path:
@@ -102,6 +106,11 @@ class ResultSet:
     def unverified(self) -> list[Path]:
         """The sources read without a manifest (``allow_unverified``): not hash-checked."""
         return [src.path for src in self.sources if not src.verified]
+
+    @property
+    def marks(self) -> dict[str, dict]:
+        """``{policy: marks}`` of the rows (:mod:`fwgym.evaluation.marks`), the sources' merged."""
+        return merge_marks([src.marks for src in self.sources])
 
 
 def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
@@ -227,7 +236,15 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
             verify_record(r, settings, where=f"{p}:{n}")
     if manifest is not None:
         _check_hashes(p, manifest, records, lines)
-    return ResultSource(p, manifest, records, lines, settings, version, declared_subset, verified=manifest is not None)
+    if settings["split"] == SEALED_SPLIT:
+        exposed = next(((n, r) for n, r in zip(lines, records) if r.get("exposed")), None)
+        if exposed:
+            n, r = exposed
+            raise ValueError(f"{p}:{n}: record of policy {r['policy']!r} on case {r['case_id']!r} is exposed: it was "
+                             "replayed after a prompt holding its target had been sent to the agent; the sealed split "
+                             "refuses exposed records (evaluate the agent again in a new run)")
+    return ResultSource(p, manifest, records, lines, settings, version, declared_subset, verified=manifest is not None,
+                        marks=row_marks(manifest, records))
 
 
 def _check_hashes(p: Path, manifest: Mapping, records: Sequence[Mapping], lines: Sequence[int]) -> None:
@@ -338,6 +355,10 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
                 hint = (" (--allow-mixed-versions accepts it, noted in the table)" if k == "fwgym_version" else "")
                 raise ValueError(f"runs differ in {k}: {first.run_dir} has {a!r}, {src.run_dir} has {b!r}; only runs "
                                  f"of one {k} share a leaderboard{hint}")
+    counts = {p: len(rs) for p, rs in by_policy(r for src in sources for r in src.records).items()}
+    notes += [line for line in format_marks(merge_marks([src.marks for src in sources]), counts)
+              if line.startswith("EXPOSED")]
+    notes += [f"{src.run_dir}: {line}" for src in sources if (line := history_line(src.manifest))]
     versions = sorted({s.fwgym_version for s in sources})
     if len(versions) > 1:
         notes.append(f"MIXED fwgym versions {', '.join(versions)} (--allow-mixed-versions)")
