@@ -1,0 +1,219 @@
+"""The run-integrity attacks of issue 25 (findings 1, 2 and the record-before-end_episode part of 3), measured
+through the command line only, so the same script measures any checkout (before and after a change)::
+
+    python benchmarks/trust_attacks.py                    # this checkout
+    python benchmarks/trust_attacks.py --root /work/main  # another checkout (its fwgym is imported)
+
+Each attack prints the S the attacker obtains and whether fwgym accepted it:
+
+* memory: a server that remembers every history it is shown and answers HTTP 500 on a case's first sighting,
+  then ``--resume`` (cycle hire, the whole split): S and the exposed count on test, and on sealed where it exists;
+* edit: weekday_empirical's records replaced by the perfect plan (re-scored consistently), then ``--resume``;
+* relabel: a random agent's worse-than-median records re-labelled ``harness_error``, then ``--resume`` (one round
+  of cherry-picking);
+* forge: an in-process agent appends forged records of the reference policy (weekly_repeat's plans) to
+  ``results.jsonl`` while the run goes on; the reference's S in ``fwgym leaderboard``;
+* kill: an agent that kills the evaluating process from ``end_episode`` after a bad episode, then ``--resume``
+  until the run is complete.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+
+_RANDOM = '''
+import json, os, random
+METHODS = ["weekday_empirical", "weekly_repeat", "all_hour_empirical", "recent_day_empirical", "hour_of_day_empirical"]
+class Agent:
+    name = "random_agent"
+    def reset(self, info=None):
+        self.k, self.m = 0, random.Random(os.urandom(8)).choice(METHODS)
+    def act(self, obs):
+        self.k += 1
+        if self.k == 1:
+            return {"tool": "classical_plan", "args": {"method": self.m}}
+        return {"tool": "submit", "args": {"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}
+'''
+
+_FORGER = '''
+import json
+class Agent:
+    name = "forger"
+    def __init__(self, forged=None, results=None):
+        self.forged, self.results, self.done = forged, results, False
+    def reset(self, info=None):
+        self.k = 0
+    def act(self, obs):
+        self.k += 1
+        if self.k == 1:
+            return {"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}}
+        return {"tool": "submit", "args": {"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}
+    def end_episode(self, record):
+        if not self.done:
+            self.done = True
+            with open(self.forged) as src, open(self.results, "a") as dst:
+                dst.write(src.read())
+'''
+
+_KILLER = '''
+import json, os, random, signal
+class Agent:
+    name = "killer"
+    def reset(self, info=None):
+        self.k = 0
+        self.m = random.Random(os.urandom(8)).choice(["weekly_repeat", "hour_of_day_empirical"])
+    def act(self, obs):
+        self.k += 1
+        if self.k == 1:
+            return {"tool": "classical_plan", "args": {"method": self.m}}
+        return {"tool": "submit", "args": {"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}
+    def end_episode(self, record):
+        if record.get("S") is not None and record["S"] > 0.35:
+            os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+class Fwgym:
+    def __init__(self, root: Path, limit: int | None = None):
+        self.env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"}
+        self.limit = limit
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        code = "import sys; from fwgym.cli import main; sys.exit(main(sys.argv[1:]))"
+        if args and args[0] == "evaluate" and "--resume" not in args and self.limit:
+            args = (*args, "--limit", str(self.limit))
+        return subprocess.run([sys.executable, "-c", code, *args], env=self.env, capture_output=True, text=True,
+                              cwd=tempfile.gettempdir())  # not this folder: `python -c` imports from its cwd first
+
+    def py(self, code: str) -> str:
+        return subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True,
+                              check=True, cwd=tempfile.gettempdir()).stdout
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+
+
+def board(fw: Fwgym, out: Path) -> tuple[dict, str]:
+    """{policy: S} of ``fwgym leaderboard --format csv`` (or the one-line refusal)."""
+    p = fw("leaderboard", str(out), "--format", "csv")
+    if p.returncode:
+        return {}, p.stderr.strip().splitlines()[-1][:160]
+    lines = p.stdout.splitlines()
+    head = lines[0].split(",")
+    return {x.split(",")[0]: float(x.split(",")[head.index("S")]) for x in lines[1:]}, "accepted"
+
+
+def mark_incomplete(out: Path) -> None:
+    m = json.loads((out / "manifest.json").read_text())
+    m["status"] = "incomplete"
+    if m.get("sessions"):
+        m["sessions"][-1]["status"] = "incomplete"
+    (out / "manifest.json").write_text(json.dumps(m))
+
+
+def attack_edit(fw: Fwgym, tmp: Path) -> str:
+    out = tmp / "edit"
+    fw("evaluate", "--split", "test", "--policies", "weekday_empirical", "perfect_demand", "--out", str(out),
+       "--no-progress")
+    s0 = board(fw, out)[0].get("weekday_empirical")
+    recs = records(out)
+    best = {r["case_id"]: r for r in recs if r["policy"] == "perfect_demand"}
+    edited = [({**r, **{k: best[r["case_id"]][k] for k in ("levels", "loss", "floor", "R", "S")}}
+               if r["policy"] == "weekday_empirical" else r) for r in recs]
+    (out / "results.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in edited))
+    lb = board(fw, out)[1]
+    mark_incomplete(out)
+    p = fw("evaluate", "--resume", str(out), "--no-progress")
+    res = (f"resume exit {p.returncode}: " + (p.stderr.strip().splitlines() or [""])[-1][:140]) if p.returncode else \
+        f"resume accepted; weekday_empirical S = {board(fw, out)[0].get('weekday_empirical'):.4f}"
+    return f"edit: S {s0:.4f}; leaderboard on the edited file: {lb[:60]}...; {res}"
+
+
+def attack_relabel(fw: Fwgym, tmp: Path) -> str:
+    out = tmp / "relabel"
+    agent = tmp / "random_agent.py"
+    agent.write_text(_RANDOM)
+    fw("evaluate", "--split", "test", "--domain", "cycle_hire", "--agent", f"{agent}:Agent", "--in-process",
+       "--policies", "hour_of_day_empirical", "--out", str(out), "--no-progress")
+    s0 = board(fw, out)[0].get("random_agent")
+    recs = records(out)
+    mine = sorted(r["S"] for r in recs if r["policy"] == "random_agent")
+    median = mine[len(mine) // 2]
+    relabelled = [({**r, "status": "harness_error", "scored": False, "harness_kind": "http_5xx", "loss": None,
+                    "floor": None, "R": None, "S": None, "valid": False, "levels": None}
+                   if r["policy"] == "random_agent" and r["S"] > median else r) for r in recs]
+    (out / "results.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in relabelled))
+    mark_incomplete(out)
+    p = fw("evaluate", "--resume", str(out), "--no-progress")
+    if p.returncode:
+        return f"relabel: S {s0:.4f}; resume exit {p.returncode}: " + p.stderr.strip().splitlines()[-1][:140]
+    return f"relabel: S {s0:.4f} -> {board(fw, out)[0].get('random_agent'):.4f} after one round (resume accepted)"
+
+
+def attack_forge(fw: Fwgym, tmp: Path) -> str:
+    out = tmp / "forge"
+    ref_run = tmp / "worst"
+    fw("evaluate", "--split", "test", "--policies", "weekly_repeat", "hour_of_day_empirical", "--out", str(ref_run),
+       "--no-progress")
+    worst = [r for r in records(ref_run) if r["policy"] == "weekly_repeat"]
+    forged = tmp / "forged.jsonl"
+    forged.write_text("".join(json.dumps({**r, "policy": "hour_of_day_empirical",
+                                          "episode_id": f"1:hour_of_day_empirical:{r['case_id']}"}, sort_keys=True)
+                              + "\n" for r in worst))
+    agent = tmp / "forger.py"
+    agent.write_text(_FORGER)
+    fw("evaluate", "--split", "test", "--agent", f"{agent}:Agent", "--in-process", "--agent-kwargs",
+       json.dumps({"forged": str(forged), "results": str(out / "results.jsonl")}), "--policies",
+       "hour_of_day_empirical", "--out", str(out), "--no-progress")
+    own = board(fw, ref_run)[0].get("hour_of_day_empirical")
+    s, how = board(fw, out)
+    return f"forge: reference hour_of_day_empirical S {own:.4f} -> {s.get('hour_of_day_empirical', float('nan')):.4f} " \
+           f"in fwgym leaderboard ({how})"
+
+
+def attack_kill(fw: Fwgym, tmp: Path) -> str:
+    out = tmp / "kill"
+    agent = tmp / "killer.py"
+    agent.write_text(_KILLER)
+    args = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--agent", f"{agent}:Agent", "--in-process",
+            "--out", str(out), "--no-progress"]
+    straight = tmp / "straight"
+    no_kill = tmp / "nokill.py"
+    no_kill.write_text(_KILLER.replace("os.kill(os.getpid(), signal.SIGKILL)", "pass"))
+    p0 = fw(*[a if a != f"{agent}:Agent" else f"{no_kill}:Agent" for a in args[:-3]], "--out", str(straight),
+            "--no-progress")
+    if p0.returncode:
+        return f"kill: the run without killing failed: {p0.stderr.strip()[-300:]}"
+    p = fw(*args)
+    rounds = 1
+    while p.returncode != 0 and rounds < 400:
+        p = fw("evaluate", "--resume", str(out), "--no-progress")
+        rounds += 1
+    return (f"kill: S without killing {board(fw, straight)[0].get('killer'):.4f}; with kill + resume until complete "
+            f"({rounds} sessions): {board(fw, out)[0].get('killer'):.4f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=str(HERE), help="the checkout whose fwgym runs")
+    ap.add_argument("--only", nargs="+", default=["edit", "relabel", "forge", "kill"])
+    ap.add_argument("--limit", type=int, default=None, help="cases per domain (default: the whole split)")
+    args = ap.parse_args()
+    fw = Fwgym(Path(args.root), args.limit)
+    print(f"checkout {args.root}: " + fw.py("import fwgym, subprocess; print(fwgym.__file__)").strip())
+    with tempfile.TemporaryDirectory() as d:
+        for name in args.only:
+            print(globals()[f"attack_{name}"](fw, Path(d)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
