@@ -3,7 +3,8 @@
 ``fwgym evaluate`` (:mod:`~fwgym.cli.evaluate`), ``fwgym cases`` (:mod:`~fwgym.cli.cases`; ``cases export``
 writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym plot``
 (:mod:`~fwgym.cli.plot`), ``fwgym show-trace`` (:mod:`~fwgym.cli.show_trace`), ``fwgym report``
-(:mod:`~fwgym.cli.report`), ``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`),
+(:mod:`~fwgym.cli.report`), ``fwgym verify`` (:mod:`~fwgym.cli.verify`; ``--replay`` re-executes every
+episode), ``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`),
 ``fwgym forecasts build|verify`` (:mod:`~fwgym.cli.forecasts`), ``fwgym list``
 (:mod:`~fwgym.cli.listing`). Each subcommand module defines ``NAME``, ``HELP``, ``add_arguments(parser)``
 and ``run(args) -> exit code``; heavy imports happen in ``run``. The agent kinds of
@@ -26,13 +27,14 @@ import os
 import sys
 from typing import Sequence
 
-from fwgym.cli import calibrate_sigma, cases, evaluate, forecasts, leaderboard, listing, plot, report, show_trace
+from fwgym.cli import (calibrate_sigma, cases, evaluate, forecasts, leaderboard, listing, plot, report, show_trace,
+                       verify)
 from fwgym.data import DataIntegrityError
 from fwgym.forecasters.base import ModelUnavailable
 from fwgym.forecasters.registry import PluginError
 
 #: the subcommand modules, in the order of ``fwgym --help``
-COMMANDS = (evaluate, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, listing)
+COMMANDS = (evaluate, verify, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, listing)
 
 #: exceptions that are the user's input, not a bug of fwgym: bad argument values and file contents
 #: (``ValueError``, which includes ``json.JSONDecodeError``, ``UnicodeDecodeError`` and the forecast

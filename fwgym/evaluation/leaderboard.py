@@ -315,15 +315,22 @@ def credit_weight_of_rows(rows: Sequence[Mapping]) -> float | None:
 def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False,
               marks: Mapping[str, Mapping] | None = None) -> list[dict]:
     """:func:`leaderboard` rows with columns saying what vouches for them, for outputs that carry
-    no header (CSV): ``verified`` (``False`` for the policies in ``unverified``: records from a source
-    without a manifest, :attr:`fwgym.evaluation.ResultSet.unverified`) and ``partial`` (``partial``:
-    the cases are not the whole split, :func:`fwgym.evaluation.coverage`), both ``bool`` on every row;
-    with ``marks`` (:attr:`fwgym.evaluation.ResultSet.marks`) also :data:`fwgym.evaluation.marks.MARK_COLUMNS`."""
+    no header (CSV): :data:`fwgym.evaluation.marks.MARK_COLUMNS` (``marks``:
+    :attr:`fwgym.evaluation.ResultSet.marks`; without it every row is re-scored and, unless its policy is in
+    ``unverified`` (records from a source without a manifest), hash-checked), then ``partial`` (``partial``:
+    the cases are not the whole split, :func:`fwgym.evaluation.coverage`)."""
     from fwgym.evaluation.marks import mark_columns
 
     unverified = set(unverified)
-    out = [{**r, "verified": r["policy"] not in unverified, "partial": bool(partial)} for r in rows]
-    return mark_columns(out, marks) if marks is not None else out
+    given = dict(marks or {})
+    for r in rows:
+        m = given.get(r["policy"])
+        if m is None:
+            given[r["policy"]] = {"rescored": True, "hash_checked": r["policy"] not in unverified, "replayed": False,
+                                  "isolation": "unknown", "in_process": False, "exposed": 0}
+        elif r["policy"] in unverified:
+            given[r["policy"]] = {**m, "hash_checked": False}
+    return [{**r, "partial": bool(partial)} for r in mark_columns(rows, given)]
 
 
 def _csv_cell(v):

@@ -52,14 +52,14 @@ def _find(description: Any, key: str) -> Any:
 def isolation_of(description: Any) -> str:
     """How a policy of a run manifest ran, from its description (``settings["agents"][name]``): ``"fwgym"`` for a
     named policy (a string), ``"sandbox"`` / ``"process"`` when the description says ``isolation`` (the isolated
-    worker's factory writes it), ``"process"`` for an isolated factory that does not say, else
+    worker's factory writes it), ``"process"`` for an isolated worker's factory that does not say (it has a ``worker_command``), else
     ``"in-process"``."""
     if isinstance(description, str):
         return "fwgym"
     stated = _find(description, "isolation")
     if stated in ("sandbox", "process"):
         return str(stated)
-    if _find(description, "isolated") is True or "Isolated" in str(_find(description, "factory") or ""):
+    if isinstance(description, Mapping) and "worker_command" in description:  # fwgym.agents.isolation's factory
         return "process"
     return "in-process"
 
