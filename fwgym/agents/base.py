@@ -27,7 +27,8 @@ optionally:
   ``prompt_tokens`` and ``completion_tokens`` (ints, summed over the episode's requests, from the
   server's ``usage``), ``model_turns`` (int, model replies), ``requests`` (int, requests sent, retries
   included), ``request_latency_s`` (list of floats, seconds per request, in order), ``wall_s`` (float,
-  seconds from the first ``act`` to the end). Missing keys (and agents without the method) are ``None``
+  seconds from the first ``act`` to the end), ``served_model`` (str: the model a reply named when it was not the
+  one asked for). Missing keys (and agents without the method) are ``None``
   in the record; other keys are ignored.
 
 Episode ids. A runner may give :func:`run_episode` an ``episode_id``; it is stored in the record and
@@ -87,7 +88,7 @@ from fwgym.validation import is_int, is_number
 
 #: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
 EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "model_turns", "requests",
-                                       "request_latency_s", "wall_s")
+                                       "request_latency_s", "wall_s", "served_model")
 
 
 @runtime_checkable
@@ -322,6 +323,9 @@ def _episode_stats(agent: Any) -> dict:
     wall = stats.get("wall_s")
     if is_number(wall) and math.isfinite(wall) and wall >= 0:
         out["wall_s"] = float(wall)
+    served = stats.get("served_model")
+    if isinstance(served, str) and served:
+        out["served_model"] = served[:200]
     lat = stats.get("request_latency_s")
     if isinstance(lat, (list, tuple)) and all(is_number(x) and math.isfinite(x) for x in lat):
         out["request_latency_s"] = [float(x) for x in lat]

@@ -517,6 +517,8 @@ def completion_problem(body: Any) -> str | None:
 def _reply(body: dict, *, latency: float, requests: int, cached: bool = False) -> ModelReply:
     """A validated chat-completion body (:func:`completion_problem`) as a :class:`ModelReply`."""
     meta: dict[str, Any] = {"requests": requests, "latency_s": round(latency, 3)}
+    if isinstance(body.get("model"), str):
+        meta["model"] = body["model"]  # the model the server says answered (ChatAgent notes another one)
     if cached:
         meta["cached"] = True
     usage = body.get("usage")

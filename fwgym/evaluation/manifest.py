@@ -51,7 +51,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from fwgym.jsonl import to_jsonable
+from fwgym.jsonl import read_json, to_jsonable
 
 __all__ = ["MANIFEST_FILE", "MANIFEST_VERSION", "PACKAGES", "COMPARED_SETTINGS", "canonical_json", "record_sha256",
            "file_sha256", "now", "new_run_id", "environment", "git_info", "model_revisions", "describe_policy",
@@ -246,9 +246,9 @@ def read_manifest(run_dir: str | os.PathLike) -> dict | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except ValueError as exc:
-        raise ValueError(f"{path}: not a JSON run manifest ({exc})") from None
+        raise ValueError(f"{exc} (not a JSON run manifest)") from None
     if not isinstance(data, dict) or data.get("manifest_version") != MANIFEST_VERSION:
         raise ValueError(f"{path}: not a run manifest of version {MANIFEST_VERSION} "
                          f"(manifest_version {data.get('manifest_version') if isinstance(data, dict) else None!r})")

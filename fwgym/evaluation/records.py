@@ -170,6 +170,9 @@ class AccountingFields(TypedDict):
     requests: Annotated[int | None, "HTTP (or local generate) requests sent, retries included"]
     request_latency_s: Annotated[list[float] | None, "wall seconds of each request, in order"]
     wall_s: Annotated[float | None, "wall seconds of the episode on the agent's side (first act to the end)"]
+    served_model: Annotated[str | None, "the model name a server reply reported when it was not the model the agent "
+                                        "asked for (the first such name of the episode; a warning is printed once); "
+                                        "None when every reply named the requested model"]
 
 
 class Record(AgentFields, EpisodeOutcome, RunFields, AccountingFields, EvaluationFields):

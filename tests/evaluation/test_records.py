@@ -65,11 +65,11 @@ def test_schema_fields_types_and_meanings():
     assert RECORD_FIELDS[0] == "policy"
     assert set(RECORD_FIELDS) == (set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
                                   | set(EVALUATION_FIELDS))
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 36
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 37
     assert RUN_FIELDS == ("episode_id", "scored", "harness_kind", "tool_calls")
     assert EVALUATION_FIELDS == ("exposed",)
     assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",
-                                                       "request_latency_s", "wall_s")
+                                                       "request_latency_s", "wall_s", "served_model")
     # the fields of the results files of fwgym 0.1.0, the "core" projection of the behaviour hashes
     assert CORE_FIELDS == ("policy", "case_id", "domain", "cohort", "series_id", "lead", "split", "loss", "floor",
                            "R", "S", "credits", "calls", "valid", "status", "reason", "tool_counts", "levels")
