@@ -61,7 +61,7 @@ import time
 from typing import Any, Mapping
 
 from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply, ToolRequest
-from fwgym.agents.chat.cache import ReplyCache
+from fwgym.agents.chat.cache import ReplyCache, ReplyCacheError
 from fwgym.agents.chat.traces import scrub
 from fwgym.errors import HarnessError
 from fwgym.validation import check_int, is_number
@@ -351,6 +351,9 @@ class OpenAIChatAgent(ChatAgent):
             key = self.cache_key(kw)
             body = cache.get(key)
             if body is not None:
+                problem = completion_problem(body)
+                if problem:  # an edited entry: never a reply, never the agent's failure
+                    raise ReplyCacheError(f"reply cache entry {cache.path(key)} is malformed: {problem}; remove it")
                 return _reply(body, latency=time.perf_counter() - t0, requests=0, cached=True)
         body, retries = self._post(kw)
         reply = _reply(body, latency=time.perf_counter() - t0, requests=retries + 1)

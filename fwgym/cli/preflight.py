@@ -64,4 +64,6 @@ def check_agent_infrastructure(policies, timeout: float = 120.0) -> None:
                                  f"which every observation needs ({why}); install numpy there; nothing was run")
         for folder in _settings_values(d, "reply_cache"):
             if folder:
-                ReplyCache.check(folder)
+                from fwgym.agents.openai import completion_problem
+
+                ReplyCache.check(folder, completion_problem)

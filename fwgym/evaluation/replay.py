@@ -39,7 +39,8 @@ __all__ = ["REPLAY_FILE", "ReplayReport", "replay_env_kwargs", "replay_record", 
 REPLAY_FILE = "replay.json"
 #: the ending's fields a replay compares (numbers with the re-scorer's tolerance, the rest exactly): every field of
 #: the env's terminal info but the case's own (the schema's, :mod:`fwgym.evaluation.records`)
-_COMPARED = tuple(f for f in ENV_FIELDS if f not in CaseFields.__annotations__)
+_FIRST = ("status", "levels", "submission", "credits", "calls")  # what a message names first
+_COMPARED = _FIRST + tuple(f for f in ENV_FIELDS if f not in CaseFields.__annotations__ and f not in _FIRST)
 
 
 @dataclass

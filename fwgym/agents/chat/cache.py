@@ -45,8 +45,10 @@ class ReplyCacheError(HarnessError):
         super().__init__(message, kind="reply_cache")
 
 
-def entry_problem(entry: Any) -> str | None:
-    """What is wrong with a cache entry's JSON value (``None``: a usable entry of :data:`CACHE_VERSION`)."""
+def entry_problem(entry: Any, response_problem=None) -> str | None:
+    """What is wrong with a cache entry's JSON value (``None``: a usable entry of :data:`CACHE_VERSION`);
+    ``response_problem(body) -> str | None`` checks the response further (the backend's own check, e.g.
+    :func:`fwgym.agents.openai.completion_problem`)."""
     if not isinstance(entry, dict):
         return "not a JSON object"
     if entry.get("version") != CACHE_VERSION:
@@ -54,9 +56,16 @@ def entry_problem(entry: Any) -> str | None:
     response = entry.get("response")
     if not isinstance(response, dict):
         return "its 'response' is not a JSON object"
-    from fwgym.agents.openai import completion_problem
-
-    problem = completion_problem(response)
+    choices = response.get("choices")
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            and isinstance(choices[0].get("message"), dict)):
+        return "its response is not a chat completion (no choices[0].message object)"
+    msg = choices[0]["message"]
+    if msg.get("content") is not None and not isinstance(msg["content"], str):
+        return "its response is not a chat completion (message.content is neither a string nor null)"
+    if msg.get("tool_calls") is not None and not isinstance(msg["tool_calls"], list):
+        return "its response is not a chat completion (message.tool_calls is not a list)"
+    problem = response_problem(response) if response_problem is not None else None
     return f"its response is not a chat completion ({problem})" if problem else None
 
 
@@ -90,8 +99,9 @@ class ReplyCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def check(directory: str | os.PathLike) -> None:
-        """Check a cache folder before a run: it is a folder (or does not exist yet) and every entry is usable.
+    def check(directory: str | os.PathLike, response_problem=None) -> None:
+        """Check a cache folder before a run: it is a folder (or does not exist yet) and every entry is usable
+        (:func:`entry_problem` with ``response_problem``).
 
         Raises:
             ValueError: one line naming the folder, or the first malformed entry's file (and why).
@@ -110,7 +120,7 @@ class ReplyCache:
                 raise ValueError(f"--reply-cache: {exc}; remove the entry (its request is then sent again)") from None
             if isinstance(entry, dict) and entry.get("version") != CACHE_VERSION:
                 continue  # another format's entry: a miss, rewritten
-            problem = entry_problem(entry)
+            problem = entry_problem(entry, response_problem)
             if problem:
                 raise ValueError(f"--reply-cache: {path}: malformed entry: {problem}; remove it (its request is then "
                                  + "sent again)")
