@@ -63,19 +63,25 @@ class Agent:
 '''
 
 _KILLER = '''
-import json, os, random, signal
+import json, os, signal
 class Agent:
+    """Plays weekly_repeat; after a bad episode (S > 0.35) it kills the evaluating process from end_episode, once per
+    case (a marker file); a case played again is played with hour_of_day_empirical."""
     name = "killer"
+    def __init__(self, markers=None):
+        self.markers = markers
     def reset(self, info=None):
-        self.k = 0
-        self.m = random.Random(os.urandom(8)).choice(["weekly_repeat", "hour_of_day_empirical"])
+        self.k, self.case = 0, (info or {}).get("case_id")
+        self.again = os.path.exists(os.path.join(self.markers, str(self.case)))
     def act(self, obs):
         self.k += 1
         if self.k == 1:
-            return {"tool": "classical_plan", "args": {"method": self.m}}
+            m = "hour_of_day_empirical" if self.again else "weekly_repeat"
+            return {"tool": "classical_plan", "args": {"method": m}}
         return {"tool": "submit", "args": {"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}
     def end_episode(self, record):
-        if record.get("S") is not None and record["S"] > 0.35:
+        if not self.again and record.get("S") is not None and record["S"] > 0.35:
+            open(os.path.join(self.markers, str(self.case)), "w").close()
             os.kill(os.getpid(), signal.SIGKILL)
 '''
 
@@ -180,25 +186,27 @@ def attack_forge(fw: Fwgym, tmp: Path) -> str:
 
 
 def attack_kill(fw: Fwgym, tmp: Path) -> str:
-    out = tmp / "kill"
-    agent = tmp / "killer.py"
+    agent, markers, out = tmp / "killer.py", tmp / "markers", tmp / "kill"
     agent.write_text(_KILLER)
+    markers.mkdir()
     args = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--agent", f"{agent}:Agent", "--in-process",
-            "--out", str(out), "--no-progress"]
-    straight = tmp / "straight"
-    no_kill = tmp / "nokill.py"
-    no_kill.write_text(_KILLER.replace("os.kill(os.getpid(), signal.SIGKILL)", "pass"))
-    p0 = fw(*[a if a != f"{agent}:Agent" else f"{no_kill}:Agent" for a in args[:-3]], "--out", str(straight),
-            "--no-progress")
-    if p0.returncode:
-        return f"kill: the run without killing failed: {p0.stderr.strip()[-300:]}"
-    p = fw(*args)
-    rounds = 1
-    while p.returncode != 0 and rounds < 400:
+            "--agent-kwargs", json.dumps({"markers": str(markers)}), "--no-progress"]
+    fw(*args, "--out", str(out))
+    kills, p = 1, None
+    while kills < 400:
         p = fw("evaluate", "--resume", str(out), "--no-progress")
-        rounds += 1
-    return (f"kill: S without killing {board(fw, straight)[0].get('killer'):.4f}; with kill + resume until complete "
-            f"({rounds} sessions): {board(fw, out)[0].get('killer'):.4f}")
+        if p.returncode == 0:
+            break
+        kills += 1
+    ref = tmp / "kill_reference"
+    fw("evaluate", "--split", "test", "--domain", "cycle_hire", "--policies", "weekly_repeat", "hour_of_day_empirical",
+       "--out", str(ref), "--no-progress")
+    s_ref = board(fw, ref)[0]
+    got = board(fw, out)[0].get("killer")
+    return (f"kill: {len(list(markers.iterdir()))} episodes ended by killing the evaluator, {kills} sessions; the "
+            f"attacked row S {got if got is None else round(got, 4)}; what it earned (weekly_repeat) "
+            f"{s_ref.get('weekly_repeat', float('nan')):.4f}, the retries' method alone (hour_of_day_empirical) "
+            f"{s_ref.get('hour_of_day_empirical', float('nan')):.4f}")
 
 
 def main() -> int:
