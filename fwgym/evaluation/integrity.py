@@ -40,10 +40,19 @@ __all__ = ["check_records", "check_started", "prefix_sha256", "last_session_runn
 
 def last_session_running(manifest: Mapping) -> int | None:
     """The number of the manifest's last session when it did not end (status ``running``: killed), else ``None``."""
-    sessions = manifest.get("sessions") or []
-    if sessions and isinstance(sessions[-1], Mapping) and sessions[-1].get("status") == "running":
-        return int(sessions[-1].get("session", 0))
-    return None
+    killed = killed_sessions(manifest)
+    return killed[-1] if killed else None
+
+
+def killed_sessions(manifest: Mapping) -> list[int]:
+    """The sessions after the last one that ended (status ``running``: killed, one after another), in order."""
+    out: list[int] = []
+    for s in manifest.get("sessions") or []:
+        if isinstance(s, Mapping) and s.get("status") == "running":
+            out.append(int(s.get("session", 0)))
+        else:
+            out = []
+    return out
 
 
 def prefix_sha256(path: Path, n: int) -> str:
@@ -93,28 +102,32 @@ def check_records(path: Path, manifest: Mapping, settings=None) -> list[dict]:
     tail = records[len(hashes):]
     if not tail:
         return [r for _, r in records]
-    killed = last_session_running(manifest)
-    if killed is None:
+    killed = killed_sessions(manifest)
+    if not killed:
         n, r = tail[0]
         raise _refuse(f"{path}:{n}", f"record of policy {r.get('policy')!r} on case {r.get('case_id')!r} was not "
                                      f"written by the run (its last session ended with {len(hashes)} records; this "
                                      "line was appended afterwards)")
     policies = (manifest.get("settings") or {}).get("policies")
     scored = {(r["policy"], r["case_id"]) for _, r in records[:len(hashes)] if is_scored(r)}
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
+    names = ", ".join(map(str, killed))
     for n, r in tail:
         where = f"{path}:{n}"
         check_record(r, where=where)
         key = (r["policy"], r["case_id"])
-        if not str(r.get("episode_id") or "").startswith(f"{killed}:"):
+        session = str(r.get("episode_id") or "").partition(":")[0]
+        if session not in {str(k) for k in killed}:
             raise _refuse(where, f"record of policy {key[0]!r} on case {key[1]!r} has episode id "
-                                 f"{r.get('episode_id')!r}, not one of session {killed} (the session that was killed)")
+                                 f"{r.get('episode_id')!r}, not one of the killed session(s) {names}")
         if isinstance(policies, list) and key[0] not in policies:
             raise _refuse(where, f"a record of policy {key[0]!r}, which the run does not have")
-        if key in scored or key in seen:
+        if key in scored or (*key, session) in seen:
             raise _refuse(where, f"a second record of policy {key[0]!r} on case {key[1]!r} (the run plays a pair "
                                  "again only after a harness_error, once per session)")
-        seen.add(key)
+        seen.add((*key, session))
+        if is_scored(r):
+            scored.add(key)
         if settings is not None:
             verify_record(r, settings, where=where)
     return [r for _, r in records]
