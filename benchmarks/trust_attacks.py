@@ -44,22 +44,32 @@ class Agent:
 
 _FORGER = '''
 import json
+
+
 class Agent:
+    """Plays hour_of_day_empirical; at each end_episode it appends a forged record of the reference policy (its
+    worst plan, re-scoring consistently) for the case played before, which the reference has played by then: on a
+    runner that keeps the file's last line per pair, the forgery replaces the reference's record."""
+
     name = "forger"
+
     def __init__(self, forged=None, results=None):
-        self.forged, self.results, self.done = forged, results, False
+        self.results, self.prev, self.case = results, None, None
+        self.forged = {json.loads(x)["case_id"]: x for x in open(forged).read().splitlines() if x.strip()}
+
     def reset(self, info=None):
-        self.k = 0
+        self.k, self.prev, self.case = 0, self.case, (info or {}).get("case_id")
+
     def act(self, obs):
         self.k += 1
         if self.k == 1:
             return {"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}}
         return {"tool": "submit", "args": {"decisions": json.loads(obs["last_result"])["result"]["plan"]["decisions"]}}
+
     def end_episode(self, record):
-        if not self.done:
-            self.done = True
-            with open(self.forged) as src, open(self.results, "a") as dst:
-                dst.write(src.read())
+        if self.prev in self.forged:
+            with open(self.results, "a") as dst:
+                dst.write(self.forged[self.prev] + "\\n")
 '''
 
 _KILLER = '''
