@@ -10,6 +10,12 @@ writes them (``NaN``, ``Infinity``) and read back.
 :func:`write_jsonl` replaces a whole file atomically (a temporary file in the same folder, then
 ``os.replace``); :func:`append_jsonl` adds one line under an exclusive lock (so processes may share a
 file) and can ``fsync`` it, so a crash loses at most the line being written.
+
+Reading is one reader for every JSON file fwgym reads (records, traces, started logs, run manifests, the forecast
+store's manifest, reply caches): :func:`iter_jsonl` / :func:`read_jsonl` for JSON Lines, :func:`read_json` for a
+file holding one JSON value. A line or file that is not UTF-8, not JSON, or nested deeper than
+:data:`MAX_DEPTH` levels (fwgym's own files nest a few levels; 100,000 nested brackets would otherwise end
+Python's parser with a ``RecursionError``) is a ``ValueError`` whose message starts with ``file:line``.
 """
 from __future__ import annotations
 
@@ -19,7 +25,11 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-__all__ = ["to_jsonable", "dumps_line", "iter_jsonl", "read_jsonl", "write_jsonl", "append_jsonl"]
+__all__ = ["MAX_DEPTH", "to_jsonable", "dumps_line", "loads", "iter_jsonl", "read_jsonl", "read_json", "write_jsonl",
+           "append_jsonl", "json_depth"]
+
+#: deepest nesting (arrays and objects) a JSON value fwgym reads may have
+MAX_DEPTH = 256
 
 
 def to_jsonable(o: Any) -> Any:
@@ -37,6 +47,94 @@ def dumps_line(value: Any, *, sort_keys: bool = False) -> str:
     return json.dumps(value, sort_keys=sort_keys, default=to_jsonable) + "\n"
 
 
+def _too_deep(text: str, limit: int = MAX_DEPTH) -> int | None:
+    """Offset in ``text`` where JSON nesting first exceeds ``limit`` levels (brackets in strings not counted), or
+    ``None``. Only called when ``text`` holds more than ``limit`` opening brackets."""
+    depth, in_str, esc = 0, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+def _deep_error(where: str, text: str, offset: int | None, base_line: int | None = None) -> ValueError:
+    pos = ""
+    if offset is not None:
+        line = text.count("\n", 0, offset) + 1
+        col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        pos = f":{line}" if base_line is None else ""
+        pos += f" (column {col})"
+    return ValueError(f"{where}{pos}: JSON nested deeper than {MAX_DEPTH} levels; not a file fwgym wrote, or corrupt")
+
+
+def loads(text: str, where: str, *, multiline: bool = False) -> Any:
+    """``json.loads(text)`` refusing nesting deeper than :data:`MAX_DEPTH` (before Python's parser would recurse).
+
+    Args:
+        where: what the message names (``"path:line"`` for a line; ``"path"`` with ``multiline``: the line is added).
+
+    Raises:
+        ValueError: ``"<where>[:line]: ..."``: not JSON, or nested too deeply.
+    """
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        off = _too_deep(text)
+        if off is not None:
+            raise _deep_error(where, text, off, None if multiline else 0)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _deep_error(where, text, None) from None
+    except ValueError as exc:
+        line = f":{exc.lineno}" if multiline and isinstance(exc, json.JSONDecodeError) else ""
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ValueError(f"{where}{line}: not JSON ({msg}); the file is truncated or corrupt") from None
+
+
+def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of a JSON-like value (lists, tuples and dicts), counted up to ``limit + 1``."""
+    depth, level = 0, [value]
+    while level and depth <= limit:
+        nxt = []
+        for v in level:
+            if isinstance(v, dict):
+                nxt.extend(v.values())
+            elif isinstance(v, (list, tuple)):
+                nxt.extend(v)
+        if not nxt and not any(isinstance(v, (dict, list, tuple)) for v in level):
+            break
+        depth += 1
+        level = nxt
+    return depth
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value of a file (a manifest, a reply cache entry, ...).
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: ``path:line: ...``: not UTF-8, not JSON, nested deeper than
+            :data:`MAX_DEPTH` levels.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return loads(text, str(path), multiline=True)
+
+
 def iter_jsonl(path: str | os.PathLike, *, objects: bool = True) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` of every non-blank line of ``path`` (numbers start at 1).
 
@@ -44,8 +142,8 @@ def iter_jsonl(path: str | os.PathLike, *, objects: bool = True) -> Iterator[tup
         objects: every value must be a JSON object (a ``dict``).
 
     Raises:
-        FileNotFoundError: no such file. ValueError: a line is not UTF-8 or not JSON, or not an object
-            with ``objects`` (the message names ``path:line``).
+        FileNotFoundError: no such file. ValueError: a line is not UTF-8, not JSON, nested deeper than
+            :data:`MAX_DEPTH` levels, or not an object with ``objects`` (the message names ``path:line``).
     """
     with open(path, encoding="utf-8") as fh:
         n = 0
@@ -61,9 +159,9 @@ def iter_jsonl(path: str | os.PathLike, *, objects: bool = True) -> Iterator[tup
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = loads(line, f"{path}:{n}")
             except ValueError as exc:
-                raise ValueError(f"{path}:{n}: not a JSON line ({exc}); the file is truncated or corrupt") from None
+                raise ValueError(str(exc).replace(": not JSON (", ": not a JSON line (", 1)) from None
             if objects and not isinstance(value, dict):
                 raise ValueError(f"{path}:{n}: expected a JSON object, got a {type(value).__name__}")
             yield n, value

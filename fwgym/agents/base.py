@@ -27,7 +27,8 @@ optionally:
   ``prompt_tokens`` and ``completion_tokens`` (ints, summed over the episode's requests, from the
   server's ``usage``), ``model_turns`` (int, model replies), ``requests`` (int, requests sent, retries
   included), ``request_latency_s`` (list of floats, seconds per request, in order), ``wall_s`` (float,
-  seconds from the first ``act`` to the end). Missing keys (and agents without the method) are ``None``
+  seconds from the first ``act`` to the end), ``served_model`` (str: the model a reply named when it was not the
+  one asked for). Missing keys (and agents without the method) are ``None``
   in the record; other keys are ignored.
 
 Episode ids. A runner may give :func:`run_episode` an ``episode_id``; it is stored in the record and
@@ -70,20 +71,24 @@ record (SECURITY.md, threat model).
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
+import json
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from functools import partial
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import gymnasium as gym
 
 from fwgym.errors import AGENT_ERROR_PREFIX, DataIntegrityError, HarnessError
+from fwgym.jsonl import to_jsonable
 from fwgym.validation import is_int, is_number
 
 #: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
 EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "model_turns", "requests",
-                                       "request_latency_s", "wall_s")
+                                       "request_latency_s", "wall_s", "served_model")
 
 
 @runtime_checkable
@@ -192,7 +197,8 @@ def _takes_argument(fn: Any) -> bool:
 
 def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: dict | None = None,
                 max_steps: int = 1000, keep_actions: bool = False, episode_id: str | None = None,
-                agent_errors: str = "raise", hindsight: HindsightGrant | None = None) -> EpisodeResult:
+                agent_errors: str = "raise", hindsight: HindsightGrant | None = None,
+                on_record: Callable[[dict], None] | None = None) -> EpisodeResult:
     """Play one episode of ``env`` with ``agent``.
 
     The loop: ``obs, info = env.reset(...)``; :func:`reset_agent` (``agent.reset(info)`` or
@@ -212,6 +218,12 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
             ``"score"``: it ends the episode as the agent's failure (abstain, scored invalid).
         hindsight: a :class:`HindsightGrant` for ``agent``, for an oracle (``requires_hindsight = True``);
             ``None`` (default) for every other agent.
+        on_record: called with the finished record BEFORE the agent's ``end_episode`` sees it (the
+            evaluation writes it to the run's records file there, so nothing the agent does after it
+            has seen its score can change or lose the record); its exceptions propagate.
+
+    The record's ``tool_calls`` list every action the env received, in order, as JSON (:func:`tool_call_entry`),
+    with a hash of the tool result it got: what ``fwgym verify --replay`` re-executes.
 
     Returns:
         :class:`EpisodeResult`.
@@ -231,11 +243,12 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     obs, info = env.reset(seed=seed, options=options)
     if episode_id is not None:
         info = {**info, "episode_id": episode_id}
-    total, actions, failure = 0.0, [], None
+    total, actions, failure, calls = 0.0, [], None, []
+    done = partial(_finish, env, agent, calls=calls, on_record=on_record)
     try:
         reset_agent(agent, info)
     except HarnessError as exc:
-        return _finish(env, agent, _harness_record(env, info, exc), episode_id, 0.0, 0, actions)
+        return done(_harness_record(env, info, exc), episode_id, 0.0, 0, actions)
     except DataIntegrityError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
@@ -251,7 +264,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
             try:
                 action = agent.act(obs)
             except HarnessError as exc:
-                return _finish(env, agent, _harness_record(env, info, exc), episode_id, total, step - 1, actions)
+                return done(_harness_record(env, info, exc), episode_id, total, step - 1, actions)
             except DataIntegrityError:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -260,12 +273,15 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
                 action = failure = _agent_error_action(exc)
         if keep_actions:
             actions.append(action)
+        entry = tool_call_entry(action)  # as received: before the env could change a dict it was handed
         obs, reward, terminated, truncated, info = env.step(action)
+        calls.append({**entry, "result_hash": result_hash(obs.get("last_result", "") if isinstance(obs, Mapping)
+                                                          else "")})
         total += float(reward)
         if terminated or truncated:
             record = {k: v for k, v in info.items() if k != "tool_result"}
             record.update(scored=True, harness_kind=None)
-            return _finish(env, agent, record, episode_id, total, step, actions)
+            return done(record, episode_id, total, step, actions)
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")
 
 
@@ -307,15 +323,38 @@ def _episode_stats(agent: Any) -> dict:
     wall = stats.get("wall_s")
     if is_number(wall) and math.isfinite(wall) and wall >= 0:
         out["wall_s"] = float(wall)
+    served = stats.get("served_model")
+    if isinstance(served, str) and served:
+        out["served_model"] = served[:200]
     lat = stats.get("request_latency_s")
     if isinstance(lat, (list, tuple)) and all(is_number(x) and math.isfinite(x) for x in lat):
         out["request_latency_s"] = [float(x) for x in lat]
     return out
 
 
+def tool_call_entry(action: Any) -> dict:
+    """``{"action": ...}``: an action as the record stores it: a JSON text as is, anything else as its JSON value
+    (NumPy values as Python numbers and lists; what cannot be JSON is its ``str``, so it does not replay)."""
+    if isinstance(action, str):
+        return {"action": action}
+    try:
+        return {"action": json.loads(json.dumps(action, default=to_jsonable))}
+    except (TypeError, ValueError):
+        return {"action": str(action)}
+
+
+def result_hash(text: str) -> str:
+    """First 16 hex digits of the sha256 of a tool result's JSON text (``observation["last_result"]``): enough to
+    show which call of a replay got another result."""
+    return hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, total: float, steps: int,
-            actions: list) -> EpisodeResult:
-    record = {"policy": agent_name(agent), **outcome, "episode_id": episode_id, **_episode_stats(agent)}
+            actions: list, *, calls: list, on_record: Callable[[dict], None] | None) -> EpisodeResult:
+    record = {"policy": agent_name(agent), **outcome, "episode_id": episode_id, **_episode_stats(agent),
+              "tool_calls": list(calls)}
+    if on_record is not None:
+        on_record(record)
     end = getattr(agent, "end_episode", None)
     if callable(end):
         try:
@@ -329,4 +368,5 @@ def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, tot
     return EpisodeResult(record=record, total_reward=total, steps=steps, actions=actions)
 
 
-__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS"]
+__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS",
+           "tool_call_entry", "result_hash"]

@@ -61,7 +61,7 @@ import time
 from typing import Any, Mapping
 
 from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply, ToolRequest
-from fwgym.agents.chat.cache import ReplyCache
+from fwgym.agents.chat.cache import ReplyCache, ReplyCacheError
 from fwgym.agents.chat.traces import scrub
 from fwgym.errors import HarnessError
 from fwgym.validation import check_int, is_number
@@ -390,6 +390,9 @@ class OpenAIChatAgent(ChatAgent):
             key = self.cache_key(kw)
             body = cache.get(key)
             if body is not None:
+                problem = completion_problem(body)
+                if problem:  # an edited entry: never a reply, never the agent's failure
+                    raise ReplyCacheError(f"reply cache entry {cache.path(key)} is malformed: {problem}; remove it")
                 return _reply(body, latency=time.perf_counter() - t0, requests=0, cached=True)
         body, retries = self._post(kw)
         reply = _reply(body, latency=time.perf_counter() - t0, requests=retries + 1)
@@ -615,6 +618,8 @@ def completion_problem(body: Any) -> str | None:
 def _reply(body: dict, *, latency: float, requests: int, cached: bool = False) -> ModelReply:
     """A validated chat-completion body (:func:`completion_problem`) as a :class:`ModelReply`."""
     meta: dict[str, Any] = {"requests": requests, "latency_s": round(latency, 3)}
+    if isinstance(body.get("model"), str):
+        meta["model"] = body["model"]  # the model the server says answered (ChatAgent notes another one)
     if cached:
         meta["cached"] = True
     usage = body.get("usage")

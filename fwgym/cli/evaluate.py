@@ -11,12 +11,15 @@ missing episodes and those that ended with ``harness_error``, with the settings 
 
 Exit codes: 0 the run is complete; 1 episodes ended with ``harness_error`` (the run is incomplete:
 resume it) or an agent's preflight failed (nothing was run); 2 a bad argument or file; 130 interrupted
-(Ctrl-C: the finished episodes are kept, resume it).
+(Ctrl-C: the finished episodes are kept, resume it); 143 terminated (SIGTERM: the same as Ctrl-C).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.agent_kinds.isolation import protect_run_paths
 from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.cli.preflight import check_agent_infrastructure
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import SUITES
 from fwgym.forecasters.registry import POOLS
@@ -37,7 +41,7 @@ OPERATIONAL: tuple[str, ...] = ("workers", "concurrency", "no_progress", "backen
 #: agent-factory settings left out of the compared settings (operational, or where the run writes)
 _AGENT_OPERATIONAL = ("timeout", "max_retries", "trace_out")
 #: exit codes
-EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,8 +129,34 @@ def _stored_args(args) -> dict:
     return out
 
 
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM while ``fwgym evaluate`` runs: the run ends as Ctrl-C ends it."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM raises :class:`Terminated` in the main thread while the block runs (then the old handler is back)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def run(args) -> int:
     """Run (or resume) the evaluation into its run directory; print the leaderboard (see the module docstring)."""
+    with _sigterm_as_interrupt():
+        return _run(args)
+
+
+def _run(args) -> int:
     from fwgym.evaluation.manifest import canonical_json, read_manifest
     from fwgym.evaluation.rundir import check_new_run_dir, default_run_dir
 
@@ -189,7 +219,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     # before the run directory is created or touched
     check_packaged_files(args.domain, pool_models(pool, getattr(args, "models", None) or ()))
     resume = manifest is not None
-    run = RunDir.resume(out) if resume else None  # the lock first: no two sessions in one directory
+    from fwgym.evaluation.verify import settings_of
+
+    # the lock first (no two sessions in one directory), then every record checked against the manifest
+    run = RunDir.resume(out, settings_of(manifest)) if resume else None
     # folders a new run may make before its checks pass (the agent's trace file's): removed again if empty
     trace_out = getattr(args, "trace_out", None)
     new_dirs = [] if resume else _missing_dirs([out] + ([Path(trace_out).parent] if trace_out else []))
@@ -198,6 +231,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             print(f"note: {torn}", file=sys.stderr)
         policies, without_model, env_kwargs = _policies(args, pool)
         labels = policy_labels(policies, env_kwargs)
+        check_agent_infrastructure(policies)  # before any episode (and before a new run's directory)
         selected = select_cases(args.split, args.domain, args.lead, args.limit)
         if not selected:
             raise ValueError("no case selected")
@@ -255,11 +289,12 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                                workers=args.workers, progress=not args.no_progress, env_kwargs=run_kwargs,
                                backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
                                run=run, preflight=False)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
             counts = _end_session(run, expected, "interrupted", model_revisions, settings)
-            print(f"\ninterrupted: {counts['recorded']} of {counts['expected']} episodes are recorded in {out}; finish "
+            what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+            print(f"\n{what}: {counts['recorded']} of {counts['expected']} episodes are recorded in {out}; finish "
                   f"the run with `fwgym evaluate --resume {out}`", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
         except BaseException:
             _end_session(run, expected, "crashed", model_revisions, settings)
             raise
@@ -281,15 +316,20 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
               f"is incomplete ({counts['scored']} of {counts['expected']} scored): fix the backend and finish it "
               f"with `fwgym evaluate --resume {out}`", file=sys.stderr)
         return EXIT_INCOMPLETE
+    from fwgym.evaluation.marks import format_marks, history_line, mark_columns, row_marks
+
     ref = reference_policy(labels)
     rows = leaderboard(records, reference=ref)
-    (out / "leaderboard.md").write_text(format_leaderboard(rows, args.suite) + "\n\n" + format_breakdowns(rows, args.suite)
-                                        + "\n")
-    write_csv(rows, out / "leaderboard.csv")
+    marks = row_marks(run.manifest, records)
+    flags = [x for x in format_marks(marks, {lab: len(case_ids) for lab in labels}) if x.startswith("EXPOSED")]
+    flags += [x for x in (history_line(run.manifest),) if x]
+    (out / "leaderboard.md").write_text("".join(f"{x}\n\n" for x in flags) + format_leaderboard(rows, args.suite)
+                                        + "\n\n" + format_breakdowns(rows, args.suite) + "\n")
+    write_csv(mark_columns(rows, marks), out / "leaderboard.csv")
     n_cases = len({r["case_id"] for r in records})
     print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
           f"{played} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
-          "series-cluster bootstrap)" if ref else "") + "\n")
+          "series-cluster bootstrap)" if ref else "") + "".join(f"; {x}" for x in flags) + "\n")
     print_table(leaderboard_table(rows, args.suite), getattr(args, "format", AUTO))
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
@@ -557,8 +597,14 @@ def _end_session(run, expected: list, status: str | None, model_revisions, setti
     counts = run.finalize(expected, status=status)
     run.manifest["models"] = model_revisions(settings["forecast_pool"])
     run.save()
+    refused = [x for x in run.manifest.get("refused_lines") or [] if x.get("session") == run.session]
+    if refused:
+        first = refused[0]
+        print(f"warning: {len(refused)} line(s) of {run.records_path} were not written by this run (e.g. line "
+              f"{first['line']}: policy {first['policy']!r} on case {first['case_id']!r}): refused, not kept; listed in "
+              "the manifest's refused_lines and in the leaderboard header", file=sys.stderr)
     return counts
 
 
 __all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run", "pool_models", "check_agent_label",
-           "check_packaged_files"]
+           "check_packaged_files", "check_agent_infrastructure", "Terminated"]

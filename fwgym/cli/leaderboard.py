@@ -2,8 +2,8 @@
 
 Every record is re-scored from the packaged data first, checked against its run's manifest (hashes,
 count, statuses), and runs of other settings are refused (:func:`fwgym.evaluation.load_results`): a
-leaderboard only ever shows verified, comparable scores. A source without a manifest (deleted, or a
-bare ``results.jsonl``) is refused unless ``--allow-unverified``; the header then says ``UNVERIFIED``
+leaderboard only ever shows re-scored, hash-checked, comparable scores. A source without a manifest (deleted, or a
+bare ``results.jsonl``) is refused unless ``--allow-unverified``; the header then says ``NOT HASH-CHECKED``
 (and a warning goes to stderr in every format).
 Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
 :func:`fwgym.suites.suite_metric`).
@@ -13,14 +13,16 @@ Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
 * ``table`` (the default on a terminal): a header line, then aligned tables (main, by cohort and lead);
 * ``markdown`` (the default in a file or pipe): the same as Markdown tables;
 * ``csv``: every column of every row (breakdowns and interval bounds included), nothing else; the
-  last two columns, ``verified`` and ``partial`` (``true``/``false`` on every row), carry the marks
-  of the header (``UNVERIFIED``: records from a source without a manifest; ``PARTIAL``: not the
-  whole split), as in ``--csv FILE``;
+  last columns carry the marks of the header (:mod:`fwgym.evaluation.marks`): ``rescored``, ``hash_checked``
+  (``false``: records from a source without a manifest), ``replayed`` (``fwgym verify --replay`` passed for the
+  records), ``isolation``, ``in_process``, ``exposed`` (a count) and ``partial`` (not the whole split), as in
+  ``--csv FILE``;
 * ``latex``: the main table as a booktabs ``tabular`` for ``\\input`` in a paper's ``table`` float
   (needs ``\\usepackage{booktabs}``), then, in the context and forecast suites, one ``tabular`` per
   table of the breakdown by scenario family and context type; the header line as ``%`` comments;
-* ``json``: ``{"suite", "metric", "split", "coverage", "reference", "n_boot", "seed", "notes", "rows",
-  "breakdown"}`` with every column of every row and the family / context-type breakdown in long form.
+* ``json``: ``{"suite", "metric", "split", "coverage", "reference", "n_boot", "seed", "notes", "marks", "rows",
+  "breakdown"}`` with every column of every row (``marks``: ``{policy: {rescored, hash_checked, replayed,
+  isolation, in_process, exposed}}``) and the family / context-type breakdown in long form.
 
 The forecast suite's RCRPS column is the capped mean (``R``), beside it the RCRPS without its
 bound-violation term and, for sample submissions, CiK's fair estimator; the context and forecast suites
@@ -68,11 +70,11 @@ def add_allow_unverified(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-unverified", action="store_true",
                    help="accept result sources without a manifest.json (deleted, or a bare results.jsonl): their "
                         "records are re-scored from their submissions but not checked against the run's hashes, "
-                        "count and statuses; the output says UNVERIFIED")
+                        "count and statuses; the output says NOT HASH-CHECKED")
 
 
 def warn_unverified(rs) -> None:
-    """One ``warning: UNVERIFIED ...`` line on stderr when ``rs`` (a :class:`~fwgym.evaluation.ResultSet`)
+    """One ``warning: NOT HASH-CHECKED ...`` line on stderr when ``rs`` (a :class:`~fwgym.evaluation.ResultSet`)
     holds sources without a manifest."""
     import sys
 
@@ -113,8 +115,8 @@ def run(args) -> int:
     metric = suite_metric(suite, credit_weight)
     cov = coverage([r for r in records if r["policy"] == policies[0]])
     parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())
-    checked = "re-scored, NOT hash-checked" if rs.unverified else "re-scored and verified"
-    header = (f"fwgym leaderboard{' (UNVERIFIED)' if rs.unverified else ''}: suite={suite} ({metric.formula}), "
+    checked = "re-scored, NOT hash-checked" if rs.unverified else "re-scored and hash-checked"
+    header = (f"fwgym leaderboard{' (NOT HASH-CHECKED)' if rs.unverified else ''}: suite={suite} ({metric.formula}), "
               f"{len(policies)} policies x {cov['cases']} cases "
               f"({parts}{'' if cov['complete'] else '; PARTIAL: not the whole split'}); {len(records)} records "
               f"{checked}" + "".join(f"; {n}" for n in rs.notes)
@@ -122,7 +124,7 @@ def run(args) -> int:
                  f"policy - {ref}" if ref else ""))
     fmt = resolve_format(args.format)
     unverified = {r["policy"] for src in rs.sources if not src.verified for r in src.records}
-    csv_rows = mark_rows(rows, unverified, partial=not cov["complete"])  # CSV has no header to say so
+    csv_rows = mark_rows(rows, unverified, partial=not cov["complete"], marks=rs.marks)  # CSV has no header to say so
     if fmt == "csv":
         sys.stdout.write(format_csv(csv_rows))
     elif fmt == "json":
@@ -130,7 +132,7 @@ def run(args) -> int:
                           coverage={"cases": cov["cases"], "complete": cov["complete"],
                                     "by_domain": {k: list(v) for k, v in cov["by_domain"].items()}},
                           reference=ref, n_boot=args.n_boot if ref else None, seed=args.seed if ref else None,
-                          notes=list(rs.notes)))
+                          notes=list(rs.notes), marks=rs.marks))
     elif fmt == "latex":
         print(format_latex(rows, suite, comment=header + "\nper-cohort and per-lead tables: --format markdown or csv"))
     else:

@@ -5,7 +5,7 @@ Every figure is sized for a paper by default (``--style paper``: one column 3.3 
 The output format follows the extension of ``-o`` (``.pdf``, ``.svg``, ``.png``). Records are
 re-scored from the packaged data and checked against their run's manifest before they are drawn
 (:func:`fwgym.evaluation.load_results`; a source without a manifest only with ``--allow-unverified``,
-with a warning on stderr and ``UNVERIFIED`` stamped in the figure's top-left corner and written to its
+with a warning on stderr and ``NOT HASH-CHECKED`` stamped in the figure's top-left corner and written to its
 metadata: PDF ``Title``/``Subject``, PNG and SVG ``Title``/``Description``); the suite (and so the metric named on the axes) is the one of the run's manifest unless ``--suite`` says.
 
 Examples::
@@ -122,7 +122,7 @@ def run(args) -> int:
     records = rs.records
     layout = {"style": args.style, "height": args.height}
     if rs.unverified:  # in the figure and its metadata, not only on stderr
-        layout.update(mark="UNVERIFIED: not checked against a run manifest", description=rs.notes[0])
+        layout.update(mark="NOT HASH-CHECKED: no run manifest", description=rs.notes[0])
     if args.columns is not None:
         layout["columns"] = args.columns
     suite = getattr(args, "suite", None) or rs.settings.get("suite")  # the run manifest's (decision for runs that name none)

@@ -1,7 +1,7 @@
 """``fwgym report``: the static HTML report of results files (:func:`fwgym.report.build_report`).
 
 The records are re-scored and checked against their run's manifest first; a source without a manifest
-is refused unless ``--allow-unverified`` (the report's title and notes then say ``UNVERIFIED``)."""
+is refused unless ``--allow-unverified`` (the report's title and notes then say ``NOT HASH-CHECKED``)."""
 from __future__ import annotations
 
 import argparse

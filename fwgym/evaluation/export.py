@@ -35,6 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fwgym.jsonl import read_json
 from fwgym.core.cases import HISTORY_HOURS
 from fwgym.core.contract import TARGET_HOURS
 from fwgym.data import sha256_file
@@ -269,10 +270,9 @@ def read_manifest(out: str | os.PathLike, verify: bool = True) -> dict:
     """
     out = Path(out)
     path = out / MANIFEST_FILE
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
+    if not path.is_file():
+        raise FileNotFoundError(f"no export manifest {path}")
+    manifest = read_json(path)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("files"), dict):
         raise ValueError(f"{path}: not the manifest of a `fwgym cases export`")
     if verify:

@@ -394,13 +394,25 @@ def format_json(rows: Sequence[Mapping], suite: str = "decision", credit_weight:
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
 
 
-def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False) -> list[dict]:
-    """:func:`leaderboard` rows with two columns saying what vouches for them, for outputs that carry
-    no header (CSV): ``verified`` (``False`` for the policies in ``unverified``: records from a source
-    without a manifest, :attr:`fwgym.evaluation.ResultSet.unverified`) and ``partial`` (``partial``:
-    the cases are not the whole split, :func:`fwgym.evaluation.coverage`), both ``bool`` on every row."""
+def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False,
+              marks: Mapping[str, Mapping] | None = None) -> list[dict]:
+    """:func:`leaderboard` rows with columns saying what vouches for them, for outputs that carry
+    no header (CSV): :data:`fwgym.evaluation.marks.MARK_COLUMNS` (``marks``:
+    :attr:`fwgym.evaluation.ResultSet.marks`; without it every row is re-scored and, unless its policy is in
+    ``unverified`` (records from a source without a manifest), hash-checked), then ``partial`` (``partial``:
+    the cases are not the whole split, :func:`fwgym.evaluation.coverage`)."""
+    from fwgym.evaluation.marks import mark_columns
+
     unverified = set(unverified)
-    return [{**r, "verified": r["policy"] not in unverified, "partial": bool(partial)} for r in rows]
+    given = dict(marks or {})
+    for r in rows:
+        m = given.get(r["policy"])
+        if m is None:
+            given[r["policy"]] = {"rescored": True, "hash_checked": r["policy"] not in unverified, "replayed": False,
+                                  "isolation": "unknown", "in_process": False, "exposed": 0}
+        elif r["policy"] in unverified:
+            given[r["policy"]] = {**m, "hash_checked": False}
+    return [{**r, "partial": bool(partial)} for r in mark_columns(rows, given)]
 
 
 def _csv_cell(v):

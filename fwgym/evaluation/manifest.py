@@ -53,7 +53,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from fwgym.jsonl import to_jsonable
+from fwgym.jsonl import read_json, to_jsonable
 
 __all__ = ["MANIFEST_FILE", "MANIFEST_VERSION", "PACKAGES", "COMPARED_SETTINGS", "run_settings", "canonical_json",
            "record_sha256",
@@ -286,9 +286,9 @@ def read_manifest(run_dir: str | os.PathLike) -> dict | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except ValueError as exc:
-        raise ValueError(f"{path}: not a JSON run manifest ({exc})") from None
+        raise ValueError(f"{exc} (not a JSON run manifest)") from None
     if not isinstance(data, dict) or data.get("manifest_version") != MANIFEST_VERSION:
         raise ValueError(f"{path}: not a run manifest of version {MANIFEST_VERSION} "
                          f"(manifest_version {data.get('manifest_version') if isinstance(data, dict) else None!r})")

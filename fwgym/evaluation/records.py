@@ -19,9 +19,11 @@ Field groups (TypedDicts, combined by inheritance into :class:`Record`):
 * :class:`DetailFields`: the rest of every env's terminal info (results files hold them since the
   forecast fields were kept; files without them are still read).
 * :class:`ForecastTaskFields`: only forecast-task envs (``task="forecast"``) emit these.
-* :class:`RunFields` (``episode_id``, ``scored``, ``harness_kind``) and :class:`AccountingFields`
+* :class:`RunFields` (``episode_id``, ``scored``, ``harness_kind``, ``tool_calls``) and :class:`AccountingFields`
   (tokens, turns, requests, latencies, wall time: the agent's ``episode_stats()``): added by
   :func:`fwgym.agents.run_episode`.
+* :class:`EvaluationFields` (``exposed``): added by :func:`fwgym.evaluation.evaluate` (optional: records
+  of other writers and older files lack it, read as ``False``).
 
 A record with ``status == "harness_error"`` (``scored`` False) is not an outcome of the env: its agent's
 infrastructure failed (:class:`fwgym.errors.HarnessError`), so it has no score (loss, floor, R, S are
@@ -40,7 +42,7 @@ from fwgym.errors import AGENT_ERROR_PREFIX, HARNESS_ERROR
 
 __all__ = ["Record", "AgentFields", "CaseFields", "ScoreFields", "DetailFields", "ForecastTaskFields",
            "EpisodeOutcome", "RunFields", "AccountingFields", "PurchasedForecastCRPS", "RECORD_FIELDS", "ENV_FIELDS",
-           "CORE_FIELDS", "FORECAST_TASK_FIELDS", "RUN_FIELDS", "ACCOUNTING_FIELDS", "SCORE_VALUE_FIELDS",
+           "CORE_FIELDS", "FORECAST_TASK_FIELDS", "RUN_FIELDS", "ACCOUNTING_FIELDS", "EVALUATION_FIELDS", "SCORE_VALUE_FIELDS",
            "HARNESS_ERROR", "AGENT_ERROR_PREFIX", "FIELD_MEANINGS", "is_scored", "check_record", "stored_record", "by_policy",
            "split_index", "check_result_set", "coverage"]
 
@@ -141,6 +143,22 @@ class EpisodeOutcome(CaseFields, ScoreFields, DetailFields, ForecastTaskFields):
     """The env's terminal ``info`` without ``tool_result`` (what :class:`fwgym.envs.fwbench.FWBenchEnv` emits)."""
 
 
+class ToolCall(TypedDict):
+    """One action of an episode as its record stores it."""
+
+    action: Annotated[Any, "the action as the env received it: a JSON text as is, a dict as its JSON value"]
+    result_hash: Annotated[str, "first 16 hex digits of the sha256 of the tool result's JSON text (the "
+                                "observation's last_result after the action)"]
+
+
+class EvaluationFields(TypedDict, total=False):
+    """Added by :func:`fwgym.evaluation.evaluate` (absent in records of other writers: read as ``False``)."""
+
+    exposed: Annotated[bool, "a prompt holding this case's target hours had been sent to an agent of the run "
+                             "before this episode began (a replay by --resume after a harness_error or a kill): "
+                             "its score may use the answer; flagged in every table, refused on the sealed split"]
+
+
 class RunFields(TypedDict):
     """Added by :func:`fwgym.agents.run_episode`: the episode's identity in its run and whether it was scored."""
 
@@ -151,6 +169,9 @@ class RunFields(TypedDict):
                             "S; never aggregated)"]
     harness_kind: Annotated[str | None, "status harness_error: the failure's kind (HarnessError.kind: transport, "
                                         "timeout, http_5xx, rate_limited, bad_response, auth, ...); else None"]
+    tool_calls: Annotated[list[ToolCall], "every action the env received, in order ({'action', 'result_hash'}; "
+                                          "fwgym.agents.base.tool_call_entry): what fwgym verify --replay re-executes "
+                                          "through a fresh env"]
 
 
 class AccountingFields(TypedDict):
@@ -163,9 +184,12 @@ class AccountingFields(TypedDict):
     requests: Annotated[int | None, "HTTP (or local generate) requests sent, retries included"]
     request_latency_s: Annotated[list[float] | None, "wall seconds of each request, in order"]
     wall_s: Annotated[float | None, "wall seconds of the episode on the agent's side (first act to the end)"]
+    served_model: Annotated[str | None, "the model name a server reply reported when it was not the model the agent "
+                                        "asked for (the first such name of the episode; a warning is printed once); "
+                                        "None when every reply named the requested model"]
 
 
-class Record(AgentFields, EpisodeOutcome, RunFields, AccountingFields):
+class Record(AgentFields, EpisodeOutcome, RunFields, AccountingFields, EvaluationFields):
     """One episode's result: one line of ``results.jsonl``, one input row of the leaderboard.
 
     Fields (type: meaning):
@@ -183,6 +207,8 @@ CORE_FIELDS: tuple[str, ...] = (*AgentFields.__annotations__, *CaseFields.__anno
 FORECAST_TASK_FIELDS: tuple[str, ...] = tuple(ForecastTaskFields.__annotations__)
 #: the fields :func:`fwgym.agents.run_episode` adds to the env's outcome (besides ``policy``)
 RUN_FIELDS: tuple[str, ...] = tuple(RunFields.__annotations__)
+#: the fields :func:`fwgym.evaluation.evaluate` adds (optional in a record)
+EVALUATION_FIELDS: tuple[str, ...] = tuple(EvaluationFields.__annotations__)
 #: the keys of an agent's ``episode_stats()`` (:mod:`fwgym.agents.base`), stored as record fields
 ACCOUNTING_FIELDS: tuple[str, ...] = tuple(AccountingFields.__annotations__)
 #: score fields re-computed by the verifier (:mod:`fwgym.evaluation.verify`)

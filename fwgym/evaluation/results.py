@@ -28,7 +28,7 @@ An unverified source (``allow_unverified``) is read with the packaged settings (
 scenario seed 0) and its suite is inferred from its records (a 0.1.0 run: the suite its ``meta.json``
 names); its fwgym version is unknown. Its records are still re-scored from their submissions, but an
 edit of a submission together with its scores, or a deleted record, cannot be seen: the result set's
-notes (and every table's header) say ``UNVERIFIED``.
+notes (and every table's header) say ``NOT HASH-CHECKED``.
 """
 from __future__ import annotations
 
@@ -42,13 +42,15 @@ from typing import Iterable, Mapping, Sequence
 
 from fwgym.errors import HARNESS_ERROR
 from fwgym.evaluation.leaderboard import AUTO, format_breakdowns, format_leaderboard, leaderboard, write_csv
+from fwgym.evaluation.marks import format_marks, history_line, merge_marks, row_marks
 from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFEST_VERSION, environment, file_sha256,
                                        new_run_id, now, read_manifest, record_sha256, write_manifest)
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
 from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
 from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
-from fwgym.jsonl import iter_jsonl, write_jsonl
+from fwgym.jsonl import iter_jsonl, read_json, write_jsonl
+from fwgym.core.cases import SEALED_SPLIT
 from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.domains import domain_names
 from fwgym.suites import SUITE_NAMES, infer_suite
@@ -75,6 +77,8 @@ class ResultSource:
     #: whether a manifest vouches for the records (their hashes, count and statuses); ``False``: an
     #: unverified source read with ``allow_unverified``
     verified: bool = True
+    #: ``{policy: marks}`` (:func:`fwgym.evaluation.marks.row_marks`)
+    marks: dict = field(default_factory=dict)
 
     @property
     def run_dir(self) -> Path:
@@ -96,6 +100,11 @@ class ResultSet:
         """The sources read without a manifest (``allow_unverified``): not hash-checked."""
         return [src.path for src in self.sources if not src.verified]
 
+    @property
+    def marks(self) -> dict[str, dict]:
+        """``{policy: marks}`` of the rows (:mod:`fwgym.evaluation.marks`), the sources' merged."""
+        return merge_marks([src.marks for src in self.sources])
+
 
 def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
     c = counts or {}
@@ -112,7 +121,7 @@ def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
 
 def _legacy_meta(run_dir: Path) -> dict:
     try:
-        meta = json.loads((run_dir / "meta.json").read_text())
+        meta = read_json(run_dir / "meta.json")
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}
@@ -152,7 +161,7 @@ def _unverifiable(p: Path) -> ValueError:
     where = f"run directory {p.parent}" if p.name == RESULTS_FILE else f"results file {p}"
     return ValueError(f"{where} has no {MANIFEST_FILE}, so its records cannot be checked against the hashes, count "
                       f"and statuses the run wrote (was it deleted?); refused. {ALLOW_UNVERIFIED_FLAG} ranks it "
-                      "anyway, re-scored from its submissions but not hash-checked, marked UNVERIFIED")
+                      "anyway, re-scored from its submissions but not hash-checked, marked NOT HASH-CHECKED")
 
 
 def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: bool = False) -> ResultSource:
@@ -221,7 +230,33 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
             verify_record(r, settings, where=f"{p}:{n}")
     if manifest is not None:
         _check_hashes(p, manifest, records, lines)
-    return ResultSource(p, manifest, records, lines, settings, version, declared_subset, verified=manifest is not None)
+    if settings["split"] == SEALED_SPLIT:
+        exposed = next(((n, r) for n, r in zip(lines, records) if r.get("exposed")), None)
+        if exposed:
+            n, r = exposed
+            raise ValueError(f"{p}:{n}: record of policy {r['policy']!r} on case {r['case_id']!r} is exposed: it was "
+                             "replayed after a prompt holding its target had been sent to the agent; the sealed split "
+                             "refuses exposed records (evaluate the agent again in a new run)")
+    return ResultSource(p, manifest, records, lines, settings, version, declared_subset, verified=manifest is not None,
+                        marks=row_marks(manifest, records, _replayed(p)))
+
+
+def _replayed(p: Path) -> list[str]:
+    """The policies ``fwgym verify --replay`` replayed in full for this very records file (its ``replay.json``)."""
+    from fwgym.evaluation.replay import REPLAY_FILE
+
+    path = p.parent / REPLAY_FILE
+    if p.name != RESULTS_FILE or not path.is_file():
+        return []
+    try:
+        doc = read_json(path)
+    except ValueError:
+        return []
+    if not isinstance(doc, dict) or doc.get("records_sha256") != file_sha256(p) or doc.get("problems"):
+        return []
+    pols = doc.get("policies") if isinstance(doc.get("policies"), dict) else {}
+    return [k for k, v in pols.items() if isinstance(v, dict) and v.get("episodes") and v.get("matched") == v.get(
+        "episodes")]
 
 
 def _check_hashes(p: Path, manifest: Mapping, records: Sequence[Mapping], lines: Sequence[int]) -> None:
@@ -306,7 +341,7 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
             full baseline run) instead of refusing policies on different cases.
         allow_mixed_versions: accept runs of different fwgym versions (a note says which).
         allow_unverified: accept sources without a manifest (``--allow-unverified``); the first note then
-            says ``UNVERIFIED`` and names them (:attr:`ResultSet.unverified`).
+            says ``NOT HASH-CHECKED`` and names them (:attr:`ResultSet.unverified`).
 
     Raises:
         FileNotFoundError, ValueError: as the module docstring says.
@@ -317,7 +352,7 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     unverified = [str(src.path.parent if src.path.name == RESULTS_FILE else src.path) for src in sources
                   if not src.verified]
     if unverified:
-        notes.append(f"UNVERIFIED: {', '.join(unverified)} ha{'s' if len(unverified) == 1 else 've'} no "
+        notes.append(f"NOT HASH-CHECKED: {', '.join(unverified)} ha{'s' if len(unverified) == 1 else 've'} no "
                      f"{MANIFEST_FILE}: records re-scored from their submissions, but not checked against the run's "
                      "hashes, count and statuses")
     if not sources:
@@ -332,6 +367,10 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
                 hint = (" (--allow-mixed-versions accepts it, noted in the table)" if k == "fwgym_version" else "")
                 raise ValueError(f"runs differ in {k}: {first.run_dir} has {a!r}, {src.run_dir} has {b!r}; only runs "
                                  f"of one {k} share a leaderboard{hint}")
+    counts = {p: len(rs) for p, rs in by_policy(r for src in sources for r in src.records).items()}
+    notes += [line for line in format_marks(merge_marks([src.marks for src in sources]), counts)
+              if line.startswith("EXPOSED")]
+    notes += [f"{src.run_dir}: {line}" for src in sources if (line := history_line(src.manifest))]
     versions = sorted({s.fwgym_version for s in sources})
     if len(versions) > 1:
         notes.append(f"MIXED fwgym versions {', '.join(versions)} (--allow-mixed-versions)")

@@ -3,17 +3,25 @@
 A run directory holds::
 
     manifest.json      the run's manifest (fwgym.evaluation.manifest), written at the start, rewritten at each end
-    results.jsonl      one record per finished episode, appended (fsync'd) as each episode ends; rewritten
-                       sorted (one record per (policy, case), the latest attempt) when a session ends
+    results.jsonl      one record per finished episode, appended (fsync'd) as each episode ends, BEFORE the agent's
+                       end_episode sees it; rewritten from the runner's own records (one per (policy, case), the
+                       latest attempt) when a session ends: a line appended by anyone else is refused, not kept
+    started.jsonl      one line per episode started ({"episode_id", "policy", "case_id", "agent"}), written before
+                       its first observation: which prompts were sent (exposure, fwgym.evaluation.schedule) and
+                       which episodes were in flight when a session was killed
     traces.jsonl       the agents' trace lines (chat agents), one per episode, with the record's episode_id
-    superseded.jsonl   harness_error records that a later attempt replaced (kept for the audit trail)
+    superseded.jsonl   records that a later attempt replaced (harness_error), with the reason (the audit trail)
     leaderboard.md, leaderboard.csv   written when every episode is scored
     .lock              held (flock) while a session runs: two sessions never write one directory
 
 Appending per episode means that Ctrl-C or a crash (even SIGKILL) loses at most the episodes in
 flight (records are fsync'd at most once a second: :data:`FSYNC_INTERVAL_S`); a torn last line (the write a kill interrupted) is cut off when the run is resumed, and
-reported. ``fwgym evaluate --resume DIR`` (:meth:`RunDir.resume`) reruns only the missing episodes
-and those that ended with ``harness_error``.
+reported. ``fwgym evaluate --resume DIR`` (:meth:`RunDir.resume`) first checks every record against the
+manifest's hashes (:mod:`fwgym.evaluation.integrity`: an edited, appended or re-labelled record is refused
+with its file:line), then reruns only the missing episodes and those that ended with ``harness_error``.
+The manifest's ``history`` counts the sessions, the superseded records by reason, the episodes lost in
+flight (started, never recorded), the lines refused at a session's end and the exposed replays; the
+leaderboard header shows it.
 
 Episode ids are ``"<session>:<policy>:<case_id>"`` (:func:`episode_id`), session 1 for the first
 invocation and one more for each resume: deterministic (identical runs write identical files) and
@@ -22,6 +30,8 @@ unique in the run (a rerun of an episode happens in a later session).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import threading
 import time
@@ -32,11 +42,13 @@ from typing import Iterable, Mapping, Sequence
 from fwgym.errors import AGENT_ERROR_PREFIX, HARNESS_ERROR
 from fwgym.evaluation.manifest import (MANIFEST_FILE, file_sha256, now, read_manifest, record_sha256,
                                        write_manifest)
+from fwgym.evaluation.integrity import canonical_line_hash, check_records, check_started, prefix_sha256
 from fwgym.evaluation.records import coverage, is_scored, stored_record
-from fwgym.jsonl import append_jsonl, iter_jsonl, write_jsonl
+from fwgym.jsonl import append_jsonl, dumps_line, write_jsonl
 
-__all__ = ["RESULTS_FILE", "TRACES_FILE", "SUPERSEDED_FILE", "LOCK_FILE", "FSYNC_INTERVAL_S", "RunDir", "TornTail",
-           "append_record", "episode_id",
+__all__ = ["RESULTS_FILE", "TRACES_FILE", "SUPERSEDED_FILE", "STARTED_FILE", "LOCK_FILE", "FSYNC_INTERVAL_S", "RunDir",
+           "TornTail",
+           "append_record", "episode_id", "superseded_reason",
            "default_run_dir", "check_new_run_dir", "status_counts"]
 
 #: records file of a run directory
@@ -45,6 +57,8 @@ RESULTS_FILE = "results.jsonl"
 TRACES_FILE = "traces.jsonl"
 #: superseded harness_error records
 SUPERSEDED_FILE = "superseded.jsonl"
+#: the episodes started, one line each (before the first observation)
+STARTED_FILE = "started.jsonl"
 #: lock file of a running session
 LOCK_FILE = ".lock"
 #: seconds between fsyncs of a records file (group commit): every record is written (a kernel write)
@@ -115,8 +129,8 @@ def check_new_run_dir(path: str | os.PathLike, overwrite: bool = False, clear: b
                              "--overwrite")
         if not clear:
             return p
-        for name in (MANIFEST_FILE, RESULTS_FILE, TRACES_FILE, SUPERSEDED_FILE, "leaderboard.md", "leaderboard.csv",
-                     "meta.json"):
+        for name in (MANIFEST_FILE, RESULTS_FILE, TRACES_FILE, SUPERSEDED_FILE, STARTED_FILE, "leaderboard.md",
+                     "leaderboard.csv", "meta.json"):
             (p / name).unlink(missing_ok=True)
     return p
 
@@ -179,7 +193,8 @@ class RunDir:
     Attributes:
         path: the directory. manifest: its manifest (kept in memory, written by :meth:`save`).
         session: this session's number (1 for the first invocation). previous: the records already
-            there (resume), in file order. torn: torn last lines cut off at resume.
+            there (resume; checked against the manifest, :mod:`fwgym.evaluation.integrity`), in file order.
+        torn: torn last lines cut off at resume. started: the started-episodes log's entries (all sessions).
     """
 
     path: Path
@@ -187,8 +202,11 @@ class RunDir:
     session: int = 1
     previous: list[dict] = field(default_factory=list)
     torn: list[TornTail] = field(default_factory=list)
+    started: list[dict] = field(default_factory=list)
     _lock: object = None
     _begun: bool = False
+    _written: list[dict] = field(default_factory=list)  # the records this session wrote, in order
+    _write_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- opening ----------------------------------------------------------------------------------------
 
@@ -220,14 +238,16 @@ class RunDir:
         self.save()
 
     @classmethod
-    def resume(cls, path: str | os.PathLike) -> RunDir:
-        """Reopen a run to finish it: cuts torn last lines off the records and traces files, reads the
-        records (every other line must be a whole record) and numbers the next session (recorded in
-        the manifest by :meth:`begin`, or at the first :meth:`finalize`).
+    def resume(cls, path: str | os.PathLike, settings=None) -> RunDir:
+        """Reopen a run to finish it: cuts torn last lines off the records, started and traces files, checks
+        every record against the manifest (:func:`fwgym.evaluation.integrity.check_records`: the records it
+        hashes unchanged and in place; after them only the records of a killed last session, re-scored with
+        ``settings`` when given) and the started log, and numbers the next session (recorded in the manifest
+        by :meth:`begin`, or at the first :meth:`finalize`).
 
         Raises:
-            ValueError: ``path`` holds no run manifest, a record line in the middle is corrupt, or
-                another session holds the directory.
+            ValueError: ``path`` holds no run manifest, a record or started line is not one the run wrote
+                (the message names file:line), or another session holds the directory.
         """
         p = Path(path)
         manifest = read_manifest(p)
@@ -236,9 +256,14 @@ class RunDir:
         sessions = manifest.setdefault("sessions", [])
         run = cls(path=p, manifest=manifest, session=max([int(x.get("session", 0)) for x in sessions] + [0]) + 1)
         run._acquire()
-        run.torn = [t for t in (_cut_torn_tail(p / RESULTS_FILE), _cut_torn_tail(p / TRACES_FILE)) if t]
-        if (p / RESULTS_FILE).is_file():
-            run.previous = [r for _, r in iter_jsonl(p / RESULTS_FILE)]
+        try:
+            run.torn = [t for t in (_cut_torn_tail(p / RESULTS_FILE), _cut_torn_tail(p / STARTED_FILE),
+                                    _cut_torn_tail(p / TRACES_FILE)) if t]
+            run.previous = check_records(p / RESULTS_FILE, manifest, settings)
+            run.started = check_started(p / STARTED_FILE, manifest)
+        except BaseException:
+            run.close()
+            raise
         return run
 
     def _acquire(self) -> None:
@@ -278,13 +303,42 @@ class RunDir:
     def traces_path(self) -> Path:
         return self.path / TRACES_FILE
 
+    @property
+    def started_path(self) -> Path:
+        return self.path / STARTED_FILE
+
     def done_keys(self) -> set[tuple[str, str]]:
         """(policy, case) pairs already recorded with a score (what a resume does not rerun)."""
         return {(r["policy"], r["case_id"]) for r in self.previous if is_scored(r)}
 
+    def sent_cases(self) -> set[str]:
+        """Ids of the cases whose prompts earlier sessions sent to an agent (not one of fwgym's named policies)."""
+        return {str(e.get("case_id")) for e in self.started if e.get("agent")}
+
     def append(self, record: Mapping) -> None:
-        """Append one record (:func:`append_record`)."""
-        append_record(self.records_path, record)
+        """Write one record of this session: appended to the records file (:func:`append_record`) and kept in
+        memory (what :meth:`finalize` writes). Thread-safe."""
+        stored = stored_record(record)
+        with self._write_lock:
+            append_record(self.records_path, stored)
+            self._written.append(stored)
+
+    def start(self, entries: Sequence[Mapping]) -> None:
+        """Log episodes as started (before their first observation is sent): ``{"episode_id", "policy",
+        "case_id", "agent"}`` each, one write."""
+        if not entries:
+            return
+        text = "".join(dumps_line(dict(e), sort_keys=True) for e in entries)
+        with self._write_lock, open(self.started_path, "a", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+        self.started.extend(dict(e) for e in entries)
+
+    @property
+    def written(self) -> list[dict]:
+        """The records this session wrote, in order."""
+        with self._write_lock:
+            return list(self._written)
 
     def save(self) -> None:
         """Write the manifest (atomically)."""
@@ -293,27 +347,59 @@ class RunDir:
 
     # -- ending ------------------------------------------------------------------------------------------
 
+    def _foreign_lines(self, known: Sequence[Mapping]) -> list[dict]:
+        """The lines of the records file that are none of ``known`` (the run's own records), in file order."""
+        if not self.records_path.is_file():
+            return []
+        left: dict[str, int] = {}
+        for r in known:
+            h = record_sha256(r)
+            left[h] = left.get(h, 0) + 1
+        out = []
+        with open(self.records_path, encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                h = canonical_line_hash(line)
+                if h is not None and left.get(h, 0) > 0:
+                    left[h] -= 1
+                    continue
+                try:
+                    value = json.loads(line)
+                except (ValueError, RecursionError):
+                    value = None
+                item = value if isinstance(value, dict) else {}
+                out.append({"line": n, "sha256": hashlib.sha256(line.encode("utf-8", "replace")).hexdigest(),
+                            "policy": str(item.get("policy"))[:200], "case_id": str(item.get("case_id"))[:200]})
+        return out
+
     def finalize(self, expected: Sequence[tuple[str, str]], status: str | None = None) -> dict:
-        """End the session: rewrite ``results.jsonl`` with one record per (policy, case) (the latest
-        attempt) in the order of ``expected``; move superseded records to ``superseded.jsonl``; count;
-        hash; set the status (``complete`` when every expected episode is scored, else ``incomplete``,
-        or ``status`` when given, e.g. ``interrupted``) and write the manifest.
+        """End the session: rewrite ``results.jsonl`` from the run's own records (those checked at resume and
+        those this session wrote; a line anyone else appended is refused: left out, listed in the manifest's
+        ``refused_lines`` and counted in its ``history``), one per (policy, case) (the latest attempt) in the
+        order of ``expected``; move superseded records to ``superseded.jsonl`` with their reason; count; hash;
+        set the status (``complete`` when every expected episode is scored, else ``incomplete``, or
+        ``status`` when given, e.g. ``interrupted``) and write the manifest.
 
         Args:
             expected: every (policy, case) pair of the run, in the order records are written.
 
         Returns:
             The manifest's ``counts``.
+
+        Raises:
+            ValueError: the run's records hold a (policy, case) pair the run does not have.
         """
         self.begin()
+        own = self.previous + self.written
+        foreign = self._foreign_lines(own)
         latest: dict[tuple[str, str], dict] = {}
         superseded: list[dict] = []
-        if self.records_path.is_file():
-            for _, r in iter_jsonl(self.records_path):
-                key = (r["policy"], r["case_id"])
-                if key in latest:
-                    superseded.append(latest[key])
-                latest[key] = r
+        for r in own:
+            key = (r["policy"], r["case_id"])
+            if key in latest:
+                superseded.append(latest[key])
+            latest[key] = r
         order = {k: i for i, k in enumerate(expected)}
         stray = [k for k in latest if k not in order]
         if stray:
@@ -321,7 +407,8 @@ class RunDir:
                              f"{stray[0]}")
         keep = sorted(latest.values(), key=lambda r: order[(r["policy"], r["case_id"])])
         for r in superseded:
-            append_jsonl(self.path / SUPERSEDED_FILE, r, sort_keys=True, fsync=True)
+            append_jsonl(self.path / SUPERSEDED_FILE, {**r, "superseded_reason": superseded_reason(r)},
+                         sort_keys=True, fsync=True)
         write_jsonl(self.records_path, keep, sort_keys=True)
         with open(self.records_path, "rb") as fh:
             os.fsync(fh.fileno())
@@ -332,14 +419,48 @@ class RunDir:
         self.manifest["counts"] = counts
         prefix = f"{self.session}:"
         self.current_session.update(ended=now(), status=self.manifest["status"],
-                                    episodes=sum(str(r.get("episode_id") or "").startswith(prefix) for r in keep)
-                                    + sum(str(r.get("episode_id") or "").startswith(prefix) for r in superseded))
+                                    episodes=sum(str(r.get("episode_id") or "").startswith(prefix) for r in own),
+                                    refused_lines=len(foreign))
+        before = self.manifest.get("records") or {}
         self.manifest["records"] = {
             "file": RESULTS_FILE, "count": len(keep), "sha256": file_sha256(self.records_path),
-            "sha256_by_line": [record_sha256(r) for r in keep], "superseded": len(superseded)
-            + int((self.manifest.get("records") or {}).get("superseded", 0))}
+            "sha256_by_line": [record_sha256(r) for r in keep],
+            "superseded": len(superseded) + int(before.get("superseded", 0))}
+        self._end_logs(keep, superseded, foreign)
         first = [r for r in keep if r["policy"] == expected[0][0]] if expected else []
         if first:
             self.manifest["coverage"] = coverage(first)
         self.save()
+        self.previous, self._written = keep, []
         return counts
+
+    def _end_logs(self, keep: Sequence[Mapping], superseded: Sequence[Mapping], foreign: Sequence[Mapping]) -> None:
+        """fsync and hash the started log; update the manifest's ``history`` and ``refused_lines``."""
+        n_started = 0
+        if self.started_path.is_file():
+            with open(self.started_path, "rb") as fh:
+                os.fsync(fh.fileno())
+                n_started = sum(1 for line in fh if line.strip())
+            self.manifest["started"] = {"file": STARTED_FILE, "count": n_started,
+                                        "sha256": prefix_sha256(self.started_path, n_started)}
+        history = dict(self.manifest.get("history") or {})
+        reasons = dict(history.get("superseded") or {})
+        for r in superseded:
+            why = superseded_reason(r)
+            reasons[why] = reasons.get(why, 0) + 1
+        recorded = len(keep) + sum(reasons.values())
+        refused = list(self.manifest.get("refused_lines") or []) + [{**f, "session": self.session} for f in foreign]
+        if refused:
+            self.manifest["refused_lines"] = refused
+        self.manifest["history"] = {
+            "sessions": len(self.manifest.get("sessions") or []), "superseded": dict(sorted(reasons.items())),
+            "lost_in_flight": max(0, n_started - recorded) if n_started else 0, "refused_lines": len(refused),
+            "exposed": sum(bool(r.get("exposed")) for r in keep)}
+
+
+def superseded_reason(record: Mapping) -> str:
+    """Why a record was replaced by a later attempt: ``"harness_error: KIND"`` (the only records a run plays
+    again), else its status."""
+    if record.get("status") == HARNESS_ERROR:
+        return f"{HARNESS_ERROR}: {record.get('harness_kind') or 'infrastructure'}"
+    return str(record.get("status"))

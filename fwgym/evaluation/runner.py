@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -30,7 +30,8 @@ from fwgym.domains import DOMAINS, domain_names
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
-from fwgym.evaluation.rundir import RunDir, append_record, episode_id
+from fwgym.evaluation.rundir import RunDir, episode_id
+from fwgym.evaluation.schedule import Schedule, exposed_cases, play_order
 from fwgym.ray_session import ray_session
 from fwgym.suites import SUITES as SUITE_SPECS
 from fwgym.validation import check_int
@@ -131,23 +132,31 @@ class _Job:
     sigma: dict | None
     env_kwargs: dict | None
     concurrency: int = 1
-    records: str | None = None  #: append each record here (rundir.append_record); None: the caller does
     traces: str | None = None  #: the run's traces file for agents with a ``trace_out``
 
 
-def _play(item: tuple, agents: list, job: _Job) -> dict:
-    pi, domain, case_id, eid = item
+def _play(item: tuple, agents: list, job: _Job, sink: Callable[[dict], None] | None = None) -> dict:
+    """One episode; ``sink`` (the run directory's :meth:`~fwgym.evaluation.rundir.RunDir.append` in the evaluating
+    process; ``None`` in worker processes, whose records go back with their unit) gets the record before the
+    agent's ``end_episode``."""
+    pi, domain, case_id, eid, exposed = item
     key = _env_key(domain, job.split, job.sigma, job.env_kwargs)
     env = _take_env(key)
+    where = f"{agent_name(agents[pi])} on {case_id}"
+
+    def write(record: dict) -> None:  # before end_episode: the agent never sees a record that is not on disk
+        record["exposed"] = bool(exposed)
+        check_record(record, where=where)
+        if sink is not None:
+            sink(record)
+
     try:
         named = isinstance(job.policies[pi], str)  # fwgym's own policies: an exception is a bug, never a row
         record = run_episode(env, agents[pi], options={"case_id": case_id}, episode_id=eid,
-                             agent_errors="raise" if named else "score", hindsight=oracle_grant(agents[pi])).record
+                             agent_errors="raise" if named else "score", hindsight=oracle_grant(agents[pi]),
+                             on_record=write).record
     finally:
         _give_env(key, env)
-    check_record(record, where=f"{record['policy']} on {case_id}")
-    if job.records:
-        append_record(job.records, record)
     return record
 
 
@@ -161,58 +170,65 @@ def _close(agents: list) -> None:
                 pass
 
 
-def _run_items(items: Sequence[tuple], job: _Job, on_record: Callable[[dict], None] | None = None) -> list[dict]:
-    """Play ``items`` ``(policy index, domain, case id, episode id)``: in order on this thread, or
-    ``job.concurrency`` at a time on threads that each build their own agents (and take their own envs)."""
-    if job.concurrency <= 1:
-        agents = [_make_agent(p, job.traces) for p in job.policies]
-        out = []
-        try:
-            for item in items:
-                out.append(_play(item, agents, job))
-                if on_record is not None:
-                    on_record(out[-1])
-        finally:
-            _close(agents)
-        return out
-    local, made, lock, stop = threading.local(), [], threading.Lock(), threading.Event()
-
-    def play(item):
-        if stop.is_set():
-            return None
-        agents = getattr(local, "agents", None)
-        if agents is None:
-            agents = local.agents = [_make_agent(p, job.traces) for p in job.policies]
-            with lock:
-                made.append(agents)
-        return _play(item, agents, job)
-
+def _play_unit(unit: Sequence[tuple], job: _Job, local: threading.local, made: list, lock: threading.Lock,
+               stop: threading.Event | None = None, sink: Callable[[dict], None] | None = None) -> list[dict]:
+    """Play a unit's items in order on this thread, with the thread's agents (built on first use)."""
+    agents = getattr(local, "agents", None)
+    if agents is None:
+        agents = local.agents = [_make_agent(p, job.traces) for p in job.policies]
+        with lock:
+            made.append(agents)
     out = []
-    try:
-        with ThreadPoolExecutor(max_workers=job.concurrency, thread_name_prefix="fwgym-episode") as pool:
-            futures = [pool.submit(play, item) for item in items]
-            try:
-                for f in as_completed(futures):
-                    rec = f.result()
-                    if rec is not None:
-                        out.append(rec)
-                        if on_record is not None:
-                            on_record(rec)
-            except BaseException:  # Ctrl-C or an error: start nothing new; the episodes in flight finish
-                stop.set()
-                for f in futures:
-                    f.cancel()
-                raise
-    finally:
-        for agents in made:
-            _close(agents)
+    for item in unit:
+        if stop is not None and stop.is_set():
+            break
+        out.append(_play(item, agents, job, sink))
     return out
 
 
+def _run_units(units: Sequence[Sequence[tuple]], case_of: Mapping, job: _Job,
+               on_start: Callable[[Sequence[tuple]], None], on_records: Callable[[list[dict]], None],
+               sink: Callable[[dict], None] | None = None) -> None:
+    """Play ``units`` in this process: one after another (``job.concurrency`` 1), or ``job.concurrency`` at a
+    time on threads, each unit started only when :class:`~fwgym.evaluation.schedule.Schedule` allows it."""
+    local, made, lock, stop = threading.local(), [], threading.Lock(), threading.Event()
+    try:
+        if job.concurrency <= 1:  # play order: every unit's blockers are earlier units
+            for unit in units:
+                on_start(unit)
+                on_records(_play_unit(unit, job, local, made, lock, sink=sink))
+            return
+        schedule = Schedule(units, case_of)
+        with ThreadPoolExecutor(max_workers=job.concurrency, thread_name_prefix="fwgym-episode") as pool:
+            running: dict = {}
+            try:
+                while schedule.pending:
+                    while len(running) < job.concurrency and (i := schedule.next_ready()) is not None:
+                        on_start(units[i])
+                        running[pool.submit(_play_unit, units[i], job, local, made, lock, stop, sink)] = i
+                    _check_progress(running, schedule)
+                    finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                    for f in finished:
+                        i = running.pop(f)
+                        on_records(f.result())
+                        schedule.finish(i)
+            except BaseException:  # Ctrl-C or an error: start nothing new; the episodes in flight finish
+                stop.set()
+                for f in running:
+                    f.cancel()
+                raise
+    finally:
+        _close([a for agents in made for a in agents])
+
+
 def _run_chunk(task: tuple) -> list[dict]:
-    """Records of a chunk of items (in a worker process or a Ray task)."""
+    """Records of a unit of items (in a worker process or a Ray task), played in order."""
     job, items = task
-    return _run_items(items, job)
+    local, made, lock = threading.local(), [], threading.Lock()
+    try:
+        return _play_unit(items, job, local, made, lock)
+    finally:
+        _close([a for agents in made for a in agents])
 
 
 def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS,
@@ -267,12 +283,15 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT
         run.begin()
     session = run.session if run is not None else 1
     done = run.done_keys() if run is not None else set()
-    items = [(pi, d, c, episode_id(session, label, c)) for d, c in selected for pi, label in enumerate(labels)
-             if (label, c) not in done]
+    case_of = {c.case_id: c for d in {d for d, _ in selected} for c in build_cases(d, split)}
+    agents = {pi for pi, p in enumerate(policies) if not isinstance(p, str)}  # fwgym's named policies send no prompt
+    todo = [(d, c) for d, c in selected if any((label, c) not in done for label in labels)]
+    exposed = (exposed_cases([case_of[c] for _, c in todo], [case_of[c] for c in run.sent_cases() if c in case_of])
+               if run is not None and agents else set())
+    items = play_order([(pi, d, c, episode_id(session, label, c), pi in agents and c in exposed)
+                        for d, c in selected for pi, label in enumerate(labels) if (label, c) not in done], case_of)
     parallel = backend == "ray" or workers > 1
-    records_path = str(run.records_path) if run is not None else None
     job = _Job(split, tuple(policies), sigma, env_kwargs, concurrency,
-               records=records_path if backend == "local" else None,
                traces=str(run.traces_path) if run is not None else None)
 
     bar = None
@@ -280,23 +299,35 @@ def evaluate(policies: Sequence[str] = DEFAULT_POLICIES, split: str = TEST_SPLIT
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(items), unit="episode", desc=f"evaluate {split}", dynamic_ncols=True)
+    results: list[dict] = []
+    advance = partial(_advance, bar, progress)
+
+    def on_start(unit: Sequence[tuple]) -> None:
+        if run is not None:
+            run.start([{"episode_id": it[3], "policy": labels[it[0]], "case_id": it[2], "agent": it[0] in agents}
+                       for it in unit])
+
+    def on_records(recs: list[dict], write: bool) -> None:
+        for r in recs:
+            if write and run is not None:
+                run.append(r)
+            results.append(r)
+        advance(len(recs))
+
     try:
-        advance = partial(_advance, bar, progress)
-        if not items:
-            results = []
-        elif not parallel:
-            results = [_run_items(items, job, on_record=lambda r: advance(1))]
-        else:
+        if items and not parallel:
+            sink = run.append if run is not None else None
+            _run_units([[it] for it in items], case_of, job, on_start, partial(on_records, write=False), sink)
+        elif items:
             size = max(1, chunk_size) * len(labels)
-            tasks = [(job, items[i : i + size]) for i in range(0, len(items), size)]
-            sink = run.append if run is not None and backend == "ray" else None
-            results = (_run_ray(tasks, workers, ray_address, advance, sink) if backend == "ray"
-                       else _run_local(tasks, workers, advance))
+            units = [items[i : i + size] for i in range(0, len(items), size)]
+            run_units = partial(_run_ray, address=ray_address) if backend == "ray" else _run_local
+            run_units(units, case_of, job, workers, on_start, partial(on_records, write=True))
     finally:
         if bar is not None:
             bar.close()
     latest = {(r["policy"], r["case_id"]): r for r in (run.previous if run is not None else [])}
-    latest.update({(r["policy"], r["case_id"]): r for recs in results for r in recs})
+    latest.update({(r["policy"], r["case_id"]): r for r in results})
     order = {p: i for i, p in enumerate(labels)}
     case_order = {c: i for i, (_, c) in enumerate(selected)}
     records = [r for k, r in latest.items() if k[0] in order and k[1] in case_order]
@@ -334,39 +365,54 @@ def policy_labels(policies: Sequence, env_kwargs: dict | None = None) -> list[st
     return labels
 
 
-def _run_local(tasks: list, workers: int, advance: Callable[[int], None]) -> list[list[dict]]:
-    """Run the tasks in a process pool, reporting progress as chunks finish (the workers append the records)."""
-    out = []
+def _run_local(units: list, case_of: Mapping, job: _Job, workers: int, on_start: Callable,
+               on_records: Callable[[list[dict]], None]) -> None:
+    """Play the units in a process pool, each submitted when the schedule allows it; the evaluating process
+    writes each unit's records when it returns."""
+    schedule = Schedule(units, case_of)
     pool = ProcessPoolExecutor(max_workers=workers)
+    running: dict = {}
     try:
-        futures = {pool.submit(_run_chunk, t): len(t[1]) for t in tasks}
-        for f in as_completed(futures):
-            out.append(f.result())
-            advance(futures[f])
+        while schedule.pending:
+            while len(running) < 2 * workers and (i := schedule.next_ready()) is not None:
+                on_start(units[i])
+                running[pool.submit(_run_chunk, (job, units[i]))] = i
+            _check_progress(running, schedule)
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for f in finished:
+                i = running.pop(f)
+                on_records(f.result())
+                schedule.finish(i)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    return out
 
 
-def _run_ray(tasks: list, workers: int, address: str | None, advance: Callable[[int], None],
-             sink: Callable[[dict], None] | None) -> list[list[dict]]:
-    """Run the tasks as Ray remote functions, reporting progress (and appending records) as they finish."""
+def _run_ray(units: list, case_of: Mapping, job: _Job, workers: int, on_start: Callable,
+             on_records: Callable[[list[dict]], None], address: str | None = None) -> None:
+    """Play the units as Ray remote functions, each started when the schedule allows it; the evaluating
+    process writes each unit's records when it returns."""
+    schedule = Schedule(units, case_of)
     with ray_session(workers, address) as ray:
         remote = ray.remote(_run_chunk)
-        pending = {remote.remote(t): len(t[1]) for t in tasks}
-        out = []
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+        running: dict = {}
+        while schedule.pending:
+            while (i := schedule.next_ready()) is not None:
+                on_start(units[i])
+                running[remote.remote((job, units[i]))] = i
+            _check_progress(running, schedule)
+            done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
-                recs = ray.get(ref)
-                if sink is not None:
-                    for r in recs:
-                        sink(r)
-                out.append(recs)
-                advance(pending.pop(ref))
-        return out
+                i = running.pop(ref)
+                on_records(ray.get(ref))
+                schedule.finish(i)
+
+
+def _check_progress(running: Mapping, schedule: Schedule) -> None:
+    """Nothing in flight while units wait is a scheduling bug (it would wait forever)."""
+    if not running and schedule.pending:
+        raise RuntimeError(f"evaluation schedule: {schedule.pending} unit(s) wait and none is in flight")
 
 
 def _advance(bar, progress, n: int) -> None:

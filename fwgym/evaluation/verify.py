@@ -1,4 +1,7 @@
-"""Verified results (DESIGN §9 trust; issue 17.4): every stored record is re-scored before it is aggregated.
+"""Re-scored results (DESIGN §9 trust; issue 17.4): every stored record is re-scored before it is aggregated.
+
+Re-scoring (submission -> score from the packaged data) is all this module checks; what vouches for a row
+beyond it (the manifest's hashes, a replay of the episodes) is :mod:`fwgym.evaluation.marks`.
 
 A record states its case, what was submitted (``levels`` of a decision plan, or the forecast in
 ``submission``), the credits charged and its score. :func:`verify_record` rebuilds the case from the
@@ -21,7 +24,7 @@ record is refused for rounding. Credits are integers and compared exactly.
 What is taken as recorded: the credits and the submission (they cannot be re-derived without playing
 the agent again); the run manifest's per-record hashes, count and statuses (:mod:`fwgym.evaluation.results`)
 catch edits of those, and deleted or added records, unless the manifest is rewritten too. Without the
-manifest nothing does: a source without one is refused unless the caller accepts it as UNVERIFIED
+manifest nothing does: a source without one is refused unless the caller accepts it as NOT HASH-CHECKED
 (``allow_unverified``, ``--allow-unverified``), and an edited submission re-scored consistently
 (e.g. the hindsight plan with its S = 0) then passes this module's check.
 """
@@ -43,7 +46,7 @@ from fwgym.core.scoring import BUDGET
 from fwgym.suites import get_suite
 from fwgym.validation import is_int, is_number
 
-__all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_record", "rescore"]
+__all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "settings_of", "verify_record", "rescore"]
 
 #: relative tolerance of a stored score against its re-computation (see the module docstring)
 RTOL = 1e-12
@@ -66,6 +69,18 @@ class RunSettings(dict):
     @property
     def scenarios(self) -> bool:
         return get_suite(self["suite"]).scenarios
+
+
+def settings_of(manifest: Mapping | None) -> RunSettings | None:
+    """The :class:`RunSettings` a run manifest's records were scored under (``None`` when the manifest does not
+    say: no ``settings`` with a suite and a sigma)."""
+    st = (manifest or {}).get("settings") or {}
+    if not isinstance(st, Mapping) or st.get("suite") not in ("decision", "context", "forecast") or not isinstance(
+            st.get("sigma"), Mapping):
+        return None
+    return RunSettings(suite=st["suite"], split=st.get("split"), sigma=dict(st["sigma"]),
+                       budget=st.get("budget", BUDGET), scenario_seed=st.get("scenario_seed", 0),
+                       credit_weight=st.get("credit_weight", 0.0))
 
 
 @lru_cache(maxsize=None)
@@ -169,7 +184,7 @@ def verify_record(record: Mapping, settings: RunSettings, where: str = "") -> No
     """Refuse a record whose stored score is not the re-computed one (:func:`rescore`).
 
     Args:
-        record: one record (a harness_error record has no score and is not verified here; the
+        record: one record (a harness_error record has no score and is not re-scored here; the
             readers refuse it as incomplete).
         settings: the run's :class:`RunSettings`.
         where: ``"file:line"`` for the message.

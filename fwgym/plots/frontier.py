@@ -343,7 +343,7 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         labels: ``"names"`` (policy names beside the points), ``"numbers"`` (each point numbered by
             its rank by S, the names in the legend) or ``"auto"`` (names when they fit the width).
         mark, description: a warning drawn in the figure and put in its metadata (:func:`save_figure`),
-            e.g. ``"UNVERIFIED"`` for records nothing vouches for.
+            e.g. ``"NOT HASH-CHECKED"`` for records no manifest vouches for.
 
     Returns:
         The path written.

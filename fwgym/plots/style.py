@@ -131,7 +131,7 @@ def check_path(path: str | Path) -> Path:
 
 
 def mark_figure(fig, mark: str, style: str = "paper") -> None:
-    """Put ``mark`` (e.g. ``"UNVERIFIED: ..."``: what nothing vouches for in the figure's data) at the
+    """Put ``mark`` (e.g. ``"NOT HASH-CHECKED: ..."``: what nothing vouches for in the figure's data) at the
     top of the figure, in bold dark red, as the first line of its suptitle (a suptitle it already has
     follows on the next line; the constrained layout makes room for both), at the style's title
     size (>= :data:`MIN_FONT_PT` points in the paper style). A figure whose suptitle starts with
@@ -152,7 +152,7 @@ def save_figure(fig, path: str | Path, style: str = "paper", mark: str | None = 
 
     Args:
         mark: a warning drawn in the figure (:func:`mark_figure`, unless it carries it already) and written to the file's metadata as
-            its title (PDF ``Title``, PNG and SVG ``Title``), e.g. ``"UNVERIFIED"`` for records of a
+            its title (PDF ``Title``, PNG and SVG ``Title``), e.g. ``"NOT HASH-CHECKED"`` for records of a
             source without a run manifest; ``None``: no mark.
         description: the longer text of the mark for the metadata (PDF ``Subject``, PNG and SVG
             ``Description``; default ``mark``).

@@ -132,7 +132,8 @@ def cohort_weights_text(records: Sequence[Mapping]) -> str:
 def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str]]:
     """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
     suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
-    ``credit_weight``, ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
+    ``credit_weight``, ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``NOT HASH-CHECKED``
+    first).
 
     Raises:
         ValueError: sources of different suites or settings, edited records, as :func:`fwgym.evaluation.load_results`.
@@ -417,7 +418,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
         progress: show a progress bar over the episode pages.
         workers: processes writing episode pages (charts and replays dominate the build time).
         allow_unverified: accept result sources without a manifest (``--allow-unverified``); the title
-            then starts with ``UNVERIFIED`` and the notes name them.
+            then starts with ``NOT HASH-CHECKED`` and the notes name them.
 
     Returns:
         :class:`Report`.
@@ -493,7 +494,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     from fwgym.evaluation import write_csv
 
     write_csv(tabs[0]["rows"], out / "leaderboard.csv")
-    site = {"title": ("UNVERIFIED: " if not all(m["verified"] for m in metas) else "")
+    site = {"title": ("NOT HASH-CHECKED: " if not all(m["verified"] for m in metas) else "")
                      + (title or f"fwgym benchmark report: {'/'.join(splits)} split"),
             "version": __version__, "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reference": reference, "n_boot": n_boot, "seed": seed, "suite": suite, "metric": metric,

@@ -1,6 +1,6 @@
 """Run directories that nothing vouches for: a deleted manifest.json is refused by ``fwgym leaderboard``,
 ``report`` and ``plot`` (one line naming the directory, exit 2) unless ``--allow-unverified``, whose output
-says UNVERIFIED; a records file with lines deleted or added says which records are missing or extra."""
+says NOT HASH-CHECKED; a records file with lines deleted or added says which records are missing or extra."""
 import csv
 import io
 import json
@@ -66,19 +66,19 @@ def test_allow_unverified_ranks_it_marked_unverified(forged, capsys):
     flags = ["--n-boot", "100", "--allow-unverified", "--allow-partial"]
     got = _out(capsys, ["leaderboard", str(forged), "--format", "markdown", *flags], 0)
     header = got.out.splitlines()[0]
-    assert header.startswith("fwgym leaderboard (UNVERIFIED):") and "re-scored, NOT hash-checked" in header
-    assert f"UNVERIFIED: {forged} has no manifest.json" in header and "verified;" not in header
-    assert got.err.startswith(f"warning: UNVERIFIED: {forged} has no manifest.json")
+    assert header.startswith("fwgym leaderboard (NOT HASH-CHECKED):") and "re-scored, NOT hash-checked" in header
+    assert f"NOT HASH-CHECKED: {forged} has no manifest.json" in header and "and verified" not in header
+    assert got.err.startswith(f"warning: NOT HASH-CHECKED: {forged} has no manifest.json")
     for fmt in ("csv", "json"):  # formats without a header still warn
         got = _out(capsys, ["leaderboard", str(forged), "--format", fmt, *flags], 0)
-        assert got.err.startswith("warning: UNVERIFIED")
+        assert got.err.startswith("warning: NOT HASH-CHECKED")
     doc = json.loads(got.out)
-    assert doc["notes"][0].startswith(f"UNVERIFIED: {forged}")
+    assert doc["notes"][0].startswith(f"NOT HASH-CHECKED: {forged}")
 
 
 def test_a_verified_run_says_so(run, capsys):
     header = _out(capsys, ["leaderboard", str(run), "--format", "markdown", "--n-boot", "100"], 0).out.splitlines()[0]
-    assert "UNVERIFIED" not in header and "re-scored and verified" in header
+    assert "NOT HASH-CHECKED" not in header and "re-scored and hash-checked" in header and "and verified" not in header
 
 
 def test_plot_and_report_refuse_it_too(forged, tmp_path, capsys):
@@ -86,15 +86,15 @@ def test_plot_and_report_refuse_it_too(forged, tmp_path, capsys):
     assert err.startswith(f"fwgym: error: run directory {forged} has no manifest.json") and len(err.splitlines()) == 1
     assert not (tmp_path / "t.svg").exists()
     got = _out(capsys, ["plot", "tools", str(forged), "-o", str(tmp_path / "t.svg"), "--allow-unverified"], 0)
-    assert got.err.startswith("warning: UNVERIFIED") and (tmp_path / "t.svg").is_file()
+    assert got.err.startswith("warning: NOT HASH-CHECKED") and (tmp_path / "t.svg").is_file()
     err = _out(capsys, ["report", str(forged), "-o", str(tmp_path / "rep"), "--episodes", "0", "--no-replay",
                         "--no-progress"], 2).err.strip()
     assert err.startswith(f"fwgym: error: run directory {forged} has no manifest.json") and len(err.splitlines()) == 1
     got = _out(capsys, ["report", str(forged), "-o", str(tmp_path / "rep"), "--episodes", "0", "--no-replay",
                         "--no-progress", "--allow-unverified"], 0)
-    assert f"note: UNVERIFIED: {forged}" in got.err
+    assert f"note: NOT HASH-CHECKED: {forged}" in got.err
     index = (tmp_path / "rep" / "index.html").read_text()
-    assert "<h1>UNVERIFIED: fwgym benchmark report" in index and "has no manifest.json" in index
+    assert "<h1>NOT HASH-CHECKED: fwgym benchmark report" in index and "has no manifest.json" in index
 
 
 def test_a_deleted_record_is_named_missing(run, tmp_path, capsys):
@@ -136,7 +136,7 @@ def test_an_edit_beside_a_deletion_is_an_edit(run, tmp_path, capsys):
 
 
 def test_csv_marks_every_row_verified_or_not(run, forged, tmp_path, capsys):
-    """CSV has no header line: the UNVERIFIED and PARTIAL marks travel as columns, on stdout and in --csv."""
+    """CSV has no header line: the NOT HASH-CHECKED and PARTIAL marks travel as columns, on stdout and in --csv."""
     flags = ["--n-boot", "100", "--allow-unverified", "--allow-partial"]
     other = tmp_path / "other"  # a verified run of another policy on the same cases, merged with the forged one
     assert main(["evaluate", "--split", "test", "--limit", "2", "--no-progress", "--out", str(other),
@@ -144,13 +144,13 @@ def test_csv_marks_every_row_verified_or_not(run, forged, tmp_path, capsys):
     got = _out(capsys, ["leaderboard", str(forged), str(other), "--format", "csv", "--csv", str(tmp_path / "lb.csv"),
                         *flags, "--allow-mixed-versions"], 0)  # a bare file has no version
     rows = list(csv.DictReader(io.StringIO(got.out)))
-    assert {r["policy"]: r["verified"] for r in rows} == {"weekday_empirical": "false", "hour_of_day_empirical": "false",
+    assert {r["policy"]: r["hash_checked"] for r in rows} == {"weekday_empirical": "false", "hour_of_day_empirical": "false",
                                                           "perfect_demand": "false", "lead_matched_selector": "true"}
     assert {r["partial"] for r in rows} == {"true"}  # --limit 2: not the whole split
     assert list(csv.DictReader(io.StringIO((tmp_path / "lb.csv").read_text()))) == rows
     rows = list(csv.DictReader(io.StringIO(_out(capsys, ["leaderboard", str(run), "--format", "csv", "--n-boot",
                                                          "100"], 0).out)))
-    assert len(rows) == 3 and {(r["verified"], r["partial"]) for r in rows} == {("true", "true")}
+    assert len(rows) == 3 and {(r["hash_checked"], r["partial"]) for r in rows} == {("true", "true")}
 
 
 @pytest.mark.parametrize("ext", [".png", ".pdf", ".svg"])
@@ -162,14 +162,14 @@ def test_figures_of_unverified_runs_say_so_in_the_figure_and_its_metadata(run, f
         from PIL import Image
 
         info = Image.open(out).text
-        assert info["Title"] == "UNVERIFIED: not checked against a run manifest"
-        assert info["Description"].startswith(f"UNVERIFIED: {forged} has no manifest.json")
+        assert info["Title"] == "NOT HASH-CHECKED: no run manifest"
+        assert info["Description"].startswith(f"NOT HASH-CHECKED: {forged} has no manifest.json")
     elif ext == ".pdf":
-        assert b"/Title (UNVERIFIED: not checked against a run manifest)" in data and b"/Subject (UNVERIFIED: " in data
+        assert b"/Title (NOT HASH-CHECKED: no run manifest)" in data and b"/Subject (NOT HASH-CHECKED: " in data
     else:
         text = data.decode()
-        assert text.count("UNVERIFIED: not checked against a run manifest") >= 2  # drawn (svg.fonttype none) + title
-        assert f"UNVERIFIED: {forged} has no manifest.json" in text
+        assert text.count("NOT HASH-CHECKED: no run manifest") >= 2  # drawn (svg.fonttype none) + title
+        assert f"NOT HASH-CHECKED: {forged} has no manifest.json" in text
     clean = tmp_path / f"clean{ext}"
     _out(capsys, ["plot", "frontier", str(run), "-o", str(clean), "--n-boot", "50"], 0)
     assert b"UNVERIFIED" not in clean.read_bytes()

@@ -13,7 +13,7 @@ from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import SUITES, evaluate
 from fwgym.agents.base import EPISODE_STATS_KEYS
 from fwgym.evaluation.records import (ACCOUNTING_FIELDS, CORE_FIELDS, ENV_FIELDS, FIELD_MEANINGS, FORECAST_TASK_FIELDS,
-                                      RECORD_FIELDS, RUN_FIELDS, Record, check_record, check_result_set, coverage,
+                                      RECORD_FIELDS, RUN_FIELDS, EVALUATION_FIELDS, Record, check_record, check_result_set, coverage,
                                       is_scored, stored_record)
 
 PACKAGE = Path(fwgym.__file__).parent
@@ -63,16 +63,18 @@ def test_env_terminal_info_is_the_schema(suite):
 
 def test_schema_fields_types_and_meanings():
     assert RECORD_FIELDS[0] == "policy"
-    assert set(RECORD_FIELDS) == set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 39
-    assert RUN_FIELDS == ("episode_id", "scored", "harness_kind")
+    assert set(RECORD_FIELDS) == (set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
+                                  | set(EVALUATION_FIELDS))
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 42
+    assert RUN_FIELDS == ("episode_id", "scored", "harness_kind", "tool_calls")
+    assert EVALUATION_FIELDS == ("exposed",)
     assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",
-                                                       "request_latency_s", "wall_s")
+                                                       "request_latency_s", "wall_s", "served_model")
     # the fields of the results files of fwgym 0.1.0, the "core" projection of the behaviour hashes
     assert CORE_FIELDS == ("policy", "case_id", "domain", "cohort", "series_id", "lead", "split", "loss", "floor",
                            "R", "S", "credits", "calls", "valid", "status", "reason", "tool_counts", "levels")
     assert FORECAST_TASK_FIELDS == ("rcrps", "crps", "alpha", "rcrps_no_violation", "rcrps_fair")
-    assert Record.__required_keys__ == frozenset(RECORD_FIELDS) - set(FORECAST_TASK_FIELDS)
+    assert Record.__required_keys__ == frozenset(RECORD_FIELDS) - set(FORECAST_TASK_FIELDS) - set(EVALUATION_FIELDS)
     hints = typing.get_type_hints(Record)
     assert hints["S"] == float | None and hints["credits"] is int and hints["valid"] is bool  # None: not scored
     assert hints["scored"] is bool and hints["request_latency_s"] == list[float] | None

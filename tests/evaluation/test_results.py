@@ -55,7 +55,7 @@ def test_decision_suite_results_file_holds_the_env_fields(tmp_path):
     recs = evaluate(["seasonal_empirical"], split="test", limit=2, progress=False)
     write_results(recs, tmp_path / "d")
     line = json.loads((tmp_path / "d" / "results.jsonl").read_text().splitlines()[0])
-    assert set(line) == {"policy", *ENV_FIELDS, *RUN_FIELDS, *ACCOUNTING_FIELDS} - set(FORECAST_TASK_FIELDS)
+    assert set(line) == {"policy", *ENV_FIELDS, *RUN_FIELDS, *ACCOUNTING_FIELDS, "exposed"} - set(FORECAST_TASK_FIELDS)
     assert line["scenario"] is None and line["budget_left"] == 113_726 - line["credits"]
     assert line["forecast_crps"]["f1"]["model"] == "seasonal_empirical" and line["forecast_crps"]["f1"]["crps"] > 0
     assert read_results([tmp_path / "d"]) == recs

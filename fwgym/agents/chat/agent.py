@@ -43,7 +43,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 import time
+import warnings
 from typing import Any, Mapping
 
 from fwgym.agents.chat.direct import TEMPERATURE, TrajectoryError, batch_sizes, cik_timestamps, parse_trajectory
@@ -284,7 +286,7 @@ class ChatAgent:
         return {"prompt_tokens": st["prompt_tokens"] if st["usage_complete"] and st["model_turns"] else None,
                 "completion_tokens": st["completion_tokens"] if st["usage_complete"] and st["model_turns"] else None,
                 "model_turns": st["model_turns"], "requests": st["requests"], "cached_replies": st["cached_replies"],
-                "request_latency_s": list(st["request_latency_s"]),
+                "request_latency_s": list(st["request_latency_s"]), "served_model": st.get("served_model"),
                 "wall_s": round(time.perf_counter() - self._t0, 3) if self.session is not None else 0.0}
 
     def _hand(self, action: dict) -> dict:
@@ -356,6 +358,7 @@ class ChatAgent:
         st["model_turns"] += 1
         st["requests"] += int(meta.get("requests", meta.get("attempts", 1)) or 0)
         st["cached_replies"] += bool(meta.get("cached"))
+        note_served_model(self, st, meta.get("model"))
         if isinstance(meta.get("latency_s"), (int, float)):
             st["request_latency_s"].append(float(meta["latency_s"]))
         usage = meta.get("usage") or {}
@@ -407,7 +410,30 @@ class ChatAgent:
 
 def _empty_stats() -> dict:
     return {"prompt_tokens": 0, "completion_tokens": 0, "usage_complete": True, "model_turns": 0, "requests": 0,
-            "cached_replies": 0, "request_latency_s": []}
+            "cached_replies": 0, "request_latency_s": [], "served_model": None}
+
+
+#: (agent class, requested model, reported model) already warned about in this process
+_WARNED_MODELS: set = set()
+_WARN_LOCK = threading.Lock()
+
+
+def note_served_model(agent: Any, stats: dict, served: Any) -> None:
+    """Record (once per episode, in ``stats["served_model"]``) a reply's ``model`` that is not the model the agent
+    asked for, and warn once per process and pair (issue 25.6: a server that answers with another model)."""
+    requested = getattr(agent, "model", None)
+    if not isinstance(served, str) or not served or not isinstance(requested, str) or served == requested:
+        return
+    if stats.get("served_model") is None:
+        stats["served_model"] = served[:200]
+    key = (type(agent).__name__, requested, served)
+    with _WARN_LOCK:
+        if key in _WARNED_MODELS:
+            return
+        _WARNED_MODELS.add(key)
+    warnings.warn(f"{type(agent).__name__}: the server answered a request for model {requested!r} with a reply of model "
+                  f"{served[:200]!r}; recorded per episode (served_model): the row may not measure {requested!r}",
+                  RuntimeWarning, stacklevel=3)
 
 
 __all__ = ["ChatAgent", "ContextExhausted", "HarnessError", "ABANDON_STATUSES"]

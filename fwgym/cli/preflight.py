@@ -1,0 +1,69 @@
+"""Checks ``fwgym evaluate`` makes before any episode (and before a new run's directory is made): the agents'
+infrastructure (issue 25.6). A failure is one line ``fwgym: error: ...`` (exit 2) and nothing is run, so an
+infrastructure fault is never scored as the agent's failure."""
+from __future__ import annotations
+
+__all__ = ["check_agent_infrastructure"]
+
+
+def _settings_values(description, key: str) -> list:
+    """Every value of ``key`` anywhere in a (nested) agent description."""
+    out = []
+    if isinstance(description, dict):
+        for k, v in description.items():
+            if k == key:
+                out.append(v)
+            else:
+                out += _settings_values(v, key)
+    elif isinstance(description, (list, tuple)):
+        for v in description:
+            out += _settings_values(v, key)
+    return out
+
+
+def check_agent_infrastructure(policies, timeout: float = 120.0) -> None:
+    """Refuse, before any episode, an agent whose infrastructure cannot serve a single episode, so that its
+    failures are never scored as the agent's (issue 25.6):
+
+    * an isolated worker command (``--agent-worker-command``) whose interpreter cannot import numpy (every
+      observation carries numpy arrays): the command with its worker script replaced by
+      ``-c "import numpy"`` is run (wrappers such as ``sudo -u USER`` or ``docker run ... IMAGE`` stay in front);
+      a command without a ``.py`` worker script cannot be probed and is left to the episodes;
+    * a reply cache (``--reply-cache``) that is not a folder, or holds a malformed entry
+      (:meth:`fwgym.agents.chat.cache.ReplyCache.check`).
+
+    Raises:
+        ValueError: one line saying what is wrong (``fwgym: error: ...``, exit 2).
+    """
+    import shlex
+    import subprocess
+
+    from fwgym.agents.chat.cache import ReplyCache
+    from fwgym.evaluation.manifest import describe_policy
+
+    for policy in policies:
+        if isinstance(policy, str):
+            continue
+        d = describe_policy(policy)
+        for command in _settings_values(d, "worker_command"):
+            if not command:
+                continue
+            argv = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+            at = next((i for i, a in enumerate(argv) if a.endswith(".py")), None)
+            if not at:
+                continue
+            probe = argv[:at] + ["-c", "import numpy"]
+            try:
+                proc = subprocess.run(probe, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ValueError(f"--agent-worker-command {shlex.join(argv)!r}: its interpreter does not start "
+                                 f"({type(exc).__name__}: {exc}); nothing was run") from None
+            if proc.returncode != 0:
+                why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1][:300]
+                raise ValueError(f"--agent-worker-command {shlex.join(argv)!r}: its interpreter cannot import numpy, "
+                                 f"which every observation needs ({why}); install numpy there; nothing was run")
+        for folder in _settings_values(d, "reply_cache"):
+            if folder:
+                from fwgym.agents.openai import completion_problem
+
+                ReplyCache.check(folder, completion_problem)

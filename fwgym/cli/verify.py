@@ -1,0 +1,82 @@
+"""``fwgym verify RUN [...] [--replay]``: say what vouches for a run's records, and replay its episodes.
+
+Without ``--replay``: every record is re-scored from its submission and the packaged data, and checked against
+the run manifest's hashes, count and statuses (what ``fwgym leaderboard`` does before ranking; a source without a
+manifest only with ``--allow-unverified``). With ``--replay``: every scored record's episode is also re-executed
+through a fresh env from its recorded tool calls (:mod:`fwgym.evaluation.replay`): each tool result, the charges,
+the calls counted, the submission and the score must come out as recorded, and fwgym's own named policies are
+played again (deterministic) and must make the recorded calls. The outcome is written to the run directory's
+``replay.json`` (for the very records file: its sha256), which the leaderboard's ``replayed`` mark reads.
+
+Exit codes: 0 every check held; 1 a replay found records that do not replay (listed, ``file:line``); 2 a record
+refused by re-scoring or the manifest (one line), or a bad argument.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "verify"
+HELP = "re-score a run's records and check them against its manifest; --replay re-executes every episode"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``fwgym verify``."""
+    from fwgym.cli.leaderboard import add_allow_unverified
+
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories (or results.jsonl files)")
+    p.add_argument("--replay", action="store_true",
+                   help="also re-execute every recorded episode through a fresh env (tool results, charges, "
+                        "submission, score) and play fwgym's named policies again; writes RUN/replay.json")
+    p.add_argument("--policies", nargs="+", default=None, metavar="POLICY", help="replay only these policies' rows")
+    p.add_argument("--no-progress", action="store_true")
+    add_allow_unverified(p)
+
+
+def run(args) -> int:
+    """Verify each run (see the module docstring); print one line per run and policy."""
+    import json
+
+    from fwgym.evaluation.manifest import file_sha256, now
+    from fwgym.evaluation.replay import REPLAY_FILE, replay_records
+    from fwgym.evaluation.results import RESULTS_FILE, load_source
+    from fwgym.version import __version__
+
+    code = 0
+    for path in args.runs:
+        src = load_source(path, allow_unverified=getattr(args, "allow_unverified", False))
+        checked = "and hash-checked against its manifest" if src.verified else "(NOT hash-checked: no manifest)"
+        print(f"{src.path}: {len(src.records)} records re-scored from their submissions {checked}")
+        if not args.replay:
+            continue
+        bar = None
+        if not args.no_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(src.records), unit="episode", desc="replay", dynamic_ncols=True, file=sys.stderr)
+        try:
+            report = replay_records(src.records, src.lines, src.settings, str(src.path), src.manifest,
+                                    progress=bar.update if bar is not None else None, policies=args.policies)
+        finally:
+            if bar is not None:
+                bar.close()
+        for p, n in report.episodes.items():
+            skipped = report.skipped.get(p, 0)
+            print(f"  {p}: {report.matched.get(p, 0)} of {n} episodes replayed identically"
+                  + (f" ({skipped} harness_error records skipped)" if skipped else ""))
+        for line in report.problems[:20]:
+            print(f"  {line}")
+        if len(report.problems) > 20:
+            print(f"  ... and {len(report.problems) - 20} more")
+        if src.path.name == RESULTS_FILE:
+            doc = {"records_sha256": file_sha256(src.path), "created": now(), "fwgym_version": __version__,
+                   "policies": {p: {"episodes": n, "matched": report.matched.get(p, 0),
+                                    "skipped": report.skipped.get(p, 0)} for p, n in report.episodes.items()},
+                   "problems": report.problems[:200]}
+            (src.run_dir / REPLAY_FILE).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        if not report.ok:
+            code = 1
+    return code
+
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]

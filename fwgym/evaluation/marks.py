@@ -1,0 +1,159 @@
+"""What vouches for each leaderboard row, as data (issue 25.5): one function over a run's manifest and records.
+
+Every row of a table is re-scored (its records' scores recomputed from their submissions and the packaged
+data, :mod:`fwgym.evaluation.verify`); what else holds depends on the run. :func:`row_marks` says, per
+policy:
+
+* ``rescored``: every record was re-scored from its submission (always ``True`` for rows fwgym reads);
+* ``hash_checked``: a run manifest vouches for the records (their hashes, count and statuses);
+  ``False`` for a source without one (``--allow-unverified``);
+* ``replayed``: ``fwgym verify RUN --replay`` re-executed every recorded episode of the row through a fresh
+  env and found the same tool results, charges and submission (:mod:`fwgym.evaluation.replay`; its
+  ``replay.json`` beside the records, for the very records file); ``False`` when not (yet) replayed;
+* ``isolation``: how the agent ran: ``"fwgym"`` (fwgym's own named policy), ``"sandbox"`` (a worker
+  process in a sandbox), ``"process"`` (a worker process without a sandbox), ``"in-process"`` (the agent's
+  code in the evaluating process: an LLM/transformers agent, ``--in-process``, a Python factory), or
+  ``"unknown"`` (no manifest);
+* ``in_process``: the agent's code ran in the evaluating process (it could read anything fwgym holds);
+* ``exposed``: records replayed after a prompt holding their target had been sent
+  (:mod:`fwgym.evaluation.schedule`).
+
+:func:`format_marks` renders them as the header lines tables print; :func:`mark_columns` as the columns of
+outputs without a header (CSV).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["MARK_COLUMNS", "row_marks", "merge_marks", "mark_columns", "format_marks", "history_line",
+           "isolation_of"]
+
+#: the mark columns of a CSV row, in order
+MARK_COLUMNS: tuple[str, ...] = ("rescored", "hash_checked", "replayed", "isolation", "in_process", "exposed")
+
+
+def _find(description: Any, key: str) -> Any:
+    """The first value of ``key`` anywhere in a (nested) agent description."""
+    if isinstance(description, Mapping):
+        if key in description:
+            return description[key]
+        for v in description.values():
+            found = _find(v, key)
+            if found is not None:
+                return found
+    elif isinstance(description, list):
+        for v in description:
+            found = _find(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def isolation_of(description: Any) -> str:
+    """How a policy of a run manifest ran, from its description (``settings["agents"][name]``): ``"fwgym"`` for a
+    named policy (a string), ``"sandbox"`` / ``"process"`` when the description says ``isolation`` (the isolated
+    worker's factory writes it), ``"process"`` for an isolated worker's factory that does not say (it has a ``worker_command``), else
+    ``"in-process"``."""
+    if isinstance(description, str):
+        return "fwgym"
+    stated = _find(description, "isolation")
+    if stated in ("sandbox", "process"):
+        return str(stated)
+    if isinstance(description, Mapping) and "worker_command" in description:  # fwgym.agents.isolation's factory
+        return "process"
+    return "in-process"
+
+
+def row_marks(manifest: Mapping | None, records: Iterable[Mapping], replayed: Iterable[str] = ()) -> dict[str, dict]:
+    """``{policy: {mark: value}}`` (:data:`MARK_COLUMNS`) of one result source.
+
+    Args:
+        manifest: the run's manifest (``None``: a source without one).
+        records: its records.
+        replayed: the policies ``fwgym verify --replay`` replayed in full for this very records file.
+    """
+    agents = ((manifest or {}).get("settings") or {}).get("agents") or {}
+    done = set(replayed)
+    out: dict[str, dict] = {}
+    for r in records:
+        p = r["policy"]
+        if p not in out:
+            iso = isolation_of(agents[p]) if p in agents else ("unknown" if manifest is None else "fwgym")
+            out[p] = {"rescored": True, "hash_checked": manifest is not None, "replayed": p in done,
+                      "isolation": iso, "in_process": iso == "in-process", "exposed": 0}
+        out[p]["exposed"] += bool(r.get("exposed"))
+    return out
+
+
+def merge_marks(per_source: Sequence[Mapping[str, Mapping]]) -> dict[str, dict]:
+    """The marks of several sources merged per policy (a policy in two sources: every mark must hold in both;
+    exposed counts add up)."""
+    out: dict[str, dict] = {}
+    for marks in per_source:
+        for p, m in marks.items():
+            if p not in out:
+                out[p] = dict(m)
+                continue
+            o = out[p]
+            for k in ("rescored", "hash_checked", "replayed"):
+                o[k] = bool(o[k] and m[k])
+            o["in_process"] = bool(o["in_process"] or m["in_process"])
+            if o["isolation"] != m["isolation"]:
+                o["isolation"] = "mixed"
+            o["exposed"] += m["exposed"]
+    return out
+
+
+def mark_columns(rows: Sequence[Mapping], marks: Mapping[str, Mapping]) -> list[dict]:
+    """Rows with the :data:`MARK_COLUMNS` of their policy appended (a policy without marks: re-scored only)."""
+    empty = {"rescored": True, "hash_checked": False, "replayed": False, "isolation": "unknown",
+             "in_process": False, "exposed": 0}
+    return [{**r, **{k: (marks.get(r["policy"]) or empty)[k] for k in MARK_COLUMNS}} for r in rows]
+
+
+def format_marks(marks: Mapping[str, Mapping], n_records: Mapping[str, int] | None = None) -> list[str]:
+    """Header lines for what does not hold: ``EXPOSED`` (replays whose target a sent prompt held), ``NOT
+    HASH-CHECKED``, ``IN-PROCESS`` agents, workers without a sandbox; nothing when every row is clean.
+    Re-scoring holds for every row and is said by the table's header itself."""
+    lines = []
+    exposed = {p: m["exposed"] for p, m in marks.items() if m.get("exposed")}
+    if exposed:
+        lines.append("EXPOSED: " + ", ".join(
+            f"{p!r} {n}{f' of {n_records[p]}' if n_records and p in n_records else ''} record(s)"
+            for p, n in exposed.items())
+            + " replayed after a prompt holding their target was sent (--resume after harness errors or a kill): "
+              "their scores may use the answer; evaluate agents with memory on --split sealed")
+    unchecked = [p for p, m in marks.items() if not m.get("hash_checked")]
+    if unchecked:
+        lines.append(f"NOT HASH-CHECKED: {', '.join(map(repr, unchecked))} (no run manifest)")
+    inproc = [p for p, m in marks.items() if m.get("in_process")]
+    if inproc:
+        lines.append(f"IN-PROCESS: {', '.join(map(repr, inproc))} ran in the evaluating process (their code could "
+                     "read what fwgym holds)")
+    unsandboxed = [p for p, m in marks.items() if m.get("isolation") == "process"]
+    if unsandboxed:
+        lines.append(f"NO SANDBOX: {', '.join(map(repr, unsandboxed))} ran in a worker process without a sandbox")
+    return lines
+
+
+def history_line(manifest: Mapping | None) -> str | None:
+    """One line of a run's history for a table header (sessions, superseded records by reason, episodes lost in
+    flight, refused lines), or ``None`` for a run of one clean session (or no manifest)."""
+    h = (manifest or {}).get("history") or {}
+    if not h:
+        return None
+    parts = []
+    sessions = int(h.get("sessions") or 0)
+    superseded = h.get("superseded") or {}
+    lost, refused = int(h.get("lost_in_flight") or 0), int(h.get("refused_lines") or 0)
+    if sessions <= 1 and not superseded and not lost and not refused:
+        return None
+    parts.append(f"{sessions} session(s)")
+    if superseded:
+        parts.append(f"{sum(superseded.values())} superseded record(s) (" +
+                     ", ".join(f"{why}: {n}" for why, n in superseded.items()) + ")")
+    if lost:
+        parts.append(f"{lost} episode(s) lost in flight and played again")
+    if refused:
+        parts.append(f"REFUSED {refused} line(s) appended to results.jsonl by another process")
+    return "run history: " + "; ".join(parts)
