@@ -4,7 +4,8 @@
 writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym plot``
 (:mod:`~fwgym.cli.plot`), ``fwgym show-trace`` (:mod:`~fwgym.cli.show_trace`), ``fwgym report``
 (:mod:`~fwgym.cli.report`), ``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`),
-``fwgym forecasts build|verify`` (:mod:`~fwgym.cli.forecasts`), ``fwgym list``
+``fwgym forecasts build|verify`` (:mod:`~fwgym.cli.forecasts`), ``fwgym rl build|verify|list``
+(:mod:`~fwgym.cli.rl`), ``fwgym list``
 (:mod:`~fwgym.cli.listing`). Each subcommand module defines ``NAME``, ``HELP``, ``add_arguments(parser)``
 and ``run(args) -> exit code``; heavy imports happen in ``run``. The agent kinds of
 ``fwgym evaluate --agent KIND`` are plug-ins: :mod:`fwgym.cli.agent_kinds`.
@@ -26,13 +27,13 @@ import os
 import sys
 from typing import Sequence
 
-from fwgym.cli import calibrate_sigma, cases, evaluate, forecasts, leaderboard, listing, plot, report, show_trace
+from fwgym.cli import calibrate_sigma, cases, evaluate, forecasts, leaderboard, listing, plot, report, rl, show_trace
 from fwgym.data import DataIntegrityError
 from fwgym.forecasters.base import ModelUnavailable
 from fwgym.forecasters.registry import PluginError
 
 #: the subcommand modules, in the order of ``fwgym --help``
-COMMANDS = (evaluate, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, listing)
+COMMANDS = (evaluate, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, rl, listing)
 
 #: exceptions that are the user's input, not a bug of fwgym: bad argument values and file contents
 #: (``ValueError``, which includes ``json.JSONDecodeError``, ``UnicodeDecodeError`` and the forecast

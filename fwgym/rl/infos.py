@@ -1,0 +1,603 @@
+"""Recorded ``info`` dicts, batched exactly as Gymnasium's ``VectorEnv._add_info`` batches them: :class:`InfoStore`.
+
+A vector env over recorded outcomes (:class:`fwgym.rl.vector.MacroVectorEnv`) must return, for any selection
+of recorded rows, the batched info that ``gymnasium.vector.SyncVectorEnv`` builds from the same per-env dicts:
+``info[key]`` an array over envs plus the ``info["_key"]`` mask, nested dicts batched recursively; the array
+type of a key is decided by the first env that has it (Python ``bool``/``int``/``float`` and NumPy number
+types batch into an array of that type, an ndarray into ``(n, *shape)`` of its dtype, anything else into an
+object array), envs without the key hold zeros / ``None``.
+
+**Storage** (row-major, so that a batch is one gather per table; row 0 is the empty row, an env that
+contributes nothing): a node per key path (dicts and leaves, in the order they were first seen); per row a
+*pattern*, the kind code of every node (0 = absent), stored once per distinct pattern; per leaf one of
+
+* ``const``: every row that has it holds the same value (same type, same bits): no column;
+* ``typed``: a column of the table of its dtype (``bool``, ``int64``, ``float64``, NumPy scalar dtypes);
+  rows without it hold 0, the value ``_add_info`` fills in;
+* ``array``: an ndarray leaf of one shape and dtype: its own ``(rows, *shape)`` table (zeros where absent);
+* ``object``: strings, lists, ``None`` ...: an int32 code into the store's pool of distinct values (code 0 is
+  ``None``, the fill value); one ``take`` from the pool serves every object leaf of a batch;
+* ``mixed``: a leaf whose values are of several kinds (``1`` and ``2.5``, a float and ``None``): its values
+  in the pool with their exact types, batched env by env with ``_add_info``'s own assignment (so a value
+  that does not fit the first env's array type raises as it does there).
+
+Values in the pool are shared between rows and steps: read them, do not mutate them. Keys of the batched
+dict come in the store's node order, not in first-appearance order over the envs (dicts compare equal
+either way).
+
+**Persistence** (:meth:`InfoStore.export`, :meth:`InfoStore.from_export`; the outcome tables of
+:mod:`fwgym.rl.outcomes`): the tables as arrays, the nodes, patterns and leaf states as JSON, the pool as
+tagged JSON (:func:`encode_value`: exact types and float bits; never pickle, so loading a table runs no code).
+"""
+from __future__ import annotations
+
+import json
+import numpy as np
+
+from fwgym.rl.values import OBJECT as _OBJECT
+from fwgym.rl.values import UnsupportedInfo, decode_value, dumps_value, encode_value, kind_from_json, kind_key, kind_to_json
+
+__all__ = ["InfoStore", "UnsupportedInfo"]
+_DICT_CODE = 1  # the kind code of a dict node
+_CONST, _TYPED, _ARRAY, _OBJ, _MIXED = "const", "typed", "array", "object", "mixed"
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+
+class _Node:
+    __slots__ = ("key", "mask_key", "is_dict", "index", "parent", "path", "state", "kind", "group", "column",
+                 "const", "table")
+
+    def __init__(self, key: str, is_dict: bool, index: int, parent: int, path: tuple):
+        self.key, self.mask_key, self.is_dict, self.index, self.parent, self.path = key, f"_{key}", is_dict, index, parent, path
+        self.state = None  # leaves: _CONST, _TYPED, _ARRAY, _OBJ, _MIXED
+        self.kind = None  # the leaf's one kind (not for _MIXED)
+        self.group, self.column = None, -1  # _TYPED: dtype str and column; _OBJ/_MIXED: "codes" and column
+        self.const = None  # _CONST: the value
+        self.table = None  # _ARRAY: (rows, *shape) table
+
+
+def _same(a, b) -> bool:
+    """``a`` and ``b`` are the same value exactly (types, float sign and NaN bits, array bytes)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if type(a) is float or isinstance(a, np.floating):
+        return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    if type(a) in (bool, int, str) or a is None or isinstance(a, np.generic):
+        return a == b
+    try:
+        return dumps_value(a) == dumps_value(b)
+    except UnsupportedInfo:
+        return a is b
+
+
+def _zeros(shape, dtype) -> np.ndarray:
+    return np.full(shape, None, dtype=object) if np.dtype(dtype) == object else np.zeros(shape, dtype=dtype)
+
+
+class InfoStore:
+    """Info dicts recorded one per row, batched as ``VectorEnv._add_info`` batches them (module docstring).
+
+    Args:
+        capacity: initial number of rows (grows by doubling).
+    """
+
+    def __init__(self, capacity: int = 1024):
+        self._cap = max(int(capacity), 2)
+        self.rows = 1  # row 0: the empty row
+        self.nodes: list[_Node] = []
+        self._children: dict[int, list[_Node]] = {-1: []}
+        self._child: dict[tuple[int, str], _Node] = {}
+        self._kinds: list = [None, "dict"]  # code -> kind key (0 absent, 1 dict)
+        self._kind_code: dict = {}
+        self._tables: dict[str, np.ndarray] = {}  # group -> (rows, columns)
+        self._widths: dict[str, int] = {}
+        self._row_pattern = np.zeros(self._cap, dtype=np.int32)
+        self._patterns = np.zeros((4, 8), dtype=np.uint8)  # (patterns, nodes) kind codes; pattern 0 = empty
+        self._pattern_id: dict[bytes, int] = {b"": 0}
+        self.n_patterns = 1
+        self._pool = np.empty(64, dtype=object)  # distinct object values; code 0 = None
+        self._pool_size = 1
+        self._pool_index: dict = {}
+        self._layout = 0  # bumped whenever a node or a leaf's storage changes (compiled batch plans are dropped)
+        self._plans: dict = {}
+        self._bits: np.ndarray | None = None
+        self.frozen = False
+
+    def __len__(self) -> int:
+        return self.rows - 1
+
+    # -- recording ----------------------------------------------------------------------------------
+
+    def add(self, info: dict) -> int:
+        """Record ``info``; returns its row (>= 1).
+
+        Raises:
+            UnsupportedInfo: a key that is a dict in one record and a value in another, a non-string key,
+                or ``final_obs`` (batched specially by Gymnasium).
+            RuntimeError: the store was loaded from a table (read-only).
+        """
+        if self.frozen:
+            raise RuntimeError("this InfoStore was loaded from an outcome table and is read-only")
+        row = self.rows
+        if row >= self._cap:
+            self._grow_rows(2 * self._cap)
+        codes: dict[int, int] = {}
+        self._write(-1, info, row, codes)
+        width = max(codes) + 1 if codes else 0
+        pattern = np.zeros(width, dtype=np.uint8)
+        for j, c in codes.items():
+            pattern[j] = c
+        key = pattern.tobytes()
+        pid = self._pattern_id.get(key)
+        if pid is None:
+            pid = self._pattern_id[key] = self.n_patterns
+            if pid >= self._patterns.shape[0] or width > self._patterns.shape[1]:
+                p = np.zeros((max(2 * self._patterns.shape[0], pid + 1), max(self._patterns.shape[1], 2 * width)), np.uint8)
+                p[: self._patterns.shape[0], : self._patterns.shape[1]] = self._patterns
+                self._patterns = p
+            self._patterns[pid, :width] = pattern
+            self.n_patterns += 1
+        self._row_pattern[row] = pid
+        self.rows += 1
+        return row
+
+    def _grow_rows(self, new: int) -> None:
+        p = np.zeros(new, dtype=np.int32)
+        p[: self._cap] = self._row_pattern[: self._cap]
+        self._row_pattern = p
+        for g, t in self._tables.items():
+            self._tables[g] = self._widened(t, new, t.shape[1])
+        for node in self.nodes:
+            if node.table is not None:
+                t = node.table
+                node.table = np.zeros((new, *t.shape[1:]), dtype=t.dtype)
+                node.table[: t.shape[0]] = t
+        self._cap = new
+
+    @staticmethod
+    def _widened(t: np.ndarray, rows: int, cols: int) -> np.ndarray:
+        out = _zeros((rows, cols), t.dtype)
+        out[: t.shape[0], : t.shape[1]] = t
+        return out
+
+    def _code(self, kind) -> int:
+        code = self._kind_code.get(kind)
+        if code is None:
+            code = len(self._kinds)
+            if code > 255:  # pragma: no cover - a handful of kinds exist
+                raise UnsupportedInfo("too many info value kinds")
+            self._kinds.append(kind)
+            self._kind_code[kind] = code
+        return code
+
+    def _node(self, parent: int, key, is_dict: bool) -> _Node:
+        node = self._child.get((parent, key))
+        if node is None:
+            if key == "final_obs":
+                raise UnsupportedInfo("a recorded info has a 'final_obs' key (Gymnasium batches it specially)")
+            if type(key) is not str:
+                raise UnsupportedInfo(f"info keys must be strings, got {key!r}")
+            path = (self.nodes[parent].path if parent >= 0 else ()) + (key,)
+            node = _Node(key, is_dict, len(self.nodes), parent, path)
+            self.nodes.append(node)
+            self._children[parent].append(node)
+            if is_dict:
+                self._children[node.index] = []
+            self._child[(parent, key)] = node
+            self._layout += 1
+        elif node.is_dict != is_dict:
+            raise UnsupportedInfo(f"info key {'.'.join(node.path)!r} is a dict in one record and a value in another")
+        return node
+
+    def _write(self, parent: int, info: dict, row: int, codes: dict) -> None:
+        for key, value in info.items():
+            if isinstance(value, dict):
+                node = self._node(parent, key, True)
+                codes[node.index] = _DICT_CODE
+                self._write(node.index, value, row, codes)
+                continue
+            node = self._node(parent, key, False)
+            kind = kind_key(value)
+            codes[node.index] = self._code(kind)
+            self._put(node, kind, value, row)
+
+    def _put(self, node: _Node, kind, value, row: int) -> None:  # noqa: C901 - one branch per leaf state
+        st = node.state
+        if st is None:
+            node.state, node.kind = _CONST, kind
+            node.const = value.copy() if isinstance(value, np.ndarray) else value
+            self._layout += 1
+            return
+        if st == _CONST:
+            if kind == node.kind and _same(value, node.const):
+                return
+            self._materialise(node, kind)
+            st = node.state
+        if st != _MIXED and kind != node.kind:
+            self._to_mixed(node)
+            st = _MIXED
+        if st == _TYPED:
+            if kind is int and not _INT64[0] <= value <= _INT64[1]:
+                self._to_mixed(node)
+                self._tables["codes"][row, node.column] = self._intern(value)
+                return
+            self._tables[node.group][row, node.column] = value
+        elif st == _ARRAY:
+            node.table[row] = value
+        else:
+            self._tables["codes"][row, node.column] = self._intern(value)
+
+    def _materialise(self, node: _Node, new_kind) -> None:
+        """A const leaf got a second value: give it storage and write the constant into its rows so far."""
+        kind, value = node.kind, node.const
+        if new_kind != kind:
+            node.state = _MIXED
+        elif isinstance(kind, tuple):
+            node.state = _ARRAY
+            node.table = np.zeros((self._cap, *kind[1]), dtype=np.dtype(kind[2]))
+        elif kind == _OBJECT:
+            node.state = _OBJ
+        elif kind is int and not _INT64[0] <= value <= _INT64[1]:
+            node.state = _MIXED
+        else:
+            node.state = _TYPED
+        node.const = None
+        if node.state == _TYPED:
+            node.group, node.column = self._new_column(np.dtype(kind).str)
+        elif node.state in (_OBJ, _MIXED):
+            node.group, node.column = self._new_column("codes")
+        rows = self._rows_with(node)
+        if node.state == _TYPED:
+            self._tables[node.group][rows, node.column] = value
+        elif node.state == _ARRAY:
+            node.table[rows] = value
+        else:
+            self._tables["codes"][rows, node.column] = self._intern(value)
+        self._layout += 1
+
+    def _to_mixed(self, node: _Node) -> None:
+        """A typed/array/object leaf got a value of another kind: keep every value in the pool from now on."""
+        rows = self._rows_with(node)
+        if node.state == _OBJ:
+            node.state = _MIXED
+            self._layout += 1
+            return
+        old_state, old_group, old_col, old_table = node.state, node.group, node.column, node.table
+        group, column = self._new_column("codes")
+        codes = self._tables["codes"]
+        kinds = self._patterns[self._row_pattern[rows], node.index]
+        for r, k in zip(rows.tolist(), kinds.tolist()):
+            if old_state == _ARRAY:
+                v = old_table[r].copy()
+            else:
+                v = self._tables[old_group][r, old_col]
+                v = self._kinds[k](v)  # back to the recorded Python / NumPy type
+            codes[r, column] = self._intern(v)
+        node.state, node.group, node.column, node.table = _MIXED, group, column, None
+        self._layout += 1
+
+    def _new_column(self, group: str) -> tuple[str, int]:
+        t = self._tables.get(group)
+        width = self._widths.get(group, 0)
+        dtype = np.int32 if group == "codes" else np.dtype(group)
+        if t is None:
+            t = np.zeros((self._cap, 8), dtype=dtype)
+        elif width >= t.shape[1]:
+            t = self._widened(t, self._cap, 2 * t.shape[1])
+        self._tables[group] = t
+        self._widths[group] = width + 1
+        return group, width
+
+    def _rows_with(self, node: _Node) -> np.ndarray:
+        """Rows recorded so far that have ``node``."""
+        if node.index >= self._patterns.shape[1]:
+            return np.zeros(0, dtype=np.int64)
+        has = self._patterns[: self.n_patterns, node.index] != 0
+        return np.flatnonzero(has[self._row_pattern[: self.rows]])
+
+    def _intern(self, value) -> int:
+        """The pool code of ``value`` (a new code for a value not seen before; 0 for ``None``)."""
+        if value is None:
+            return 0
+        t = type(value)
+        if t is str:
+            key = value
+        else:
+            try:
+                key = (t.__name__, dumps_value(value))
+            except UnsupportedInfo:
+                key = ("id", id(value), len(self._pool_index))  # not comparable: its own code, kept alive by the pool
+        code = self._pool_index.get(key)
+        if code is None:
+            code = self._pool_size
+            if code >= len(self._pool):
+                pool = np.empty(2 * len(self._pool), dtype=object)
+                pool[: len(self._pool)] = self._pool[: len(self._pool)]
+                self._pool = pool
+            self._pool[code] = value
+            self._pool_size += 1
+            self._pool_index[key] = code
+        return code
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def value(self, node: _Node, row: int):
+        """The value recorded for leaf ``node`` in ``row`` (its recorded type), or ``None`` if absent."""
+        code = self._pattern_code(row, node.index)
+        if not code:
+            return None
+        if node.state == _CONST:
+            v = node.const
+            return v.copy() if isinstance(v, np.ndarray) else v
+        if node.state == _ARRAY:
+            return node.table[row].copy()
+        if node.state == _TYPED:
+            return self._kinds[code](self._tables[node.group][row, node.column])
+        return self._pool[self._tables["codes"][row, node.column]]
+
+    def _pattern_code(self, row: int, j: int) -> int:
+        return int(self._patterns[self._row_pattern[row], j]) if j < self._patterns.shape[1] else 0
+
+    def row_dict(self, row: int) -> dict:
+        """The info dict recorded in ``row`` (keys in the store's node order; object values shared)."""
+        def build(parent: int) -> dict:
+            out = {}
+            for node in self._children[parent]:
+                if self._pattern_code(row, node.index):
+                    out[node.key] = build(node.index) if node.is_dict else self.value(node, row)
+            return out
+        return build(-1) if row else {}
+
+    # -- batching ----------------------------------------------------------------------------------
+
+    def batch(self, rows: np.ndarray, only: np.ndarray | None = None) -> dict:
+        """The batched info of ``rows`` (int array (n,)): what ``VectorEnv._add_info`` builds when env ``i``
+        contributes the dict recorded in row ``rows[i]`` (row 0: nothing).
+
+        Args:
+            rows: recorded rows, one per env.
+            only: optional bool mask (n,): envs outside it contribute nothing (as row 0).
+
+        Raises:
+            TypeError, ValueError, OverflowError: where ``_add_info`` raises (a mixed leaf whose value
+                does not fit the first env's array type).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if only is not None:
+            rows = np.where(only, rows, 0)
+        n = len(rows)
+        if not n:
+            return {}
+        pids = self._row_pattern[rows]
+        if self.n_patterns <= 63:
+            key = (int(np.bitwise_or.reduce(self._pattern_bits()[pids])), n, self._layout)
+        else:
+            key = (np.flatnonzero(np.bincount(pids, minlength=self.n_patterns)).tobytes(), n, self._layout)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            plan = self._plans[key] = self._compile(n, np.unique(pids))
+        return self._run(plan, rows, pids)
+
+    def _pattern_bits(self) -> np.ndarray:
+        bits = self._bits
+        if bits is None or len(bits) != self.n_patterns:
+            bits = self._bits = np.left_shift(np.uint64(1), np.arange(self.n_patterns, dtype=np.uint64))
+        return bits
+
+    def _compile(self, n: int, distinct: np.ndarray) -> tuple:  # noqa: C901 - one branch per leaf state
+        """The steps of a batch over rows of the patterns ``distinct``: the tables to gather and the columns
+        taken from each, the per-pattern tables of the constants, the mask rows, and the dicts to build
+        (deepest first)."""
+        width, P = len(self.nodes), self.n_patterns
+        present = np.zeros((P, width), dtype=bool)  # node present per pattern
+        w = min(width, self._patterns.shape[1])
+        present[:, :w] = self._patterns[:P, :w] != 0
+        anyp = present[distinct].any(axis=0)
+        order: list[_Node] = []  # present nodes, depth first
+
+        def walk(parent: int):
+            for node in self._children[parent]:
+                if anyp[node.index]:
+                    order.append(node)
+                    if node.is_dict:
+                        walk(node.index)
+
+        walk(-1)
+        slot: dict[int, int] = {}  # node index -> position in the step's value list
+        by_group: dict[str, list] = {}
+        consts: dict = {}
+        arrays, mixed = [], []
+        for node in order:
+            if node.is_dict:
+                continue
+            if node.state in (_TYPED, _OBJ):
+                by_group.setdefault(node.group, []).append(node)
+            elif node.state == _CONST:
+                consts.setdefault(_OBJECT if node.kind == _OBJECT else node.kind, []).append(node)
+            elif node.state == _ARRAY:
+                arrays.append(node)
+            else:
+                mixed.append(node)
+        pos, gathers = 0, []
+        for g, nodes in by_group.items():
+            gathers.append((g, [nd.column for nd in nodes]))
+            for nd in nodes:
+                slot[nd.index] = pos
+                pos += 1
+        ctables = []  # per constant kind: (patterns, k) values, zeros / None where the pattern lacks the node
+        for tk, nodes in consts.items():
+            if isinstance(tk, tuple):
+                t = np.zeros((P, *tk[1], len(nodes)), dtype=np.dtype(tk[2]))
+            else:
+                t = _zeros((P, len(nodes)), object if tk == _OBJECT else np.dtype(tk))
+            for i, nd in enumerate(nodes):
+                for p in np.flatnonzero(present[:, nd.index]).tolist():
+                    t[p, ..., i] = nd.const
+                slot[nd.index] = pos
+                pos += 1
+            ctables.append(t)
+        for nd in arrays + mixed:
+            slot[nd.index] = pos
+            pos += 1
+        mask_of = {nd.index: i for i, nd in enumerate(order)}
+        dicts = []  # (slot, keys, mask keys, value slots, mask rows), deepest first
+        for parent in [nd.index for nd in reversed(order) if nd.is_dict] + [-1]:
+            kids = [nd for nd in self._children[parent] if anyp[nd.index]]
+            if parent >= 0:
+                slot[parent] = pos
+                pos += 1
+            dicts.append((slot.get(parent, -1), [nd.key for nd in kids], [nd.mask_key for nd in kids],
+                          [slot[nd.index] for nd in kids], [mask_of[nd.index] for nd in kids]))
+        present_t = np.ascontiguousarray(present[:, [nd.index for nd in order]].T)  # (masks, patterns)
+        return (gathers, ctables, arrays, [(nd, mask_of[nd.index]) for nd in mixed], pos, dicts, present_t)
+
+    def _run(self, plan: tuple, rows: np.ndarray, pids: np.ndarray) -> dict:
+        gathers, ctables, arrays, mixed, size, dicts, present_t = plan
+        masks = list(present_t[:, pids])
+        vals: list = []
+        for g, cols in gathers:
+            t = self._tables[g][rows].T
+            block = list(self._pool.take(t)) if g == "codes" else list(np.ascontiguousarray(t))
+            vals += [block[c] for c in cols]
+        for t in ctables:
+            vals += list(np.moveaxis(t[pids], -1, 0).copy()) if t.ndim > 2 else list(np.ascontiguousarray(t[pids].T))
+        for nd in arrays:
+            vals.append(nd.table[rows])
+        for nd, k in mixed:
+            vals.append(self._mixed(nd, rows, masks[k], pids))
+        vals += [None] * (size - len(vals))
+        out: dict = {}
+        for s, keys, mkeys, vslots, mrows in dicts:
+            d = dict(zip(keys, [vals[i] for i in vslots]))
+            d.update(zip(mkeys, [masks[i] for i in mrows]))
+            if s < 0:
+                out = d
+            else:
+                vals[s] = d
+        return out
+
+    def _mixed(self, node: _Node, rows: np.ndarray, mask: np.ndarray, pids: np.ndarray) -> np.ndarray:
+        """A mixed leaf, env by env as ``_add_info`` does it (the first env that has it decides the type)."""
+        envs = np.flatnonzero(mask)
+        kind = self._kinds[int(self._patterns[pids[envs[0]], node.index])]
+        n = len(rows)
+        if isinstance(kind, tuple):
+            array = np.zeros((n, *kind[1]), dtype=np.dtype(kind[2]))
+        elif kind == _OBJECT:
+            array = np.full(n, None, dtype=object)
+        else:
+            array = np.zeros(n, dtype=kind)
+        codes = self._tables["codes"][rows, node.column]
+        for i in envs.tolist():
+            array[i] = self._pool[codes[i]]
+        return array
+
+    # -- persistence -------------------------------------------------------------------------------
+
+    def export(self) -> tuple[dict[str, np.ndarray], dict]:
+        """The store as arrays and JSON data (see :meth:`from_export`): arrays ``row_pattern`` (rows,) int32,
+        ``patterns`` (P, nodes) uint8, one ``table:<group>`` (rows, columns) per typed group and ``codes``,
+        one ``array:<node>`` (rows, *shape) per ndarray leaf; JSON: nodes, kinds, pool (tagged JSON).
+
+        Raises:
+            UnsupportedInfo: a pool value or a constant that :func:`encode_value` cannot encode.
+        """
+        r = self.rows
+        patterns = np.zeros((self.n_patterns, len(self.nodes)), dtype=np.uint8)
+        w = min(len(self.nodes), self._patterns.shape[1])
+        patterns[:, :w] = self._patterns[: self.n_patterns, :w]
+        arrays = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
+        for g, t in self._tables.items():
+            arrays[f"table:{g}"] = np.ascontiguousarray(t[:r, : self._widths[g]])
+        nodes = []
+        for node in self.nodes:
+            d = {"path": list(node.path), "dict": node.is_dict, "parent": node.parent}
+            if not node.is_dict:
+                d["state"] = node.state
+                if node.state != _MIXED:
+                    d["kind"] = kind_to_json(node.kind)
+                if node.state == _CONST:
+                    d["const"] = encode_value(node.const)
+                elif node.state in (_TYPED, _OBJ, _MIXED):
+                    d["group"], d["column"] = node.group, node.column
+                elif node.state == _ARRAY:
+                    arrays[f"array:{node.index}"] = np.ascontiguousarray(node.table[:r])
+            nodes.append(d)
+        meta = {"rows": r, "nodes": nodes, "kinds": [None, "dict"] + [kind_to_json(k) for k in self._kinds[2:]]}
+        pool = [dumps_value(v) for v in self._pool[1: self._pool_size]]
+        return arrays, {"meta": meta, "pool": pool}
+
+    @classmethod
+    def from_export(cls, arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> "InfoStore":  # noqa: C901 - checks of every part
+        """A read-only store from :meth:`export`'s parts (arrays may be read-only memory maps).
+
+        Raises:
+            ValueError: inconsistent parts (shapes, references, kinds, pool values).
+        """
+        self = cls(capacity=2)
+        try:
+            r = int(meta["rows"])
+            self._row_pattern = np.asarray(arrays["row_pattern"], dtype=np.int32)
+            self._patterns = np.asarray(arrays["patterns"], dtype=np.uint8)
+            if self._row_pattern.shape != (r,) or self._patterns.ndim != 2:
+                raise ValueError("row patterns do not match the row count")
+            self.n_patterns = self._patterns.shape[0]
+            if r and (self._row_pattern.min() < 0 or self._row_pattern.max() >= self.n_patterns):
+                raise ValueError("a row refers to an unknown pattern")
+            self._kinds = [None, "dict"] + [kind_from_json(k) for k in meta["kinds"][2:]]
+            if self._patterns.size and int(self._patterns.max()) >= len(self._kinds):
+                raise ValueError("a pattern refers to an unknown kind")
+            values = np.empty(len(pool) + 1, dtype=object)
+            for i, text in enumerate(pool, start=1):
+                values[i] = decode_value(json.loads(text))
+            self._pool, self._pool_size = values, len(values)
+            for g in [k[6:] for k in arrays if k.startswith("table:")]:
+                t = arrays[f"table:{g}"]
+                if t.ndim != 2 or t.shape[0] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
+                        (g == "codes" and t.dtype != np.int32):
+                    raise ValueError(f"table {g} has shape {t.shape} and dtype {t.dtype}")
+                self._tables[g], self._widths[g] = t, t.shape[1]
+            if "codes" in self._tables and self._tables["codes"].size:
+                c = self._tables["codes"]
+                if c.min() < 0 or c.max() >= len(values):
+                    raise ValueError("a code refers to a value outside the pool")
+            for i, d in enumerate(meta["nodes"]):
+                parent = int(d["parent"])
+                if not -1 <= parent < i or (parent >= 0 and not self.nodes[parent].is_dict):
+                    raise ValueError(f"node {i} has a bad parent")
+                node = _Node(str(d["path"][-1]), bool(d["dict"]), i, parent, tuple(str(p) for p in d["path"]))
+                self.nodes.append(node)
+                self._children[parent].append(node)
+                self._child[(parent, node.key)] = node
+                if node.is_dict:
+                    self._children[i] = []
+                    continue
+                node.state = d["state"]
+                if node.state != _MIXED:
+                    node.kind = kind_from_json(d["kind"])
+                if node.state == _CONST:
+                    node.const = decode_value(d["const"])
+                elif node.state in (_TYPED, _OBJ, _MIXED):
+                    node.group, node.column = str(d["group"]), int(d["column"])
+                    if node.group not in self._tables or not 0 <= node.column < self._widths[node.group]:
+                        raise ValueError(f"node {i} refers to a missing column")
+                elif node.state == _ARRAY:
+                    node.table = arrays[f"array:{i}"]
+                    kind = node.kind
+                    if node.table.shape != (r, *kind[1]) or node.table.dtype != np.dtype(kind[2]):
+                        raise ValueError(f"array of node {i} has the wrong shape or dtype")
+                else:
+                    raise ValueError(f"node {i} has an unknown state {node.state!r}")
+            if self._patterns.shape[1] > len(self.nodes):
+                raise ValueError("patterns have more columns than there are nodes")
+        except (KeyError, TypeError, IndexError) as exc:
+            raise ValueError(f"malformed info store ({type(exc).__name__}: {exc})") from None
+        if "codes" not in self._tables:
+            self._tables["codes"], self._widths["codes"] = np.zeros((r, 0), dtype=np.int32), 0
+        self.rows, self._cap, self.frozen = r, r, True
+        return self
