@@ -74,8 +74,9 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
             100) or ``"busiest"``: only the 20 stations the dev and test splits use
             (:func:`fwgym.core.cases.busiest_stations`, chosen on train-period departures), so a policy
             trains on the station population it is evaluated on.
-        outcome_table: ``"auto"`` (default: for ``variant="macro"``, read the split's default outcome table when it
-            is built, current and holds the pool; :func:`fwgym.rl.outcomes.find_table`), ``False`` (the wrapped env),
+        outcome_table: ``"auto"`` (default: for the macro and sequential variants, read the split's default outcome
+            table when it is built, current and holds the pool; :func:`fwgym.rl.outcomes.find_table`; a sequential table
+            holds the reset and first step of each episode), ``False`` (the wrapped env),
             or a table directory (it must match the env: :class:`~fwgym.rl.outcomes.TableError` otherwise).
         **env_kwargs: further :class:`~fwgym.envs.fwbench.FWBenchEnv` arguments (budget,
             max_calls, tools, case_ids, models, forecasters, sigma, ``forecast_store=DIR``: read priced
@@ -115,7 +116,7 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
     if variant == "features":
         return FeatureObservation(env, features=features)
     wrapped = MacroActionWrapper(env, variant=variant, features=features)
-    if variant == "macro" and mode is None:
+    if mode is None:
         table = resolve_table(wrapped, variant, outcome_table, env_kwargs)
         if table is not None:
             from fwgym.rl.table_env import TableMacroEnv

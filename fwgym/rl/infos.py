@@ -92,7 +92,7 @@ class InfoStore:
         self._child: dict[tuple[int, str], _Node] = {}
         self._kinds: list = [None, "dict"]  # code -> kind key (0 absent, 1 dict)
         self._kind_code: dict = {}
-        self._tables: dict[str, np.ndarray] = {}  # group -> (rows, columns)
+        self._tables: dict[str, np.ndarray] = {}  # group -> (columns, rows): column-major, a batch gathers (k, n)
         self._widths: dict[str, int] = {}
         self._row_pattern = np.zeros(self._cap, dtype=np.int32)
         self._patterns = np.zeros((4, 8), dtype=np.uint8)  # (patterns, nodes) kind codes; pattern 0 = empty
@@ -149,7 +149,7 @@ class InfoStore:
         p[: self._cap] = self._row_pattern[: self._cap]
         self._row_pattern = p
         for g, t in self._tables.items():
-            self._tables[g] = self._widened(t, new, t.shape[1])
+            self._tables[g] = self._widened(t, t.shape[0], new)
         for node in self.nodes:
             if node.table is not None:
                 t = node.table
@@ -158,8 +158,8 @@ class InfoStore:
         self._cap = new
 
     @staticmethod
-    def _widened(t: np.ndarray, rows: int, cols: int) -> np.ndarray:
-        out = _zeros((rows, cols), t.dtype)
+    def _widened(t: np.ndarray, cols: int, rows: int) -> np.ndarray:
+        out = _zeros((cols, rows), t.dtype)
         out[: t.shape[0], : t.shape[1]] = t
         return out
 
@@ -222,13 +222,13 @@ class InfoStore:
         if st == _TYPED:
             if kind is int and not _INT64[0] <= value <= _INT64[1]:
                 self._to_mixed(node)
-                self._tables["codes"][row, node.column] = self._intern(value)
+                self._tables["codes"][node.column, row] = self._intern(value)
                 return
-            self._tables[node.group][row, node.column] = value
+            self._tables[node.group][node.column, row] = value
         elif st == _ARRAY:
             node.table[row] = value
         else:
-            self._tables["codes"][row, node.column] = self._intern(value)
+            self._tables["codes"][node.column, row] = self._intern(value)
 
     def _materialise(self, node: _Node, new_kind) -> None:
         """A const leaf got a second value: give it storage and write the constant into its rows so far."""
@@ -251,11 +251,11 @@ class InfoStore:
             node.group, node.column = self._new_column("codes")
         rows = self._rows_with(node)
         if node.state == _TYPED:
-            self._tables[node.group][rows, node.column] = value
+            self._tables[node.group][node.column, rows] = value
         elif node.state == _ARRAY:
             node.table[rows] = value
         else:
-            self._tables["codes"][rows, node.column] = self._intern(value)
+            self._tables["codes"][node.column, rows] = self._intern(value)
         self._layout += 1
 
     def _to_mixed(self, node: _Node) -> None:
@@ -273,9 +273,9 @@ class InfoStore:
             if old_state == _ARRAY:
                 v = old_table[r].copy()
             else:
-                v = self._tables[old_group][r, old_col]
+                v = self._tables[old_group][old_col, r]
                 v = self._kinds[k](v)  # back to the recorded Python / NumPy type
-            codes[r, column] = self._intern(v)
+            codes[column, r] = self._intern(v)
         node.state, node.group, node.column, node.table = _MIXED, group, column, None
         self._layout += 1
 
@@ -284,9 +284,9 @@ class InfoStore:
         width = self._widths.get(group, 0)
         dtype = np.int32 if group == "codes" else np.dtype(group)
         if t is None:
-            t = np.zeros((self._cap, 8), dtype=dtype)
-        elif width >= t.shape[1]:
-            t = self._widened(t, self._cap, 2 * t.shape[1])
+            t = np.zeros((8, self._cap), dtype=dtype)
+        elif width >= t.shape[0]:
+            t = self._widened(t, 2 * t.shape[0], self._cap)
         self._tables[group] = t
         self._widths[group] = width + 1
         return group, width
@@ -335,8 +335,8 @@ class InfoStore:
         if node.state == _ARRAY:
             return node.table[row].copy()
         if node.state == _TYPED:
-            return self._kinds[code](self._tables[node.group][row, node.column])
-        return self._pool[self._tables["codes"][row, node.column]]
+            return self._kinds[code](self._tables[node.group][node.column, row])
+        return self._pool[self._tables["codes"][node.column, row]]
 
     def _pattern_code(self, row: int, j: int) -> int:
         return int(self._patterns[self._row_pattern[row], j]) if j < self._patterns.shape[1] else 0
@@ -409,38 +409,42 @@ class InfoStore:
 
         walk(-1)
         slot: dict[int, int] = {}  # node index -> position in the step's value list
-        by_group: dict[str, list] = {}
-        consts: dict = {}
+        groups: dict[str, tuple[list, list]] = {}  # group -> (leaves with a column, constant leaves)
         arrays, mixed = [], []
         for node in order:
             if node.is_dict:
                 continue
             if node.state in (_TYPED, _OBJ):
-                by_group.setdefault(node.group, []).append(node)
-            elif node.state == _CONST:
-                consts.setdefault(_OBJECT if node.kind == _OBJECT else node.kind, []).append(node)
-            elif node.state == _ARRAY:
+                groups.setdefault(node.group, ([], []))[0].append(node)
+            elif node.state == _CONST and not isinstance(node.kind, tuple):
+                g = "codes" if node.kind == _OBJECT else np.dtype(node.kind).str
+                groups.setdefault(g, ([], []))[1].append(node)
+            elif node.state in (_CONST, _ARRAY):
                 arrays.append(node)
             else:
                 mixed.append(node)
         pos, gathers = 0, []
-        for g, nodes in by_group.items():
-            gathers.append((g, [nd.column for nd in nodes]))
-            for nd in nodes:
+        for g, (cols_of, consts) in groups.items():
+            cols = [nd.column for nd in cols_of]
+            sel = None if not cols or cols == list(range(self._tables[g].shape[0])) else \
+                np.array(cols, dtype=np.int64)[:, None]
+            ctab = None
+            if consts:  # per pattern: the constant where the pattern has the leaf, 0 (code 0 = None) elsewhere
+                ctab = np.zeros((len(consts), P), dtype=np.int32 if g == "codes" else np.dtype(g))
+                for i, nd in enumerate(consts):
+                    ctab[i, present[:, nd.index]] = self._intern(nd.const) if g == "codes" else nd.const
+            gathers.append((g, bool(cols), sel, ctab))
+            for nd in cols_of + consts:
                 slot[nd.index] = pos
                 pos += 1
-        ctables = []  # per constant kind: (patterns, k) values, zeros / None where the pattern lacks the node
-        for tk, nodes in consts.items():
-            if isinstance(tk, tuple):
-                t = np.zeros((P, *tk[1], len(nodes)), dtype=np.dtype(tk[2]))
+        atabs = []  # ndarray leaves: their table, or per pattern their constant
+        for nd in arrays:
+            if nd.state == _CONST:
+                t = np.zeros((P, *nd.kind[1]), dtype=np.dtype(nd.kind[2]))
+                t[present[:, nd.index]] = nd.const
+                atabs.append((t, True))
             else:
-                t = _zeros((P, len(nodes)), object if tk == _OBJECT else np.dtype(tk))
-            for i, nd in enumerate(nodes):
-                for p in np.flatnonzero(present[:, nd.index]).tolist():
-                    t[p, ..., i] = nd.const
-                slot[nd.index] = pos
-                pos += 1
-            ctables.append(t)
+                atabs.append((nd, False))  # the node: its table grows (is replaced) as rows are recorded
         for nd in arrays + mixed:
             slot[nd.index] = pos
             pos += 1
@@ -454,20 +458,22 @@ class InfoStore:
             dicts.append((slot.get(parent, -1), [nd.key for nd in kids], [nd.mask_key for nd in kids],
                           [slot[nd.index] for nd in kids], [mask_of[nd.index] for nd in kids]))
         present_t = np.ascontiguousarray(present[:, [nd.index for nd in order]].T)  # (masks, patterns)
-        return (gathers, ctables, arrays, [(nd, mask_of[nd.index]) for nd in mixed], pos, dicts, present_t)
+        return (gathers, atabs, [(nd, mask_of[nd.index]) for nd in mixed], pos, dicts, present_t)
 
     def _run(self, plan: tuple, rows: np.ndarray, pids: np.ndarray) -> dict:
-        gathers, ctables, arrays, mixed, size, dicts, present_t = plan
+        gathers, atabs, mixed, size, dicts, present_t = plan
         masks = list(present_t[:, pids])
         vals: list = []
-        for g, cols in gathers:
-            t = self._tables[g][rows].T
-            block = list(self._pool.take(t)) if g == "codes" else list(np.ascontiguousarray(t))
-            vals += [block[c] for c in cols]
-        for t in ctables:
-            vals += list(np.moveaxis(t[pids], -1, 0).copy()) if t.ndim > 2 else list(np.ascontiguousarray(t[pids].T))
-        for nd in arrays:
-            vals.append(nd.table[rows])
+        pool = self._pool
+        for g, has_cols, sel, ctab in gathers:
+            if has_cols:
+                block = self._tables[g][:, rows] if sel is None else self._tables[g][sel, rows]  # (k, n), contiguous
+                vals += list(pool.take(block)) if g == "codes" else list(block)
+            if ctab is not None:
+                block = ctab[:, pids]
+                vals += list(pool.take(block)) if g == "codes" else list(block)
+        for t, per_pattern in atabs:
+            vals.append(t[pids] if per_pattern else t.table[rows])
         for nd, k in mixed:
             vals.append(self._mixed(nd, rows, masks[k], pids))
         vals += [None] * (size - len(vals))
@@ -492,7 +498,7 @@ class InfoStore:
             array = np.full(n, None, dtype=object)
         else:
             array = np.zeros(n, dtype=kind)
-        codes = self._tables["codes"][rows, node.column]
+        codes = self._tables["codes"][node.column, rows]
         for i in envs.tolist():
             array[i] = self._pool[codes[i]]
         return array
@@ -501,7 +507,7 @@ class InfoStore:
 
     def export(self) -> tuple[dict[str, np.ndarray], dict]:
         """The store as arrays and JSON data (see :meth:`from_export`): arrays ``row_pattern`` (rows,) int32,
-        ``patterns`` (P, nodes) uint8, one ``table:<group>`` (rows, columns) per typed group and ``codes``,
+        ``patterns`` (P, nodes) uint8, one ``table:<group>`` (columns, rows) per typed group and ``codes``,
         one ``array:<node>`` (rows, *shape) per ndarray leaf; JSON: nodes, kinds, pool (tagged JSON).
 
         Raises:
@@ -513,7 +519,7 @@ class InfoStore:
         patterns[:, :w] = self._patterns[: self.n_patterns, :w]
         arrays = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
         for g, t in self._tables.items():
-            arrays[f"table:{g}"] = np.ascontiguousarray(t[:r, : self._widths[g]])
+            arrays[f"table:{g}"] = np.ascontiguousarray(t[: self._widths[g], :r])
         nodes = []
         for node in self.nodes:
             d = {"path": list(node.path), "dict": node.is_dict, "parent": node.parent}
@@ -558,10 +564,10 @@ class InfoStore:
             self._pool, self._pool_size = values, len(values)
             for g in [k[6:] for k in arrays if k.startswith("table:")]:
                 t = arrays[f"table:{g}"]
-                if t.ndim != 2 or t.shape[0] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
+                if t.ndim != 2 or t.shape[1] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
                         (g == "codes" and t.dtype != np.int32):
                     raise ValueError(f"table {g} has shape {t.shape} and dtype {t.dtype}")
-                self._tables[g], self._widths[g] = t, t.shape[1]
+                self._tables[g], self._widths[g] = t, t.shape[0]
             if "codes" in self._tables and self._tables["codes"].size:
                 c = self._tables["codes"]
                 if c.min() < 0 or c.max() >= len(values):
@@ -598,6 +604,6 @@ class InfoStore:
         except (KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"malformed info store ({type(exc).__name__}: {exc})") from None
         if "codes" not in self._tables:
-            self._tables["codes"], self._widths["codes"] = np.zeros((r, 0), dtype=np.int32), 0
+            self._tables["codes"], self._widths["codes"] = np.zeros((0, r), dtype=np.int32), 0
         self.rows, self._cap, self.frozen = r, r, True
         return self

@@ -49,6 +49,9 @@ class Outcomes:
         inner = oracle.unwrapped
         self.cases = inner.cases
         self.cum_weights = np.asarray(inner._cum_weights, dtype=np.float64)
+        # the draw searches cum_weights[:-1] + [inf]: the same index as min(searchsorted(cum_weights), n - 1)
+        self.draw_bounds = self.cum_weights.copy()
+        self.draw_bounds[-1] = np.inf
         names = list(oracle.controller.feature_names)
         self.n_obs = len(names)
         k = first_varying(names)
@@ -63,7 +66,7 @@ class Outcomes:
             self._from_table(table, names)
             return
         cap = 64
-        self._fixed_obs = np.zeros((cap, len(self.fixed_pos)), dtype=np.float32)
+        self._reset_obs = np.zeros((cap, self.n_obs), dtype=np.float32)
         rows = 1 + cap * self.stride
         self._obs = np.zeros((rows, len(self.var_pos)), dtype=np.float32)
         self.reward = np.zeros(rows, dtype=np.float64)
@@ -75,6 +78,7 @@ class Outcomes:
 
         self.infos = InfoStore(1024)
         self._slot_of_case = np.full(len(self.cases), -1, dtype=np.int64)
+        self._reset_row_of_case = np.full(len(self.cases), -1, dtype=np.int64)
         self._slot_of_id: dict[str, int] = {}
         self._slot_ids: list[str] = []
         self._fresh: int | None = None  # the slot whose reset the oracle is at (no step taken yet)
@@ -89,13 +93,15 @@ class Outcomes:
         vsel = [p - nf for p in pos if p >= nf]
         if len(fsel) != len(self.fixed_pos):  # pragma: no cover - the same rule splits both
             raise ValueError("the table's fixed features differ from this env's")
-        self._fixed_obs = table.fixed_obs if fsel == list(range(nf)) else np.ascontiguousarray(table.fixed_obs[:, fsel])
+        self._reset_obs = table.reset_obs if pos == list(range(len(table.features))) else \
+            np.ascontiguousarray(table.reset_obs[:, pos])
         nv = table.obs.shape[1]
         self._obs = table.obs if vsel == list(range(nv)) else np.ascontiguousarray(table.obs[:, vsel])
         self.reward, self.terminated, self.truncated, self.masks = table.reward, table.terminated, table.truncated, table.masks
         self.infos = table.infos
         self._info_row = None  # table rows are info rows
         self._slot_of_case = np.array([table.slot[c.case_id] for c in self.cases], dtype=np.int64)
+        self._reset_row_of_case = 1 + self._slot_of_case * self.stride + self.entries
         self._slot_of_id = table.slot
 
     # -- slots -------------------------------------------------------------------------------------------------
@@ -112,8 +118,18 @@ class Outcomes:
                         cid = self.cases[c].case_id
                         s = self._slot_of_id.get(cid)
                         self._slot_of_case[c] = s if s is not None else self._new_slot(cid)
+                        self._reset_row_of_case[c] = 1 + self._slot_of_case[c] * self.stride + self.entries
                     slots[k] = self._slot_of_case[c]
         return slots
+
+    def draw_reset_rows(self, u: np.ndarray) -> np.ndarray:
+        """The reset rows of the cases that uniforms ``u`` draw (as ``FWBenchEnv.reset`` draws a case)."""
+        case_index = np.searchsorted(self.draw_bounds, u, side="right")
+        rows = self._reset_row_of_case[case_index]
+        if self._info_row is not None and (rows < 0).any():
+            self.slots_of_cases(case_index)
+            rows = self._reset_row_of_case[case_index]
+        return rows
 
     def slot_of_id(self, case_id) -> int:
         """The slot of ``case_id`` (any case of the env's domains and split, as ``reset(options={"case_id": ...})``).
@@ -130,6 +146,11 @@ class Outcomes:
                              "outcome_table=False to play it")
         return self._new_slot(case_id)
 
+    def case_of_row(self, row: int) -> str:
+        """The case id of a row."""
+        slot = (int(row) - 1) // self.stride
+        return self.table.case_ids[slot] if self._info_row is None else self._slot_ids[slot]
+
     def reset_rows(self, slots: np.ndarray) -> np.ndarray:
         return 1 + slots * self.stride + self.entries
 
@@ -139,13 +160,13 @@ class Outcomes:
     # -- recording ---------------------------------------------------------------------------------------------
 
     def _grow(self, slots_needed: int) -> None:
-        cap = self._fixed_obs.shape[0]
+        cap = self._reset_obs.shape[0]
         if slots_needed <= cap:
             return
         new = max(2 * cap, slots_needed)
-        f = np.zeros((new, self._fixed_obs.shape[1]), dtype=np.float32)
-        f[:cap] = self._fixed_obs
-        self._fixed_obs = f
+        f = np.zeros((new, self.n_obs), dtype=np.float32)
+        f[:cap] = self._reset_obs
+        self._reset_obs = f
         rows_old, rows_new = 1 + cap * self.stride, 1 + new * self.stride
         for name in ("_obs", "reward", "terminated", "truncated", "masks", "_info_row"):
             old = getattr(self, name)
@@ -158,8 +179,8 @@ class Outcomes:
         if obs.dtype != np.float32 or obs.shape != (self.n_obs,):  # pragma: no cover - the wrapper's Box
             raise RuntimeError(f"unexpected observation {obs.dtype} {obs.shape}")
         if reset:
-            self._fixed_obs[slot] = obs[self.fixed_pos]
-        elif not np.array_equal(obs[self.fixed_pos], self._fixed_obs[slot]):  # pragma: no cover
+            self._reset_obs[slot] = obs
+        elif not np.array_equal(obs[self.fixed_pos], self._reset_obs[slot, self.fixed_pos]):  # pragma: no cover
             raise RuntimeError("an episode-fixed feature changed within the episode; the native env cannot batch it")
         self._obs[row] = obs[self.var_pos]
         self.masks[row] = self.oracle.action_masks()
@@ -220,15 +241,20 @@ class Outcomes:
 
     # -- reading -----------------------------------------------------------------------------------------------
 
-    def observations(self, rows: np.ndarray) -> np.ndarray:
-        """``(len(rows), n)`` float32: the features of each row (a fresh array)."""
-        slots = (rows - 1) // self.stride
+    def observations(self, rows: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
+        """``(len(rows), n)`` float32: the features of each row (a fresh array); ``slots``: the rows' slots, if known."""
+        if slots is None:
+            slots = (rows - 1) // self.stride
+        out = self._reset_obs[slots]
         if self.fixed_first:
-            return np.concatenate((self._fixed_obs[slots], self._obs[rows]), axis=1)
-        out = np.empty((len(rows), self.n_obs), dtype=np.float32)
-        out[:, self.fixed_pos] = self._fixed_obs[slots]
-        out[:, self.var_pos] = self._obs[rows]
+            out[:, len(self.fixed_pos):] = self._obs[rows]
+        else:
+            out[:, self.var_pos] = self._obs[rows]
         return out
+
+    def reset_observations(self, slots: np.ndarray) -> np.ndarray:
+        """``(len(slots), n)`` float32: the reset observations of ``slots`` (a fresh array)."""
+        return self._reset_obs[slots]
 
     def observation(self, row: int) -> np.ndarray:
         """The features of one row, ``(n,)`` float32 (a fresh array)."""

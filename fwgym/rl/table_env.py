@@ -1,10 +1,13 @@
-"""The macro RL env read from an outcome table: :class:`TableMacroEnv` (what :func:`fwgym.rl.make_rl_env` returns
-for ``variant="macro"`` when the split's table is built; ``outcome_table=False`` for the wrapped env itself).
+"""The macro RL envs read from an outcome table: :class:`TableMacroEnv` (what :func:`fwgym.rl.make_rl_env` returns
+when the split's table is built; ``outcome_table=False`` for the wrapped env itself).
 
-It returns what :class:`~fwgym.rl.macro.MacroActionWrapper` over :class:`~fwgym.envs.fwbench.FWBenchEnv` returns
-(observations, rewards, terminations, truncations, infos, ``action_masks()``, the seeded case draws), every number
-read from the table the real env filled (``tests/rl/test_outcomes.py`` compares the two). Training only:
-``fwgym evaluate`` plays the real env.
+It returns what :class:`~fwgym.rl.macro.MacroActionWrapper` (or :class:`~fwgym.rl.macro.SequentialMacroWrapper`)
+over :class:`~fwgym.envs.fwbench.FWBenchEnv` returns (observations, rewards, terminations, truncations, infos,
+``action_masks()``, the seeded case draws), every number read from the table the real env filled
+(``tests/rl/test_outcomes.py`` compares the two). A macro episode is one step, all in the table. A sequential
+table holds each episode's reset and first step; when the first step gathers information (the episode goes on), the
+wrapped env is brought to that state (reset on the case, the same first entry: what the table recorded, replayed)
+and plays the rest. Training only: ``fwgym evaluate`` plays the real env.
 """
 from __future__ import annotations
 
@@ -44,6 +47,8 @@ class TableMacroEnv(gym.Env):
         self.render_mode = None
         self._row: int | None = None
         self._running = False
+        self._live = False  # the wrapped env plays the rest of this episode (a sequential episode past its first step)
+        self._first: tuple | None = None  # (case id, first entry) of a sequential episode that goes on
 
     def __getattr__(self, name):
         if name in ("controller", "tracker"):
@@ -74,7 +79,7 @@ class TableMacroEnv(gym.Env):
             idx = min(int(np.searchsorted(out.cum_weights, u, side="right")), len(out.cases) - 1)
             slot = int(out.slots_of_cases(np.array([idx]))[0])
         self._row = int(out.reset_rows(np.int64(slot)))
-        self._running = True
+        self._running, self._live, self._first = True, False, None
         return out.observation(self._row), self._info(self._row)
 
     def step(self, action):
@@ -95,9 +100,19 @@ class TableMacroEnv(gym.Env):
         if not 0 <= i < E:
             raise ValueError(f"macro index must be in 0..{E - 1}, got {action!r:.80}")
         out = self._out
+        if self._first is not None:  # past the table's first step: the wrapped env, brought to the recorded state
+            if not self._live:
+                self._oracle.reset(options={"case_id": self._first[0]})
+                self._oracle.step(self._first[1])
+                self._live = True
+            result = self._oracle.step(action)
+            self._running = not (result[2] or result[3])
+            return result
         row = self._row - E + i
         self._row = row
         self._running = not (bool(out.terminated[row]) or bool(out.truncated[row]))
+        if self._running:
+            self._first = (out.case_of_row(row), i)
         return out.observation(row), float(out.reward[row]), bool(out.terminated[row]), bool(out.truncated[row]), self._info(row)
 
     def action_masks(self) -> np.ndarray:
@@ -109,6 +124,8 @@ class TableMacroEnv(gym.Env):
         if self._row is None:
             raise RuntimeError("TableMacroEnv.action_masks() before reset(): call env.reset() first (the masks depend "
                                "on the case's pool, prices and budget)")
+        if self._live:
+            return self._oracle.action_masks()
         return self._out.masks[self._row].copy()
 
     def close(self):

@@ -116,9 +116,11 @@ class MacroVectorEnv(VectorEnv):
         self._u = np.zeros((self.num_envs, _DRAW_BLOCK), dtype=np.float64)
         self._u_pos = np.full(self.num_envs, _DRAW_BLOCK, dtype=np.int64)
         self._rows = np.zeros(self.num_envs, dtype=np.int64)  # each env's current row
+        self._slots = np.zeros(self.num_envs, dtype=np.int64)  # each env's case slot
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._ever_reset = False
         self._all = np.arange(self.num_envs)
+        self._lockstep: int | None = None  # the draw position of every env, while all are at the same one
 
     @property
     def recorded(self) -> dict:
@@ -140,6 +142,12 @@ class MacroVectorEnv(VectorEnv):
 
     def _draw(self, envs: np.ndarray) -> np.ndarray:
         """One uniform per env of ``envs`` from its own generator, as ``FWBenchEnv.reset`` draws it."""
+        if envs is self._all and self._lockstep is not None:  # every env at the same place in its block
+            p = self._lockstep
+            if p < _DRAW_BLOCK:
+                self._lockstep = p + 1
+                return self._u[:, p]
+        self._sync_positions()
         pos = self._u_pos[envs]
         refill = pos >= _DRAW_BLOCK
         if refill.any():
@@ -151,17 +159,23 @@ class MacroVectorEnv(VectorEnv):
                 pos[k] = 0
         u = self._u[envs, pos]
         self._u_pos[envs] = pos + 1
+        self._lockstep = int(pos[0]) + 1 if envs is self._all and (pos == pos[0]).all() else None
         return u
+
+    def _sync_positions(self) -> None:
+        """Write the lock-step position back to every env (before a draw of some envs only)."""
+        if self._lockstep is not None:
+            self._u_pos[:] = self._lockstep
+            self._lockstep = None
 
     def _reset_rows(self, envs: np.ndarray, case_id=None) -> np.ndarray:
         """The reset rows of ``envs``: ``case_id`` for all, or each env's weighted case draw."""
         out = self._out
         if case_id is not None:
-            slots = np.full(len(envs), out.slot_of_id(case_id), dtype=np.int64)
-        else:
-            idx = np.searchsorted(out.cum_weights, self._draw(envs), side="right")
-            slots = out.slots_of_cases(np.minimum(idx, len(out.cases) - 1))
-        return out.reset_rows(slots)
+            return np.full(len(envs), out.reset_rows(np.int64(out.slot_of_id(case_id))), dtype=np.int64)
+        if envs is not self._all:
+            self._sync_positions()
+        return out.draw_reset_rows(self._draw(envs))
 
     # -- gymnasium API -------------------------------------------------------------------------
 
@@ -203,19 +217,22 @@ class MacroVectorEnv(VectorEnv):
             envs = np.flatnonzero(reset_mask)
         else:
             envs = self._all
+        if any(s is not None for s in seeds) or envs is not self._all:
+            self._sync_positions()
         for i in envs:
             if seeds[i] is not None:
                 self._gens[i], _ = seeding.np_random(seeds[i])
                 self._u_pos[i] = _DRAW_BLOCK
         rows = self._reset_rows(envs, options.get("case_id"))
         self._rows[envs] = rows
+        self._slots[envs] = self._out.slots_of_rows(rows)
         self._autoreset[envs] = False
         self._ever_reset = True
         info = {}
         if self.infos:
             info_rows = self._out.ensure(self._rows)
             info = self._out.infos.batch(info_rows, only=reset_mask)
-        return self._out.observations(self._rows), info
+        return self._out.observations(self._rows, self._slots), info
 
     def step(self, actions):  # noqa: C901 - the three autoreset modes of one step
         """Step every sub-env with its menu index (under next-step autoreset, the envs whose episode ended at the
@@ -244,33 +261,36 @@ class MacroVectorEnv(VectorEnv):
         if resetting is not None and resetting.all():  # every env resets (a macro step ends every episode)
             rows = self._reset_rows(self._all)
             self._rows = rows
+            self._slots = slots = out.slots_of_rows(rows)
             self._autoreset = np.zeros(n, dtype=bool)
-            zeros = np.zeros(n, dtype=bool)
             info = out.infos.batch(out.ensure(rows)) if self.infos else {}
-            return out.observations(rows), np.zeros(n), zeros, zeros.copy(), info
+            return out.reset_observations(slots), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), info
         act = a if resetting is None else a[~resetting]
-        if act.size and (act.min() < 0 or act.max() >= E):
+        if (act.astype(np.uint64, copy=False) >= E).any():  # negative indices wrap to huge ones
             raise ValueError(f"macro index must be in 0..{E - 1}, got {int(act[(act < 0) | (act >= E)][0])}")
         rows = self._rows - E + a.astype(np.int64, copy=False)  # from each env's reset row to its entry's row
+        slots = self._slots
         if resetting is not None:  # next-step autoreset of the envs that ended
             rows[resetting] = self._reset_rows(np.flatnonzero(resetting))
+            slots = out.slots_of_rows(rows)
         info_rows = out.ensure(rows)
         reward, term, trunc = out.reward[rows], out.terminated[rows], out.truncated[rows]
         if resetting is not None:
             reward[resetting], term[resetting], trunc[resetting] = 0.0, False, False
-            self._rows = rows
+            self._rows, self._slots = rows, slots
             self._autoreset = term | trunc
-            return out.observations(rows), reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
+            return out.observations(rows, slots), reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
         done = term | trunc
         if mode == AutoresetMode.SAME_STEP and done.any():
-            envs = np.flatnonzero(done)
-            final = out.observations(rows)
+            envs = self._all if done.all() else np.flatnonzero(done)
+            final = out.observations(rows, slots)
             final_obs = np.full(n, None, dtype=object)
             final_obs[envs] = np.fromiter((final[i] for i in envs), dtype=object, count=len(envs))
             new_rows = rows.copy()
             new_rows[envs] = self._reset_rows(envs)
             self._rows = new_rows
-            obs = out.observations(new_rows)
+            self._slots = new_slots = out.slots_of_rows(new_rows)
+            obs = out.reset_observations(new_slots) if envs is self._all else out.observations(new_rows, new_slots)
             if not self.infos:
                 return obs, reward, term, trunc, {"final_obs": final_obs, "_final_obs": done.copy()}
             rest = out.infos.batch(out.ensure(new_rows))
@@ -279,7 +299,7 @@ class MacroVectorEnv(VectorEnv):
             return obs, reward, term, trunc, info
         self._rows = rows
         self._autoreset = done
-        return out.observations(rows), reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
+        return out.observations(rows, slots), reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
 
     def action_masks(self) -> np.ndarray:
         """``(num_envs, 12)`` bool: each sub-env's allowed menu entries now (all False for an env whose episode has

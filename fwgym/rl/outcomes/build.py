@@ -264,12 +264,15 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     if ids != pool_ids or row != R:  # pragma: no cover - the parts are the chunks of pool_ids
         raise TableError(f"{parts}: the parts do not hold the table's cases in order")
     arrays, info_parts = store.export()
-    info_cols = {("info_pattern" if k == "row_pattern" else f"t:{k[6:]}" if k.startswith("table:") else f"a:{k[6:]}"): v
-                 for k, v in arrays.items() if k != "patterns"}
+    row_cols = {("info_pattern" if k == "row_pattern" else f"a:{k[6:]}"): v for k, v in arrays.items()
+                if k == "row_pattern" or k.startswith("array:")}
+    tables = {f"t:{k[6:]}": v[None] for k, v in arrays.items() if k.startswith("table:")}  # (1, columns, rows) each
+    reset_obs = np.concatenate((fixed, dyn[1 + np.arange(n) * (E + 1) + E]), axis=1)
     files = {
-        "cases.arrow": write_arrow(out / "cases.arrow", {"case_id": ids, "fixed_obs": fixed}),
+        "cases.arrow": write_arrow(out / "cases.arrow", {"case_id": ids, "reset_obs": reset_obs}),
         "rows.arrow": write_arrow(out / "rows.arrow", {"obs": dyn, "reward": reward, "terminated": term, "truncated": trunc,
-                                                      "mask": mask, **info_cols}),
+                                                      "mask": mask, **row_cols}),
+        "infos.arrow": write_arrow(out / "infos.arrow", tables or {"t:none": np.zeros((1, 0, R), dtype=np.int32)}),
         "pool.arrow": write_arrow(out / "pool.arrow", {"value": info_parts["pool"]}),
     }
     seconds = time.perf_counter() - t0

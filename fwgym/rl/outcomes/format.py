@@ -6,10 +6,13 @@ menu entry ``e`` played from the case's reset, ``e == E`` the reset itself; row 
     manifest.json    format, fwgym version, identity and fingerprint (each with its sha256), layout (menu,
                      features, fixed/varying split), the info store's nodes, kinds and patterns, every file's
                      sha256, bytes and rows, and the build record
-    cases.arrow      per case: case_id (string), fixed_obs (the features fixed within an episode, float32)
-    rows.arrow       per row: obs (the other features, float32), reward (float64), terminated, truncated (uint8),
-                     mask (the action mask after the row, E bytes), info_pattern (int32), and the info store's
-                     tables (t:<group>, a:<node>; :class:`fwgym.rl.infos.InfoStore`)
+    cases.arrow      per case: case_id (string), reset_obs (the features after the reset, float32; the first
+                     n_fixed of them are fixed within the episode)
+    rows.arrow       per row: obs (the features after n_fixed, float32), reward (float64), terminated, truncated
+                     (bool), mask (the action mask after the row, E bools), info_pattern (int32), and the info
+                     store's ndarray leaves (a:<node>; :class:`fwgym.rl.infos.InfoStore`)
+    infos.arrow      the info store's tables, one column each (t:<group>: one value, its (columns, rows) array,
+                     column-major so that a batch gathers (k, n) at once)
     pool.arrow       the info store's pool of distinct object values, tagged JSON (:mod:`fwgym.rl.values`)
 
 Arrays are fixed-size binary columns read as NumPy views of the memory-mapped file (zero-copy, read-only), so a
@@ -38,7 +41,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FILES", "TableError", "Table
 FORMAT = "fwgym-outcome-table"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-FILES = ("cases.arrow", "rows.arrow", "pool.arrow")
+FILES = ("cases.arrow", "rows.arrow", "infos.arrow", "pool.arrow")
 #: environment variable naming the directory of the default tables (``off`` / ``0`` / ``none``: never read them)
 ENV_VAR = "FWGYM_OUTCOME_TABLES"
 

@@ -38,7 +38,7 @@ class OutcomeTable:
     Attributes:
         path, manifest, identity, fingerprint, digest (hex sha256 of ``manifest.json``: names this exact table);
         case_ids (list, slot order); slot (``{case_id: slot}``); menu; features; n_fixed; entries (E);
-        fixed_obs ``(cases, n_fixed)`` float32; obs ``(rows, d - n_fixed)`` float32; reward ``(rows,)`` float64;
+        reset_obs ``(cases, features)`` float32 (the observation of each case's reset), fixed_obs its first n_fixed; obs ``(rows, d - n_fixed)`` float32; reward ``(rows,)`` float64;
         terminated, truncated ``(rows,)`` bool; masks ``(rows, E)`` bool; infos: a read-only
         :class:`~fwgym.rl.infos.InfoStore` whose row ``r`` is table row ``r``. Arrays are read-only views of the
         memory-mapped files.
@@ -61,21 +61,23 @@ class OutcomeTable:
         self.n_fixed, self.entries = int(layout["n_fixed"]), len(self.menu)
         cases = read_arrow(self.path / "cases.arrow", doc["files"]["cases.arrow"])
         rows = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"])
+        tables = read_arrow(self.path / "infos.arrow", doc["files"]["infos.arrow"])
         pool = read_arrow(self.path / "pool.arrow", doc["files"]["pool.arrow"])
         try:
             self.case_ids = list(cases["case_id"])
             n, R, E = len(self.case_ids), int(layout["rows"]), self.entries
             if R != 1 + n * (E + 1) or n != int(layout["cases"]) or digest(self.case_ids) != layout["cases_sha256"]:
                 raise ValueError("the case list does not match the layout")
-            self.fixed_obs = cases["fixed_obs"]
+            self.reset_obs = cases["reset_obs"]
+            self.fixed_obs = self.reset_obs[:, : self.n_fixed]
             self.obs, self.reward = rows["obs"], rows["reward"]
             self.terminated, self.truncated, self.masks = rows["terminated"], rows["truncated"], rows["mask"]
-            if self.fixed_obs.shape != (n, self.n_fixed) or self.obs.shape != (R, len(self.features) - self.n_fixed) \
-                    or self.masks.shape != (R, E) or self.fixed_obs.dtype != np.float32 or self.obs.dtype != np.float32:
+            if self.reset_obs.shape != (n, len(self.features)) or self.obs.shape != (R, len(self.features) - self.n_fixed) \
+                    or self.masks.shape != (R, E) or self.reset_obs.dtype != np.float32 or self.obs.dtype != np.float32:
                 raise ValueError("array shapes do not match the layout")
             arrays = {"row_pattern": rows["info_pattern"], "patterns": np.asarray(doc["infos"]["patterns"], dtype=np.uint8)
                       .reshape(-1, len(doc["infos"]["nodes"]))}
-            arrays.update({f"table:{k[2:]}": v for k, v in rows.items() if k.startswith("t:")})
+            arrays.update({f"table:{k[2:]}": v[0] for k, v in tables.items() if k.startswith("t:") and k != "t:none"})
             arrays.update({f"array:{k[2:]}": v for k, v in rows.items() if k.startswith("a:")})
             self.infos = InfoStore.from_export(arrays, doc["infos"], pool["value"])
         except (ValueError, KeyError, TypeError) as exc:
