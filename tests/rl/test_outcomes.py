@@ -191,3 +191,59 @@ def test_builds_resume_and_processes_give_the_same_table(table_path, tmp_path):
     assert build_table("dev", "macro", procs, limit=LIMIT, chunk_size=5, progress=False)["skipped"] == "already built"
     with pytest.raises(TableError, match="overwrite"):
         build_table("dev", "macro", procs, limit=LIMIT - 1, chunk_size=5, progress=False)
+
+
+@pytest.fixture(scope="module")
+def sequential_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tables") / "seq"
+    record = build_table("dev", "sequential", path, limit=4, chunk_size=4, progress=False)
+    assert record["entries"] == 28 and record["rows"] == 1 + 8 * 29
+    return path
+
+
+def test_sequential_table_env_equals_the_wrapped_env(sequential_path):
+    """Every case x every first entry, each continued with random entries to the end; then seeded episodes."""
+    ids = open_table(sequential_path).case_ids
+    env_t = make_rl_env(split="dev", variant="sequential", case_ids=ids, outcome_table=sequential_path)
+    env_w = make_rl_env(split="dev", variant="sequential", case_ids=ids, outcome_table=False)
+    assert isinstance(env_t, TableMacroEnv) and env_t.action_space.n == 28
+    rng = np.random.default_rng(0)
+
+    def episode(first=None, **reset):
+        assert_same(env_t.reset(**reset), env_w.reset(**reset), "reset")
+        steps, done, a = 0, False, first
+        while not done:
+            m = env_w.action_masks()
+            assert_same(env_t.action_masks(), m, "mask")
+            if a is None:  # mostly allowed entries (long episodes), sometimes any (masked ones abstain)
+                a = int(rng.choice(np.flatnonzero(m))) if m.any() and rng.random() < 0.9 else int(rng.integers(28))
+            r1, r2 = env_t.step(a), env_w.step(a)
+            assert_same(r1, r2, f"step {steps}")
+            done, a, steps = r1[2] or r1[3], None, steps + 1
+        return steps
+
+    lengths = [episode(first=e, options={"case_id": cid}) for cid in ids for e in range(28)]
+    lengths += [episode(seed=s) for s in range(150)]
+    assert max(lengths) >= 4 and min(lengths) == 1  # long episodes continued on the env, one-step ones from the table
+
+
+def test_sequential_vector_envs_over_thousands_of_episodes(sequential_path):
+    """SyncVectorEnv of table envs vs of wrapped envs (gym.make_vec of the sequential id), > 10,000 episodes."""
+    ids = open_table(sequential_path).case_ids
+    kw = {"split": "dev", "case_ids": ids}
+    native = gym.make_vec("FWBench-RL-Sequential-v0", num_envs=32, vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+                          outcome_table=sequential_path, **kw)
+    sync = gym.make_vec("FWBench-RL-Sequential-v0", num_envs=32, vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+                        outcome_table=False, **kw)
+    rng = np.random.default_rng(5)
+    assert_same(native.reset(seed=2), sync.reset(seed=2), "reset")
+    episodes = 0
+    while episodes < 10_000:
+        m = np.stack(sync.call("action_masks"))
+        assert_same(np.stack(native.call("action_masks")), m, "mask")
+        final = [int(rng.choice(np.flatnonzero(row[:12]))) if row[:12].any() else 0 for row in m]  # short episodes
+        a = np.where(rng.random(32) < 0.8, final, rng.integers(0, 28, 32))
+        r1, r2 = native.step(a), sync.step(a)
+        assert_same(r1, r2, "step")
+        episodes += int(np.sum(r1[2] | r1[3]))
+    native.close(), sync.close()
