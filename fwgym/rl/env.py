@@ -139,7 +139,8 @@ def resolve_table(env: gym.Env, variant: str, setting: Any = "auto", env_kwargs:
     if setting == "auto" and default_root() is None:
         return None
     from fwgym.rl.features import FEATURE_NAMES
-    from fwgym.rl.outcomes import find_table, table_fingerprint, table_identity
+    from fwgym.rl.outcomes.identity import table_fingerprint, table_identity
+    from fwgym.rl.outcomes.read import find_table
 
     menu = [e.name for e in env.menu]
     return find_table(setting, table_identity(variant, env), lambda: table_fingerprint(env, menu, list(FEATURE_NAMES)),

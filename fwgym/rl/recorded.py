@@ -40,7 +40,7 @@ class Outcomes:
     """
 
     def __init__(self, oracle, table=None):
-        from fwgym.rl.outcomes.build import first_varying
+        from fwgym.rl.features import episode_fixed, feature_index
 
         self.oracle, self.table = oracle, table
         self.menu = oracle.menu
@@ -54,9 +54,7 @@ class Outcomes:
         self.draw_bounds[-1] = np.inf
         names = list(oracle.controller.feature_names)
         self.n_obs = len(names)
-        k = first_varying(names)
-        from fwgym.rl.features import feature_index
-
+        k = episode_fixed(names)
         cut = feature_index("budget_left_frac")
         fixed = np.array([feature_index(f) < cut for f in names], dtype=bool)
         self.fixed_pos, self.var_pos = np.flatnonzero(fixed), np.flatnonzero(~fixed)

@@ -247,3 +247,14 @@ def test_sequential_vector_envs_over_thousands_of_episodes(sequential_path):
         assert_same(r1, r2, "step")
         episodes += int(np.sum(r1[2] | r1[3]))
     native.close(), sync.close()
+
+
+def test_a_partial_table_holds_the_cases_evaluate_plays_with_the_same_limit():
+    from fwgym.evaluation import select_cases
+    from fwgym.rl.outcomes.build import _evenly_spaced, table_env
+
+    cases = table_env("dev", "macro").unwrapped.cases
+    for limit in (1, 7, 500):
+        assert _evenly_spaced(cases, limit) == [cid for _, cid in select_cases("dev", limit=limit)]
+    with pytest.raises(TableError, match="limit"):
+        _evenly_spaced(cases, 0)

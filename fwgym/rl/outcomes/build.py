@@ -19,34 +19,40 @@ import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
 from fwgym.rl.outcomes.format import (FILES, FORMAT, FORMAT_VERSION, MANIFEST, TableError, default_root, file_sha256,
                                       now, read_arrow, table_dir, write_arrow, write_manifest)
+from fwgym.rl.features import episode_fixed
 from fwgym.rl.outcomes.identity import digest, table_fingerprint, table_identity
 from fwgym.validation import check_int
 
-__all__ = ["build_table", "play_case", "table_env", "first_varying"]
+__all__ = ["build_table", "play_case", "table_env"]
 
 PARTS = ".parts"
 PROGRESS = "progress.json"
 _ENVS: dict = {}  # a worker's env per spec (process pool and Ray workers play many chunks)
 
 
-def first_varying(features: Sequence[str]) -> int:
-    """The number of leading features fixed within an episode (history, calendar, lead, domain, scale: every
-    feature before ``budget_left_frac``); the rest vary with the steps."""
-    from fwgym.rl.features import feature_index
+def _evenly_spaced(cases, limit: int) -> list[str]:
+    """At most ``limit`` case ids per domain, evenly spaced in split order (``fwgym evaluate --limit``'s rule, so a
+    partial table holds the cases an evaluation with the same limit plays; tested against it).
 
-    cut = feature_index("budget_left_frac")
-    n = 0
-    for name in features:
-        if feature_index(name) >= cut:
-            break
-        n += 1
-    return n
+    Raises:
+        TableError: ``limit`` < 1.
+    """
+    if limit < 1:
+        raise TableError(f"limit must be >= 1, got {limit}")
+    out = []
+    for d in dict.fromkeys(c.domain for c in cases):
+        group = [c for c in cases if c.domain == d]
+        if len(group) > limit:
+            step = len(group) / limit
+            group = [group[int(i * step)] for i in range(limit)]
+        out += [c.case_id for c in group]
+    return out
 
 
 def table_env(split: str, variant: str, env_kwargs: dict | None = None):
@@ -96,7 +102,7 @@ def _record_chunk(spec: dict, case_ids: list[str]) -> dict:
     env = _ENVS.get(key)
     if env is None:
         env = _ENVS[key] = table_env(spec["split"], spec["variant"], spec["env_kwargs"])
-    n_fixed = first_varying(env.controller.feature_names)
+    n_fixed = episode_fixed(env.controller.feature_names)
     cases = [play_case(env, cid, n_fixed) for cid in case_ids]
     cat = {k: np.concatenate([c[k] for c in cases]) for k in ("obs", "reward", "terminated", "truncated", "mask")}
     return {"case_id": list(case_ids), "fixed": np.stack([c["fixed"] for c in cases]), **cat,
@@ -151,7 +157,6 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
         TableError: bad arguments, or a table / partial build of another fingerprint or case list at ``out``
             (without ``overwrite``).
     """
-    from fwgym.evaluation import select_cases
     from fwgym.rl.infos import InfoStore
     from fwgym.rl.values import decode_value
     from fwgym.version import __version__
@@ -168,11 +173,11 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     menu = [e.name for e in env.menu]
     features = list(env.controller.feature_names)
     identity, fingerprint = table_identity(variant, env), table_fingerprint(env, menu, features)
-    pool_ids = [c.case_id for c in env.unwrapped.cases]
+    env_cases = env.unwrapped.cases
+    pool_ids = [c.case_id for c in env_cases]
     env.close()
     if limit is not None:
-        wanted = {cid for _, cid in select_cases(split, limit=limit)}
-        pool_ids = [c for c in pool_ids if c in wanted]
+        pool_ids = _evenly_spaced(env_cases, limit)
     if out is None:
         root = default_root()
         if root is None:
