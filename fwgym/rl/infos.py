@@ -1,41 +1,35 @@
 """Recorded ``info`` dicts, batched exactly as Gymnasium's ``VectorEnv._add_info`` batches them: :class:`InfoStore`.
 
-A vector env over recorded outcomes (:class:`fwgym.rl.vector.MacroVectorEnv`) must return, for any selection
-of recorded rows, the batched info that ``gymnasium.vector.SyncVectorEnv`` builds from the same per-env dicts:
-``info[key]`` an array over envs plus the ``info["_key"]`` mask, nested dicts batched recursively; the array
-type of a key is decided by the first env that has it (Python ``bool``/``int``/``float`` and NumPy number
-types batch into an array of that type, an ndarray into ``(n, *shape)`` of its dtype, anything else into an
-object array), envs without the key hold zeros / ``None``.
+A vector env over recorded outcomes (:class:`fwgym.rl.vector.MacroVectorEnv`) must return, for any selection of
+recorded rows, the batched info ``gymnasium.vector.SyncVectorEnv`` builds from the same per-env dicts:
+``info[key]`` an array over envs plus the ``info["_key"]`` mask, nested dicts batched recursively; a key's array
+type is decided by the first env that has it (``bool``/``int``/``float`` and NumPy number types: an array of that
+type; an ndarray: ``(n, *shape)`` of its dtype; anything else: an object array); envs without it hold 0 / ``None``.
 
-**Storage** (row-major, so that a batch is one gather per table; row 0 is the empty row, an env that
-contributes nothing): a node per key path (dicts and leaves, in the order they were first seen); per row a
-*pattern*, the kind code of every node (0 = absent), stored once per distinct pattern; per leaf one of
+**Storage** (column-major, so that a batch is one gather of ``(k, n)`` per table; row 0 is the empty row, an env
+that contributes nothing): a node per key path (in the order first seen); per row a *pattern*, the kind code of
+every node (0 = absent), stored once per distinct pattern; per leaf one of ``const`` (every row that has it holds
+the same value, same type and bits: no column), ``typed`` (a column of the table of its dtype; rows without it hold
+0, what ``_add_info`` fills in), ``array`` (an ndarray leaf of one shape and dtype: its own ``(rows, *shape)``
+table), ``object`` (strings, lists, ``None``: an int32 code into the pool of distinct values, code 0 = ``None``) or
+``mixed`` (values of several kinds, ``1`` and ``2.5``: in the pool with their exact types, batched env by env with
+``_add_info``'s own assignment, so a value that does not fit the first env's array type raises as it does there).
 
-* ``const``: every row that has it holds the same value (same type, same bits): no column;
-* ``typed``: a column of the table of its dtype (``bool``, ``int64``, ``float64``, NumPy scalar dtypes);
-  rows without it hold 0, the value ``_add_info`` fills in;
-* ``array``: an ndarray leaf of one shape and dtype: its own ``(rows, *shape)`` table (zeros where absent);
-* ``object``: strings, lists, ``None`` ...: an int32 code into the store's pool of distinct values (code 0 is
-  ``None``, the fill value); one ``take`` from the pool serves every object leaf of a batch;
-* ``mixed``: a leaf whose values are of several kinds (``1`` and ``2.5``, a float and ``None``): its values
-  in the pool with their exact types, batched env by env with ``_add_info``'s own assignment (so a value
-  that does not fit the first env's array type raises as it does there).
-
-Values in the pool are shared between rows and steps: read them, do not mutate them. Keys of the batched
-dict come in the store's node order, not in first-appearance order over the envs (dicts compare equal
-either way).
-
-**Persistence** (:meth:`InfoStore.export`, :meth:`InfoStore.from_export`; the outcome tables of
-:mod:`fwgym.rl.outcomes`): the tables as arrays, the nodes, patterns and leaf states as JSON, the pool as
-tagged JSON (:func:`encode_value`: exact types and float bits; never pickle, so loading a table runs no code).
+Pool values are shared between rows and steps: read them, do not mutate them. Keys of a batched dict come in the
+store's node order, not in first-appearance order over the envs (dicts compare equal either way). Persistence
+(:meth:`InfoStore.export`, :meth:`InfoStore.from_export`; the outcome tables of :mod:`fwgym.rl.outcomes`): the
+tables as arrays, nodes, patterns and leaf states as JSON, the pool as tagged JSON (:mod:`fwgym.rl.values`: exact
+types and float bits; never pickle, so loading a table runs no code).
 """
 from __future__ import annotations
 
 import json
+
 import numpy as np
 
 from fwgym.rl.values import OBJECT as _OBJECT
-from fwgym.rl.values import UnsupportedInfo, decode_value, dumps_value, encode_value, kind_from_json, kind_key, kind_to_json
+from fwgym.rl.values import (UnsupportedInfo, decode_value, dumps_value, encode_value, kind_from_json, kind_key,
+                              getter, kind_to_json, same_value)
 
 __all__ = ["InfoStore", "UnsupportedInfo"]
 _DICT_CODE = 1  # the kind code of a dict node
@@ -55,22 +49,6 @@ class _Node:
         self.group, self.column = None, -1  # _TYPED: dtype str and column; _OBJ/_MIXED: "codes" and column
         self.const = None  # _CONST: the value
         self.table = None  # _ARRAY: (rows, *shape) table
-
-
-def _same(a, b) -> bool:
-    """``a`` and ``b`` are the same value exactly (types, float sign and NaN bits, array bytes)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, np.ndarray):
-        return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
-    if type(a) is float or isinstance(a, np.floating):
-        return np.asarray(a).tobytes() == np.asarray(b).tobytes()
-    if type(a) in (bool, int, str) or a is None or isinstance(a, np.generic):
-        return a == b
-    try:
-        return dumps_value(a) == dumps_value(b)
-    except UnsupportedInfo:
-        return a is b
 
 
 def _zeros(shape, dtype) -> np.ndarray:
@@ -212,7 +190,7 @@ class InfoStore:
             self._layout += 1
             return
         if st == _CONST:
-            if kind == node.kind and _same(value, node.const):
+            if kind == node.kind and same_value(value, node.const):
                 return
             self._materialise(node, kind)
             st = node.state
@@ -426,14 +404,17 @@ class InfoStore:
         pos, gathers = 0, []
         for g, (cols_of, consts) in groups.items():
             cols = [nd.column for nd in cols_of]
-            sel = None if not cols or cols == list(range(self._tables[g].shape[0])) else \
-                np.array(cols, dtype=np.int64)[:, None]
+            width = self._tables[g].shape[0] if cols else 0
+            # the whole table when the batch needs most of its columns (then its views are picked), else those rows
+            sel = None if 2 * len(cols) >= width else np.array(cols, dtype=np.int64)[:, None]
+            pick = None if sel is not None or cols == list(range(width)) else cols
             ctab = None
-            if consts:  # per pattern: the constant where the pattern has the leaf, 0 (code 0 = None) elsewhere
-                ctab = np.zeros((len(consts), P), dtype=np.int32 if g == "codes" else np.dtype(g))
+            if consts:  # per pattern: the constant where the pattern has the leaf, 0 / None elsewhere
+                ctab = _zeros((len(consts), P), object if g == "codes" else np.dtype(g))
                 for i, nd in enumerate(consts):
-                    ctab[i, present[:, nd.index]] = self._intern(nd.const) if g == "codes" else nd.const
-            gathers.append((g, bool(cols), sel, ctab))
+                    for p in np.flatnonzero(present[:, nd.index]).tolist():
+                        ctab[i, p] = nd.const
+            gathers.append((g, bool(cols), sel, pick, ctab))
             for nd in cols_of + consts:
                 slot[nd.index] = pos
                 pos += 1
@@ -456,7 +437,7 @@ class InfoStore:
                 slot[parent] = pos
                 pos += 1
             dicts.append((slot.get(parent, -1), [nd.key for nd in kids], [nd.mask_key for nd in kids],
-                          [slot[nd.index] for nd in kids], [mask_of[nd.index] for nd in kids]))
+                          getter([slot[nd.index] for nd in kids]), getter([mask_of[nd.index] for nd in kids])))
         present_t = np.ascontiguousarray(present[:, [nd.index for nd in order]].T)  # (masks, patterns)
         return (gathers, atabs, [(nd, mask_of[nd.index]) for nd in mixed], pos, dicts, present_t)
 
@@ -465,22 +446,22 @@ class InfoStore:
         masks = list(present_t[:, pids])
         vals: list = []
         pool = self._pool
-        for g, has_cols, sel, ctab in gathers:
+        for g, has_cols, sel, pick, ctab in gathers:
             if has_cols:
                 block = self._tables[g][:, rows] if sel is None else self._tables[g][sel, rows]  # (k, n), contiguous
-                vals += list(pool.take(block)) if g == "codes" else list(block)
+                views = list(pool.take(block)) if g == "codes" else list(block)
+                vals += views if pick is None else [views[c] for c in pick]
             if ctab is not None:
-                block = ctab[:, pids]
-                vals += list(pool.take(block)) if g == "codes" else list(block)
+                vals += list(ctab[:, pids])
         for t, per_pattern in atabs:
             vals.append(t[pids] if per_pattern else t.table[rows])
         for nd, k in mixed:
             vals.append(self._mixed(nd, rows, masks[k], pids))
         vals += [None] * (size - len(vals))
         out: dict = {}
-        for s, keys, mkeys, vslots, mrows in dicts:
-            d = dict(zip(keys, [vals[i] for i in vslots]))
-            d.update(zip(mkeys, [masks[i] for i in mrows]))
+        for s, keys, mkeys, vget, mget in dicts:
+            d = dict(zip(keys, vget(vals)))
+            d.update(zip(mkeys, mget(masks)))
             if s < 0:
                 out = d
             else:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import base64
 import json
 import math
+import operator
 from typing import Any
 
 import numpy as np
 
 __all__ = ["UnsupportedInfo", "OBJECT", "kind_key", "encode_value", "decode_value", "dumps_value", "kind_to_json",
-           "kind_from_json"]
+           "kind_from_json", "same_value", "getter"]
 
 OBJECT = "object"
 
@@ -128,3 +129,29 @@ def kind_from_json(data):
             raise ValueError(f"stored kind {data!r} is not a NumPy number type")
         return t
     raise ValueError(f"malformed stored kind {data!r}")
+
+
+def same_value(a, b) -> bool:
+    """``a`` and ``b`` are the same value exactly (types, float sign and NaN bits, array bytes)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if type(a) is float or isinstance(a, np.floating):
+        return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    if type(a) in (bool, int, str) or a is None or isinstance(a, np.generic):
+        return a == b
+    try:
+        return dumps_value(a) == dumps_value(b)
+    except UnsupportedInfo:
+        return a is b
+
+
+def getter(indices: list[int]):
+    """A callable returning ``(seq[i] for i in indices)`` as a tuple: ``operator.itemgetter``, also for 0 or 1 index."""
+    if len(indices) > 1:
+        return operator.itemgetter(*indices)
+    if indices:
+        i = indices[0]
+        return lambda seq: (seq[i],)
+    return lambda seq: ()
