@@ -61,7 +61,7 @@ def main(argv=None) -> None:
     from fwgym.forecasters.registry import FORECAST_CACHE
     from fwgym.rl import make_rl_env
 
-    rl = make_rl_env(domain="all", split="train", variant="macro")
+    rl = make_rl_env(domain="all", split="train", variant="macro", outcome_table=False)
     rng = np.random.default_rng(0)
     rl.reset(seed=0)
     print(f"\nlong RL run: make_rl_env(domain='all', split='train', variant='macro'), random allowed entries "

@@ -206,12 +206,14 @@ def main(argv=None) -> int:
     from fwgym.rl import make_rl_env
 
     t0 = time.perf_counter()
-    macro = make_rl_env(domain="all", split="train", variant="macro")
-    seq = make_rl_env(domain="all", split="train", variant="sequential")
+    macro = make_rl_env(domain="all", split="train", variant="macro", outcome_table=False)  # the wrapped env itself
+    seq = make_rl_env(domain="all", split="train", variant="sequential", outcome_table=False)
     feat = make_rl_env(domain="all", split="train", variant="features")
+    table = make_rl_env(domain="all", split="train", variant="macro")  # the train table when built (the default)
+    has_table = type(table).__name__ == "TableMacroEnv"
     build_s = time.perf_counter() - t0
     u = np.random.default_rng(1).random(1 << 16)  # the macro rows' uniforms, drawn before any clock starts
-    for env, seed in ((macro, 99), (seq, 98), (feat, 97)):
+    for env, seed in ((macro, 99), (seq, 98), (feat, 97), (table, 96)):
         env.reset(seed=seed)  # seeded once: every later chunk continues the stream
     env_cost(macro, 20, u)  # warm-up: numba caches, imports
     env_cost(seq, 20, u)
@@ -242,9 +244,15 @@ def main(argv=None) -> int:
         "macro: random allowed entry (1 step = 1 episode)": interleaved(macro_row(macro, 1), rounds, cart, cart_steps),
         "sequential: random allowed entry": interleaved(macro_row(seq, 3), rounds, cart, cart_steps),
     }
+    if has_table:
+        rows["macro read from the train outcome table (TableMacroEnv): random allowed entry"] = \
+            interleaved(macro_row(table, 4), rounds, cart, cart_steps)
     cart_us = min(r["cartpole_us"] for r in rows.values())
 
     def make_macro():
+        return make_rl_env(domain="all", split="train", variant="macro", outcome_table=False)
+
+    def make_macro_table():
         return make_rl_env(domain="all", split="train", variant="macro")
 
     entries = entry_costs(macro, 5 if args.quick else 20, 2 if args.quick else 5)
@@ -258,6 +266,10 @@ def main(argv=None) -> int:
         "PPO no-op env with the macro env's spaces, 1 env (PPO's own cost)": ppo_rate(make_noop, 1, ppo_steps, n_steps),
         "PPO CartPole-v1, 1 env (reference)": ppo_rate(lambda: gym.make("CartPole-v1"), 1, ppo_steps, n_steps),
     }
+    if has_table:
+        ppo["PPO macro read from the train table, 1 env"] = ppo_rate(make_macro_table, 1, ppo_steps, n_steps)
+        ppo["PPO macro read from the train table, DummyVecEnv x4 (rl_zoo3's ppo.yml layout)"] = \
+            ppo_rate(make_macro_table, 4, ppo_steps, n_steps)
 
     print(f"fwgym RL benchmark: python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"{steps} env steps per row, PPO {ppo_steps} steps (n_steps {n_steps}, batch 64, 10 epochs); "

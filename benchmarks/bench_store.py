@@ -64,7 +64,8 @@ def rl_rates(tiny: dict, store_dir: Path, case_ids: list[str], variant: str, rou
 
     models = ("chronos_bolt_tiny", "chronos2")
     kw = dict(domain="all", split="train", variant=variant, forecasters=tiny, case_ids=case_ids)
-    envs = {"live": make_rl_env(**kw), "store": make_rl_env(forecast_store=str(store_dir), **kw)}
+    envs = {"live": make_rl_env(outcome_table=False, **kw),
+            "store": make_rl_env(forecast_store=str(store_dir), outcome_table=False, **kw)}
     names = [e.name for e in envs["live"].menu]
     other = {models[0]: models[1], models[1]: models[0]}
     plan = {"macro": lambda m: [[f"buy_plan_submit:{m}"]],  # each step: the first allowed of its entries

@@ -1,33 +1,28 @@
-"""Throughput of the native macro vector env (fwgym.rl.vector.MacroVectorEnv) next to Gymnasium's
-CartPoleVectorEnv and to the wrapped single env in SyncVectorEnv, and PPO (SB3) training speed on each.
+"""The default RL recipe's speed: the native macro vector env on the train split's outcome table next to Gymnasium's
+CartPoleVectorEnv, and PPO (SB3) on it next to PPO on CartPole with the same settings; the sequential variant.
 
-Run from the repository root::
+Run from the repository root (the train table first: ``fwgym rl build --split train``, ~25-60 min on 2 cores)::
 
-    python benchmarks/bench_vector.py            # ~4-6 min on 2 cores
-    python benchmarks/bench_vector.py --quick    # smoke test (~1 min)
+    python benchmarks/bench_vector.py            # ~5 min on 2 cores
+    python benchmarks/bench_vector.py --quick    # smoke test (~1.5 min; quick figures are not the targets')
 
-Measured in one process:
+Measured in one process, every ratio from chunks interleaved in the same run (``--rounds`` rounds; the minima of
+the chunks are the quiet-machine costs on this shared VM, their ratio is the figure, the median of the per-round
+ratios beside it):
 
-* **steady state** (the figure of the target): ``gym.make_vec("FWBench-RL-Macro-v0", num_envs=N)``
-  (the id's settings: train split, next-step autoreset, full infos equal to SyncVectorEnv's) on a pool
-  of ``--cases`` train cases whose outcomes were recorded first (``precompute()``: every (case,
-  entry) played once through the real env), next to ``CartPoleVectorEnv(num_envs=N)``, at N = 64
-  and 1024: env steps per second (N per vector step), random actions, in ~5-20 ms chunks alternated
-  between the two (``--rounds`` rounds); the minima of the chunks are the quiet-machine costs
-  (this VM is shared), their ratio is the target's figure (fwgym >= CartPoleVectorEnv);
-* the same with ``infos=False`` (``{}`` as info, as CartPoleVectorEnv returns; observations, rewards
-  and masks unchanged), and with same-step autoreset (what SB3 needs: ``final_obs`` and
-  ``final_info`` in every step's info);
-* **first visits**: a new native env on the same pool without precompute (nearly every (case,
-  entry) new, so each costs one episode of the real env: a reset when the case is drawn, a reset
-  and the macro step when the entry is chosen) and SyncVectorEnv over N wrapped single envs
-  (``vectorization_mode="sync"``, the Gymnasium-standard path; every step plays real episodes);
-* recording cost: microseconds per recorded (case, entry) outcome (``precompute``);
-* **PPO** (stable-baselines3, MlpPolicy [128, 128], ``torch.set_num_threads(1)``, n_steps 16 per env,
-  batch 256, 10 epochs) training steps/s with 64 envs: the native env through
-  :class:`fwgym.rl.sb3_vec.SB3VecEnv` (same-step autoreset) on the recorded pool; SyncVectorEnv of
-  wrapped envs through the same adapter; SB3's DummyVecEnv of wrapped envs (SB3's standard path); and
-  SB3's DummyVecEnv of CartPole-v1 for reference (CartPoleVectorEnv has next-step autoreset only).
+* **steady state** (the targets' figure): ``gym.make_vec("FWBench-RL-Macro-v0", num_envs=N)`` with the id's
+  settings (train split, next-step autoreset, full infos, equal to SyncVectorEnv's), reading the default train
+  table, next to ``CartPoleVectorEnv(num_envs=N)``, N = 64 and 1024, random actions; the same with
+  ``infos=False``; and with same-step autoreset (what SB3 needs);
+* **without a table** (``outcome_table=False``): the native env recording outcomes from the real env on first use
+  (nearly every step a first visit on the 140k-case pool);
+* **PPO** (stable-baselines3, the README recipe: ``PPO("MlpPolicy", VecMonitor(SB3VecEnv(gym.make_vec(ID,
+  num_envs=64, autoreset_mode=SAME_STEP))))`` with ``fwgym/hyperparams/ppo.yml``'s settings, 1,024 steps per
+  rollout, one torch thread) next to the same PPO on ``make_vec_env("CartPole-v1", n_envs=64)``, rollout+update
+  chunks alternated;
+* **sequential** (``FWBench-RL-Sequential-v0``, SyncVectorEnv of 16 envs, random allowed entries; PPO as above on
+  it): on a partial sequential table of the train split (built here if absent, ``--seq-limit`` cases per domain;
+  the pool restricted to its cases) and on the env itself.
 """
 from __future__ import annotations
 
@@ -37,7 +32,6 @@ import os
 import platform
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +46,7 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 
 import fwgym  # noqa: E402,F401
 
-ID = "FWBench-RL-Macro-v0"
+ID, SEQ = "FWBench-RL-Macro-v0", "FWBench-RL-Sequential-v0"
 
 
 def chunk(venv, actions: np.ndarray, k0: int, steps: int) -> float:
@@ -65,8 +59,8 @@ def chunk(venv, actions: np.ndarray, k0: int, steps: int) -> float:
 
 
 def interleaved(envs: list, actions: list, steps: int, rounds: int) -> list[tuple[float, list[float]]]:
-    """Alternate ``steps``-step chunks of each env of ``envs`` (the last is the reference), ``rounds``
-    times; returns per env (minimum s/step, sorted per-round ratios reference / env)."""
+    """Alternate ``steps``-step chunks of each env of ``envs`` (the last is the reference), ``rounds`` times; returns
+    per env (minimum s/step, sorted per-round ratios reference / env)."""
     times = [[] for _ in envs]
     for r in range(rounds):
         for k in (len(envs) - 1, *range(len(envs) - 1)):
@@ -75,161 +69,182 @@ def interleaved(envs: list, actions: list, steps: int, rounds: int) -> list[tupl
     return [(min(t), sorted(y / x for x, y in zip(t, ref))) for t in times]
 
 
-def pool_ids(n: int, seed: int = 0) -> list[str]:
-    """``n`` cases drawn from the RL id's own train pool (its stations / features settings)."""
-    pool = [c.case_id for c in gym.make(ID).unwrapped.cases]
-    return sorted(np.random.default_rng(seed).choice(pool, min(n, len(pool)), replace=False).tolist())
+def ppo_hyperparams(n_envs: int) -> dict:
+    """``fwgym/hyperparams/ppo.yml``'s PPO settings for the macro id, its rollout spread over ``n_envs`` envs."""
+    import yaml
+
+    hp = dict(yaml.safe_load((ROOT / "fwgym" / "hyperparams" / "ppo.yml").read_text())[ID])
+    rollout = hp.pop("n_envs") * hp.pop("n_steps")
+    hp.pop("n_timesteps")
+    hp.pop("policy")
+    hp["policy_kwargs"] = eval(hp["policy_kwargs"], {"dict": dict})  # noqa: S307 - the repo's own file, as rl_zoo3 does
+    return {**hp, "n_steps": max(1, rollout // n_envs)}
 
 
-def ppo_rate(venv, steps: int) -> float:
+def ppo_pair(make_a, make_b, rounds: int, steps: int) -> tuple[float, float, list[float]]:
+    """PPO training steps/s of two vec envs (same settings), ``steps``-step learn chunks alternated ``rounds`` times:
+    (best a, best b, sorted per-round ratios a / b)."""
     import torch
     from stable_baselines3 import PPO
 
     torch.set_num_threads(1)
-    model = PPO("MlpPolicy", venv, n_steps=16, batch_size=256, n_epochs=10, learning_rate=1e-3, gamma=1.0, gae_lambda=1.0,
-                ent_coef=0.01, policy_kwargs={"net_arch": [128, 128]}, seed=0, device="cpu", verbose=0)
-    model.learn(256)  # warm-up (first rollout, torch)
+    models = []
+    for make in (make_a, make_b):
+        venv = make()
+        m = PPO("MlpPolicy", venv, seed=0, device="cpu", verbose=0, **ppo_hyperparams(venv.num_envs))
+        m.learn(m.n_steps * venv.num_envs)  # warm-up: first rollout and update, torch
+        models.append(m)
+    rates = [[], []]
+    for _ in range(rounds):
+        for k, m in enumerate(models):
+            t = time.perf_counter()
+            m.learn(steps, reset_num_timesteps=False)
+            rates[k].append(steps / (time.perf_counter() - t))
+    for m in models:
+        m.env.close()
+    return max(rates[0]), max(rates[1]), sorted(a / b for a, b in zip(*rates))
+
+
+def seq_table(limit: int):
+    """A partial sequential table of the train split (``limit`` cases per domain), built once."""
+    from fwgym.rl.outcomes import build_table, open_table, table_dir, table_identity
+    from fwgym.rl.outcomes.build import table_env
+    from fwgym.rl.outcomes.format import default_root
+
+    env = table_env("train", "sequential")
+    where = Path(default_root() or "/tmp") / f"limit{limit}-{table_dir(Path('.'), table_identity('sequential', env)).name}"
+    env.close()
+    build_table("train", "sequential", where, limit=limit, workers=1, progress=False)
+    return open_table(where)
+
+
+def sequential_rate(venv, steps: int, rng) -> float:
+    """Env steps per second of a Sync vector env of sequential envs, random allowed entries."""
+    venv.reset(seed=0)
     t = time.perf_counter()
-    model.learn(steps, reset_num_timesteps=False)
-    rate = steps / (time.perf_counter() - t)
-    venv.close()
-    return rate
+    for _ in range(steps):
+        masks = np.stack(venv.call("action_masks"))
+        venv.step(np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks]))
+    return steps * venv.num_envs / (time.perf_counter() - t)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="native vector env throughput")
-    ap.add_argument("--quick", action="store_true", help="small pool, few rounds (smoke test)")
-    ap.add_argument("--cases", type=int, default=None, help="train cases of the recorded pool (default 2000, quick 200)")
+def main(argv=None) -> int:  # noqa: C901 - the benchmark's sections, in order
+    ap = argparse.ArgumentParser(description="the default RL recipe's speed (native vector env, PPO, sequential)")
+    ap.add_argument("--quick", action="store_true", help="few rounds (smoke test)")
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds per row (default 30, quick 5)")
-    ap.add_argument("--ppo-steps", type=int, default=None, help="PPO steps per row (default 16384, quick 2048)")
+    ap.add_argument("--ppo-rounds", type=int, default=None, help="alternated PPO chunks (default 6, quick 2)")
+    ap.add_argument("--seq-limit", type=int, default=None, help="cases per domain of the sequential table (default 500)")
     args = ap.parse_args(argv)
-    n_cases = args.cases or (200 if args.quick else 2000)
     rounds = args.rounds or (5 if args.quick else 30)
-    ppo_steps = args.ppo_steps or (2048 if args.quick else 16384)
-    sizes = (64, 1024)
+    ppo_rounds = args.ppo_rounds or (2 if args.quick else 6)
+    seq_limit = args.seq_limit or (60 if args.quick else 500)
     rng = np.random.default_rng(1)
-
     t0 = time.perf_counter()
-    ids = pool_ids(n_cases)
-    kw = {"case_ids": ids}
-    results: dict = {"cases": len(ids), "steady": {}, "same_step": {}, "first_visit": {}, "ppo": {}}
+    load0 = os.getloadavg()
+    results: dict = {"steady": {}, "same_step": {}, "no_table": {}, "ppo": {}, "sequential": {}}
 
-    # -- recording cost and steady state ------------------------------------------------------
-    native = {n: gym.make_vec(ID, num_envs=n, **kw) for n in sizes}
-    t = time.perf_counter()
-    rec = native[sizes[0]].precompute()
-    record_us = 1e6 * (time.perf_counter() - t) / (rec["steps"] + rec["cases"])
-    results["record_us_per_outcome"] = record_us
-    for n in sizes:
-        full, cart = native[n], CartPoleVectorEnv(num_envs=n)
-        full.precompute()
-        bare = gym.make_vec(ID, num_envs=n, infos=False, **kw)
-        bare.precompute()
+    probe = gym.make_vec(ID, num_envs=1)
+    table = probe.table
+    probe.close()
+    if table is None:
+        print("no current outcome table of the train split (the env said why above): build it with `fwgym rl build "
+              "--split train`; the steady-state rows need it", file=sys.stderr)
+        return 1
+    build = table.manifest["build"]
+    results["table"] = {"path": str(table.path), "cases": len(table.case_ids), "bytes": build["bytes"],
+                        "build_seconds": build["seconds"], "workers": build["workers"]}
+
+    # -- steady state on the table -----------------------------------------------------------------------------
+    for n in (64, 1024):
+        full, bare, cart = gym.make_vec(ID, num_envs=n), gym.make_vec(ID, num_envs=n, infos=False), CartPoleVectorEnv(num_envs=n)
         for e in (full, bare, cart):
             e.reset(seed=0)
-        acts = rng.integers(0, 12, (4096, n))
-        cacts = rng.integers(0, 2, (4096, n))
+        acts, cacts = rng.integers(0, 12, (4096, n)), rng.integers(0, 2, (4096, n))
         steps = 50 if n <= 64 else 10
         for e, a in ((full, acts), (bare, acts), (cart, cacts)):
             chunk(e, a, 0, steps)  # warm-up
         (t_full, r_full), (t_bare, r_bare), (t_cart, _) = interleaved([full, bare, cart], [acts, acts, cacts], steps, rounds)
-        results["steady"][n] = {
-            "fwgym_steps_per_s": n / t_full, "fwgym_us_per_step": 1e6 * t_full, "ratio": t_cart / t_full,
-            "ratio_median": float(np.median(r_full)), "ratio_range": (r_full[0], r_full[-1]),
-            "fwgym_noinfo_steps_per_s": n / t_bare, "fwgym_noinfo_us_per_step": 1e6 * t_bare, "ratio_noinfo": t_cart / t_bare,
-            "ratio_noinfo_median": float(np.median(r_bare)), "ratio_noinfo_range": (r_bare[0], r_bare[-1]),
-            "cartpole_steps_per_s": n / t_cart, "cartpole_us_per_step": 1e6 * t_cart}
-        bare.close()
-        same = gym.make_vec(ID, num_envs=n, autoreset_mode=AutoresetMode.SAME_STEP, **kw)
-        same.precompute()
+        results["steady"][n] = {"fwgym_steps_per_s": n / t_full, "us_per_step": 1e6 * t_full, "ratio": t_cart / t_full,
+                                "ratio_median": float(np.median(r_full)), "noinfo_steps_per_s": n / t_bare,
+                                "ratio_noinfo": t_cart / t_bare, "ratio_noinfo_median": float(np.median(r_bare)),
+                                "cartpole_steps_per_s": n / t_cart, "cartpole_us_per_step": 1e6 * t_cart}
+        same = gym.make_vec(ID, num_envs=n, autoreset_mode=AutoresetMode.SAME_STEP)
         same.reset(seed=0)
-        chunk(same, acts, 0, steps)
-        best = min(chunk(same, acts, r * steps, steps) for r in range(max(rounds // 3, 2)))
-        results["same_step"][n] = {"fwgym_steps_per_s": n / best, "fwgym_us_per_step": 1e6 * best}
-        same.close()
+        (t_same, r_same), (t_c2, _) = interleaved([same, cart], [acts, cacts], steps, max(rounds // 3, 2))
+        results["same_step"][n] = {"fwgym_steps_per_s": n / t_same, "ratio": t_c2 / t_same}
+        for e in (full, bare, same, cart):
+            e.close()
 
-    # -- first visits: the native env on the whole pool (cold) and SyncVectorEnv of wrapped envs ----
-    for n in sizes:
-        cold = gym.make_vec(ID, num_envs=n, **kw)  # nothing recorded yet: nearly every step a first visit
-        cold.reset(seed=3)
-        vsteps = 8 if n <= 64 else 2
-        acts = rng.integers(0, 12, (vsteps, n))
-        t = time.perf_counter()
-        for a in acts:
-            cold.step(a)
-        cold_s = (time.perf_counter() - t) / vsteps
-        sync_n = n if not args.quick or n <= 64 else None
-        row = {"native_cold_steps_per_s": n / cold_s, "recorded": dict(cold.recorded)}
-        cold.close()
-        if sync_n:
-            t = time.perf_counter()
-            sync = gym.make_vec(ID, num_envs=n, vectorization_mode="sync", **kw)
-            row["sync_build_s"] = time.perf_counter() - t
-            sync.reset(seed=3)
-            sync.step(acts[0])
-            t = time.perf_counter()
-            for a in acts[1:] if len(acts) > 1 else acts:
-                sync.step(a)
-            sync_s = (time.perf_counter() - t) / max(len(acts) - 1, 1)
-            row["sync_steps_per_s"] = n / sync_s
-            sync.close()
-        results["first_visit"][n] = row
+    # -- without a table: outcomes recorded from the env on first use ------------------------------------------
+    cold = gym.make_vec(ID, num_envs=64, outcome_table=False)
+    cold.reset(seed=3)
+    k = 3 if args.quick else 8
+    t = time.perf_counter()
+    for a in rng.integers(0, 12, (k, 64)):
+        cold.step(a)
+    results["no_table"] = {"steps_per_s": 64 * k / (time.perf_counter() - t), "recorded": dict(cold.recorded)}
+    cold.close()
 
-    # -- PPO ------------------------------------------------------------------------------------
+    # -- PPO: the README recipe next to the same PPO on CartPole -------------------------------------------------
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+    from stable_baselines3.common.vec_env import VecMonitor
 
     from fwgym.rl.sb3_vec import SB3VecEnv
 
-    n = 64
-    for infos in (True, False):
-        venv = gym.make_vec(ID, num_envs=n, autoreset_mode=AutoresetMode.SAME_STEP, infos=infos, **kw)
-        venv.precompute()
-        name = f"native MacroVectorEnv via SB3VecEnv (recorded pool{'' if infos else ', infos=False'})"
-        results["ppo"][name] = ppo_rate(VecMonitor(SB3VecEnv(venv)), ppo_steps)
-    sync = gym.make_vec(ID, num_envs=n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **kw)
-    results["ppo"]["SyncVectorEnv of wrapped envs via SB3VecEnv"] = ppo_rate(VecMonitor(SB3VecEnv(sync)), ppo_steps)
-    dummy = DummyVecEnv([partial(gym.make, ID, **kw) for _ in range(n)])
-    results["ppo"]["SB3 DummyVecEnv of wrapped envs"] = ppo_rate(VecMonitor(dummy), ppo_steps)
-    results["ppo"]["SB3 DummyVecEnv of CartPole-v1 (reference)"] = ppo_rate(make_vec_env("CartPole-v1", n_envs=n, seed=0), ppo_steps)
-    total_s = time.perf_counter() - t0
+    ppo_steps = 1024 * (2 if args.quick else 8)
+    a, b, r = ppo_pair(lambda: VecMonitor(SB3VecEnv(gym.make_vec(ID, num_envs=64, autoreset_mode=AutoresetMode.SAME_STEP))),
+                       lambda: make_vec_env("CartPole-v1", n_envs=64, seed=0), ppo_rounds, ppo_steps)
+    results["ppo"] = {"fwgym_steps_per_s": a, "cartpole_steps_per_s": b, "ratio": a / b, "ratio_median": float(np.median(r))}
 
-    # -- report ---------------------------------------------------------------------------------
-    print(f"fwgym native vector env benchmark: python {platform.python_version()}, {os.cpu_count()} CPUs, gymnasium "
-          f"{gym.__version__}; recorded pool: {len(ids)} train cases of {ID} (x 12 entries + resets), {rounds} "
-          f"interleaved rounds per row; {total_s:.0f} s in all\n")
-    print(f"Recording (precompute, the real env plays each (case, entry) once): {record_us:,.0f} us per recorded outcome\n")
-    print("| num_envs | fwgym MacroVectorEnv env-steps/s (quiet) | fwgym / CartPole (quiet; median of rounds, range) | "
-          "fwgym with infos=False env-steps/s | infos=False / CartPole | CartPoleVectorEnv env-steps/s (quiet) | "
-          "fwgym same-step autoreset env-steps/s |")
+    # -- sequential -------------------------------------------------------------------------------------------
+    st = seq_table(seq_limit)
+    kw = {"case_ids": st.case_ids}
+    sk = 10 if args.quick else 40
+    seq_t = gym.make_vec(SEQ, num_envs=16, **kw)
+    seq_e = gym.make_vec(SEQ, num_envs=16, outcome_table=False, **kw)
+    results["sequential"] = {"cases": len(st.case_ids), "table_steps_per_s": sequential_rate(seq_t, sk, rng),
+                             "env_steps_per_s": sequential_rate(seq_e, sk, rng)}
+    seq_t.close(), seq_e.close()
+    vkw = {"autoreset_mode": AutoresetMode.SAME_STEP}
+    a, b, _ = ppo_pair(lambda: VecMonitor(SB3VecEnv(gym.make_vec(SEQ, num_envs=16, vector_kwargs=vkw, **kw))),
+                       lambda: VecMonitor(SB3VecEnv(gym.make_vec(SEQ, num_envs=16, vector_kwargs=vkw, outcome_table=False, **kw))),
+                       max(ppo_rounds // 2, 1), 1024)
+    results["sequential"].update(ppo_table_steps_per_s=a, ppo_env_steps_per_s=b)
+    total_s = time.perf_counter() - t0
+    load1 = os.getloadavg()
+
+    # -- report -----------------------------------------------------------------------------------------------
+    tb = results["table"]
+    print(f"fwgym default RL recipe benchmark: python {platform.python_version()}, {os.cpu_count()} CPUs, gymnasium "
+          f"{gym.__version__}; load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end; {rounds} interleaved "
+          f"rounds per row; {total_s:.0f} s in all")
+    print(f"train table: {tb['cases']:,} cases, {tb['bytes'] / 1e6:,.0f} MB, built in {tb['build_seconds']:,.0f} s with "
+          f"{tb['workers']} worker(s) ({tb['path']})\n")
+    print("| num_envs | fwgym env-steps/s (full infos) | / CartPoleVectorEnv (median) | infos=False env-steps/s | / CartPole "
+          "(median) | same-step autoreset env-steps/s (/ CartPole) | CartPoleVectorEnv env-steps/s |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for n, r in results["steady"].items():
-        lo, hi = r["ratio_range"]
-        lo2, hi2 = r["ratio_noinfo_range"]
-        print(f"| {n} | {r['fwgym_steps_per_s']:,.0f} ({r['fwgym_us_per_step']:,.0f} us/step) | {r['ratio']:.2f} "
-              f"({r['ratio_median']:.2f}, {lo:.2f}-{hi:.2f}) | {r['fwgym_noinfo_steps_per_s']:,.0f} ({r['fwgym_noinfo_us_per_step']:,.0f} "
-              f"us/step) | {r['ratio_noinfo']:.2f} ({r['ratio_noinfo_median']:.2f}, {lo2:.2f}-{hi2:.2f}) | "
-              f"{r['cartpole_steps_per_s']:,.0f} ({r['cartpole_us_per_step']:,.0f} us/step) | "
-              f"{results['same_step'][n]['fwgym_steps_per_s']:,.0f} |")
-    print("\n(steady state: every outcome recorded; full infos, equal to SyncVectorEnv's; next-step autoreset, so every "
-          "other vector step of a macro env is a reset step, as in CartPoleVectorEnv after an episode ends)\n")
-    print("| num_envs | first visits: native env-steps/s (nothing recorded yet) | SyncVectorEnv of wrapped envs "
-          "env-steps/s |\n|---:|---:|---:|")
-    for n, r in results["first_visit"].items():
-        sync_txt = f"{r['sync_steps_per_s']:,.0f}" if "sync_steps_per_s" in r else "(not run with --quick)"
-        print(f"| {n} | {r['native_cold_steps_per_s']:,.0f} | {sync_txt} |")
-    print("\n| PPO (SB3), 64 envs | training steps/s |\n|---|---:|")
-    for name, rate in results["ppo"].items():
-        print(f"| {name} | {rate:,.0f} |")
+        s = results["same_step"][n]
+        print(f"| {n} | {r['fwgym_steps_per_s']:,.0f} ({r['us_per_step']:,.0f} us/step) | {r['ratio']:.2f} ({r['ratio_median']:.2f}) "
+              f"| {r['noinfo_steps_per_s']:,.0f} | {r['ratio_noinfo']:.2f} ({r['ratio_noinfo_median']:.2f}) | "
+              f"{s['fwgym_steps_per_s']:,.0f} ({s['ratio']:.2f}) | {r['cartpole_steps_per_s']:,.0f} ({r['cartpole_us_per_step']:,.0f} us/step) |")
+    nt = results["no_table"]
+    print(f"\nwithout a table (outcome_table=False, 64 envs, first visits recorded from the env): {nt['steps_per_s']:,.0f} "
+          f"env-steps/s ({nt['recorded']['steps']} outcomes recorded)")
+    p = results["ppo"]
+    print(f"PPO (SB3, the README recipe, 64 envs, ppo.yml settings): {p['fwgym_steps_per_s']:,.0f} steps/s; the same PPO on "
+          f"CartPole-v1 (make_vec_env, 64 envs): {p['cartpole_steps_per_s']:,.0f} steps/s; ratio {p['ratio']:.2f} "
+          f"(median {p['ratio_median']:.2f})")
+    q = results["sequential"]
+    print(f"sequential ({SEQ}, SyncVectorEnv of 16, partial train table of {q['cases']:,} cases): "
+          f"{q['table_steps_per_s']:,.0f} env-steps/s on the table, {q['env_steps_per_s']:,.0f} on the env "
+          f"({q['table_steps_per_s'] / q['env_steps_per_s']:.1f}x); PPO {q['ppo_table_steps_per_s']:,.0f} vs "
+          f"{q['ppo_env_steps_per_s']:,.0f} steps/s")
     for n, r in results["steady"].items():
-        print(f"\nTarget: native vector env >= CartPoleVectorEnv steps/s at num_envs = {n}: {r['ratio']:.2f}x with full infos "
-              f"({'MET' if r['ratio'] >= 1 else 'NOT MET'}); {r['ratio_noinfo']:.2f}x with infos=False "
-              f"({'MET' if r['ratio_noinfo'] >= 1 else 'NOT MET'})")
-    sync64 = results["first_visit"][64].get("sync_steps_per_s")
-    if sync64:
-        print(f"native (steady) / SyncVectorEnv of wrapped envs at 64 envs: {results['steady'][64]['fwgym_steps_per_s'] / sync64:,.0f}x; "
-              f"PPO native / PPO DummyVecEnv of wrapped envs: {results['ppo']['native MacroVectorEnv via SB3VecEnv (recorded pool)'] / results['ppo']['SB3 DummyVecEnv of wrapped envs']:.2f}x")
-    print(json.dumps(results, sort_keys=True, default=list))
+        print(f"Target: native vector env (full infos) >= CartPoleVectorEnv steps/s at num_envs = {n}: {r['ratio']:.2f}x "
+              f"({'MET' if r['ratio'] >= 1 else 'NOT MET'})")
+    print(f"Target: PPO on the README recipe >= 0.5x PPO on CartPole: {p['ratio']:.2f}x ({'MET' if p['ratio'] >= 0.5 else 'NOT MET'})")
+    print(json.dumps(results, sort_keys=True, default=str))
     return 0
 
 

@@ -107,6 +107,13 @@ def ppo_hyperparams(env_id: str = "FWBench-RL-Macro-v0") -> dict:
     return hp
 
 
+def trained_steps(asked: int) -> int:
+    """The env steps PPO trains for ``asked`` total steps: SB3 collects whole rollouts (``n_envs * n_steps``), so
+    it stops at the first multiple of the rollout at or above ``asked`` (20,000 asked = 20,480 trained)."""
+    rollout = ppo_hyperparams()["rollout"]
+    return -(-asked // rollout) * rollout
+
+
 def train_case_ids(n: int, seed: int) -> list[str]:
     """``n`` train-split case ids drawn without replacement (``numpy.random.default_rng(seed)``), ``n // 2``
     electricity and the rest cycle hire (all stations), each domain's in split order.
@@ -493,7 +500,8 @@ def main(argv=None) -> int:
     fixed = fixed_policies(pool)
     priced = [p for p in fixed if p not in CLASSICAL_METHODS]
     print(f"pool: {args.pool} (priced models that run here: {', '.join(priced)}); algorithm {args.algo}; "
-          f"search {args.features} x lr {args.lrs} x seeds {args.seeds}, {args.steps} steps each", flush=True)
+          f"search {args.features} x lr {args.lrs} x seeds {args.seeds}, {trained_steps(args.steps):,} steps each "
+          f"({args.steps:,} asked; PPO trains whole rollouts of {ppo_hyperparams()['rollout']:,} steps)", flush=True)
 
     # 1-2. training pool and native vector envs (outcomes recorded through the real env)
     t = time.perf_counter()
@@ -556,7 +564,7 @@ def main(argv=None) -> int:
     mean_dev = {k: float(np.mean([r["dev_S"] for r in runs if (r["features"], r["lr"]) == k])) for k in settings}
     chosen = min(settings, key=lambda k: (mean_dev[k], settings.index(k)))
     print(f"\nDEV split ({len(table.case_ids)} cases): search table (PPO trained on {len(ids)} train cases, "
-          f"{args.steps} steps per run)\n")
+          f"{trained_steps(args.steps):,} steps per run)\n")
     print("| features | learning rate | " + " | ".join(f"seed {s}" for s in args.seeds)
           + " | mean dev S | dev episodes buying (per seed) |")
     print("|---|---:|" + "---:|" * len(args.seeds) + "---:|---|")
@@ -609,7 +617,7 @@ def main(argv=None) -> int:
     rows = leaderboard(records, reference=best_fixed, **boot_kw)
     labels = names + fixed + ["free_menu_oracle", oracle]
     meta = {**run_meta("test", labels, args.workers), "pool": args.pool, "train_cases": len(ids),
-            "train_seed": args.train_seed, "steps": args.steps, "chosen_on_dev": {"features": chosen[0], "lr": chosen[1]},
+            "train_seed": args.train_seed, "steps": trained_steps(args.steps), "steps_asked": args.steps, "chosen_on_dev": {"features": chosen[0], "lr": chosen[1]},
             "reference_chosen_on_dev": best_fixed}
     paths = write_results(records, out / "test", meta, reference=best_fixed)
     n_cases = len({r["case_id"] for r in records})

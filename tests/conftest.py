@@ -1,6 +1,9 @@
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# the RL envs read the default outcome tables (fwgym.rl.outcomes) when present; tests play the env itself unless a
+# test builds a table and passes it (a developer's ~/.cache must not change what a test runs)
+os.environ["FWGYM_OUTCOME_TABLES"] = "off"
 
 import pytest  # noqa: E402
 

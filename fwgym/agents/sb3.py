@@ -236,6 +236,21 @@ def _check_spaces(spaces: tuple[tuple[int, ...], int | None], variant: str, name
                          f"{variant!r} wrapper (observation ({len(names)},), {n_menu} actions)")
 
 
+def default_name(path: str | Path) -> str:
+    """The leaderboard name of a model file: its name without ``.zip``; for a zip in an rl_zoo3 run folder
+    (``<log dir>/<algo>/<env id>_<N>/<env id>.zip``, also ``best_model.zip`` and ``rl_model_*_steps.zip`` there)
+    ``<algo>-<env id>-run<N>`` (plus ``-<file name>`` for the others), so that two rl_zoo3 runs of one env id get
+    different names."""
+    p = Path(path)
+    stem = p.name[:-4] if p.name.endswith(".zip") else p.name
+    env_id, _, run = p.parent.name.rpartition("_")
+    if env_id and run.isdigit() and p.parent.parent.name and (stem == env_id or stem == "best_model"
+                                                              or stem.startswith("rl_model_")):
+        name = f"{p.parent.parent.name}-{env_id}-run{run}"
+        return name if stem == env_id else f"{name}-{stem}"
+    return stem
+
+
 class SB3Agent:
     """A trained SB3 macro policy playing the raw FWBench env.
 
@@ -244,7 +259,8 @@ class SB3Agent:
         algo: ``"auto"`` (default: the algorithm of the zip's policy class, :func:`saved_algo`),
             ``"PPO"`` or ``"MaskablePPO"`` (must agree with the zip; needed only when the zip's policy
             class cannot be read). With MaskablePPO the policy sees the action mask.
-        name: leaderboard name (default: the file name without ``.zip``).
+        name: leaderboard name (default: :func:`default_name`: the file name without ``.zip``, or for an rl_zoo3
+            zip ``<algo>-<env id>-run<N>``).
         deterministic: take the most likely entry (default) instead of sampling.
         isolated: load and run the policy in a worker process (see the module doc); default ``False``
             (in this process: only for files you trust).
@@ -316,7 +332,7 @@ class SB3Agent:
         if spec.get("menu") and spec["menu"] != [e.name for e in menu]:
             raise ValueError(f"{path}: the model's menu differs from this fwgym's {variant!r} menu")
         self.variant = variant
-        self.name = name or (path.name[:-4] if path.name.endswith(".zip") else path.name)
+        self.name = name or default_name(path)
         self.feature_names = names
         self.controller = MacroController(variant, names, models)
         self.choices: list[str] = []
@@ -401,5 +417,5 @@ class SB3AgentFactory(dict):
         return SB3Agent(**kwargs)
 
 
-__all__ = ["SB3Agent", "SB3AgentFactory", "SB3Policy", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",
+__all__ = ["SB3Agent", "SB3AgentFactory", "default_name", "SB3Policy", "save_policy", "policy_spec", "read_spec", "read_data", "policy_class", "saved_algo",
            "resolve_algo", "resolve_model_path", "ALGOS"]

@@ -5,9 +5,10 @@ writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), 
 (:mod:`~fwgym.cli.plot`), ``fwgym show-trace`` (:mod:`~fwgym.cli.show_trace`), ``fwgym report``
 (:mod:`~fwgym.cli.report`), ``fwgym verify`` (:mod:`~fwgym.cli.verify`; ``--replay`` re-executes every
 episode), ``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`),
-``fwgym forecasts build|verify`` (:mod:`~fwgym.cli.forecasts`), ``fwgym list``
-(:mod:`~fwgym.cli.listing`), ``fwgym mcp serve`` (:mod:`~fwgym.cli.mcp`), ``fwgym import-inspect``
-(:mod:`~fwgym.cli.import_inspect`). Each subcommand module defines ``NAME``, ``HELP``, ``add_arguments(parser)``
+``fwgym forecasts build|verify`` (:mod:`~fwgym.cli.forecasts`), ``fwgym rl build|verify|list``
+(:mod:`~fwgym.cli.rl`), ``fwgym list`` (:mod:`~fwgym.cli.listing`), ``fwgym mcp serve`` (:mod:`~fwgym.cli.mcp`),
+``fwgym import-inspect`` (:mod:`~fwgym.cli.import_inspect`). Each subcommand module defines ``NAME``, ``HELP``,
+``add_arguments(parser)``
 and ``run(args) -> exit code``; heavy imports happen in ``run``. The agent kinds of
 ``fwgym evaluate --agent KIND`` are plug-ins: :mod:`fwgym.cli.agent_kinds`.
 
@@ -29,14 +30,14 @@ import sys
 from typing import Sequence
 
 from fwgym.cli import (calibrate_sigma, cases, evaluate, forecasts, import_inspect, leaderboard, listing, mcp, plot,
-                       report, show_trace, verify)
+                       report, rl, show_trace, verify)
 from fwgym.data import DataIntegrityError
 from fwgym.forecasters.base import ModelUnavailable
 from fwgym.forecasters.registry import PluginError
 
 #: the subcommand modules, in the order of ``fwgym --help``
-COMMANDS = (evaluate, verify, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, listing, mcp,
-            import_inspect)
+COMMANDS = (evaluate, verify, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, rl, listing,
+            mcp, import_inspect)
 
 #: exceptions that are the user's input, not a bug of fwgym: bad argument values and file contents
 #: (``ValueError``, which includes ``json.JSONDecodeError``, ``UnicodeDecodeError`` and the forecast

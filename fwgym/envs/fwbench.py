@@ -69,7 +69,7 @@ from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY
 from fwgym.tools.registry import pool_facts, tool_pool
 from fwgym.validation import check_int, is_number
 
-__all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv"]
+__all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv", "RenderModeError"]
 
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
 CHARSET = string.printable
@@ -113,6 +113,12 @@ def _args_summary(args) -> str:
         else:
             parts.append(f"{_short(k, 20)}={_short(v, 30)}")
     return ", ".join(parts) + (", ..." if len(args) > 4 else "")
+
+
+class RenderModeError(ValueError, TypeError):
+    """A render mode the env does not have. Also a ``TypeError``, as an env without that keyword raises, so that
+    stable-baselines3 (``make_vec_env(id)`` and ``PPO(policy, id)`` first try ``render_mode="rgb_array"``) falls back
+    to no rendering and reaches its real message (:data:`fwgym.envs.spaces.SB3_MESSAGE` for the text envs)."""
 
 
 class FWBenchEnv(gym.Env):
@@ -235,7 +241,7 @@ class FWBenchEnv(gym.Env):
             forecast_timeout = seconds  # a Python float: threading refuses NumPy floats other than float64
         self.forecast_timeout = forecast_timeout
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise RenderModeError(f"render_mode must be None or 'ansi', got {render_mode!r}")
 
         self.domains, self.split, self.lead = domains, split, lead
         self.budget, self.max_calls = int(budget), int(max_calls)

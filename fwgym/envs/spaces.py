@@ -11,6 +11,8 @@ envs (:mod:`fwgym.wrappers`, the ``FWBench-RL-*`` ids) have Box observations and
 """
 from __future__ import annotations
 
+import sys
+
 from gymnasium import spaces
 from gymnasium.vector.utils import create_shared_memory
 
@@ -25,14 +27,32 @@ SHARED_MEMORY_MESSAGE = (
 )
 
 
+#: what stable-baselines3 is told when it is given a raw text env (it reads each space's ``shape``)
+SB3_MESSAGE = (
+    "this fwgym env has Text observations and actions (the LLM-facing envs: FWBench-v0, FWBench-Electricity-v0, ...), "
+    "which stable-baselines3 cannot batch; train on the RL ids, numeric features and a Discrete macro menu: "
+    "FWBench-RL-Macro-v0 (one decision per episode) or FWBench-RL-Sequential-v0 (gather information, then decide), "
+    "e.g. PPO('MlpPolicy', 'FWBench-RL-Macro-v0') or make_vec_env('FWBench-RL-Macro-v0'); see docs/rl.md"
+)
+
+
 class PrintableText(spaces.Text):
     """A :class:`gymnasium.spaces.Text` (same arguments, samples, ``contains`` and equality) that
-    refuses gymnasium's vector shared memory (see the module docstring).
+    refuses gymnasium's vector shared memory (see the module docstring), and that stable-baselines3 asking for its
+    ``shape`` (to allocate a batch of observations) is told to use the RL ids (:data:`SB3_MESSAGE`) instead of
+    failing with ``TypeError: 'NoneType' object is not iterable``.
 
     Raises (from ``gymnasium.vector.utils.create_shared_memory``, hence from
     ``AsyncVectorEnv(..., shared_memory=True)``):
         ValueError: always, naming ``shared_memory=False``.
     """
+
+    @property
+    def shape(self):
+        """``None``, as every Text space's; raises ``TypeError`` (:data:`SB3_MESSAGE`) when stable-baselines3 asks."""
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("stable_baselines3"):
+            raise TypeError(SB3_MESSAGE)
+        return self._shape
 
 
 @create_shared_memory.register(PrintableText)
@@ -40,4 +60,4 @@ def _refuse_shared_memory(space: PrintableText, n: int = 1, ctx=None):
     raise ValueError(SHARED_MEMORY_MESSAGE.format(n=space.max_length))
 
 
-__all__ = ["PrintableText", "SHARED_MEMORY_MESSAGE"]
+__all__ = ["PrintableText", "SHARED_MEMORY_MESSAGE", "SB3_MESSAGE"]

@@ -383,7 +383,8 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
             key = (r["policy"], r["case_id"])
             if key in seen:
                 raise ValueError(f"duplicated result set: policy {key[0]!r} on case {key[1]!r} appears in "
-                                 f"{seen[key]} and {src.path}; merge each run once")
+                                 f"{seen[key]} and {src.path}: two runs name their agents alike (give each run its "
+                                 "own name: fwgym evaluate --agent ... --agent-name NAME), or one run is merged twice")
             seen[key] = src.path
         records += src.records
     common = None

@@ -76,7 +76,7 @@ from fwgym.rl.tracker import CATALOG_CALL, CaseMeta, EpisodeTracker, check_raw_e
 
 __all__ = ["FEATURE_SCHEMA", "FEATURE_DOMAINS", "FEATURE_VERSION", "check_feature_version", "CATALOG_CALL", "HISTORY_MAX", "LOSS_MAX", "PRICE_MAX", "MODEL_FIELDS", "METHOD_FIELDS",
            "WEEKDAYS", "FEATURE_NAMES", "N_FEATURES", "feature_index", "FEATURE_SETS", "resolve_features",
-           "feature_space", "CaseMeta", "EpisodeTracker", "feature_vector", "check_raw_env", "start_episode",
+           "feature_space", "episode_fixed", "CaseMeta", "EpisodeTracker", "feature_vector", "check_raw_env", "start_episode",
            "FeatureObservation"]
 
 #: bumped whenever the meaning or order of a feature changes
@@ -202,6 +202,22 @@ def _indices(features: str | Sequence[str]) -> np.ndarray | None:
         if len(_INDICES_CACHE) < 1024:
             _INDICES_CACHE[key] = hit
     return hit
+
+
+def episode_fixed(features: Sequence[str]) -> int:
+    """How many leading names of ``features`` are fixed within an episode (once the catalog is known: history,
+    calendar, lead, domain, scale, i.e. every feature before ``budget_left_frac``); the rest change with its steps.
+
+    Raises:
+        KeyError: an unknown feature name.
+    """
+    cut = _INDEX["budget_left_frac"]
+    n = 0
+    for name in features:
+        if feature_index(name) >= cut:
+            break
+        n += 1
+    return n
 
 
 def feature_space(features: str | Sequence[str] = "all") -> spaces.Box:

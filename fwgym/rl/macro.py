@@ -374,13 +374,31 @@ class MacroActionWrapper(gym.Wrapper):
         return self.controller.tracker
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Reset the inner env and make the episode's free ``catalog`` call.
+
+        Returns:
+            ``(features, info)``; ``info`` is the catalog step's ``case_id``, ``calls``, ``credits`` and
+            ``budget_left`` plus ``action_mask``. The catalog's result itself is not in it (it is what the features
+            encode, and nine tenths of a reset's info; the raw env and :class:`~fwgym.rl.features.FeatureObservation`
+            return it as ``info["tool_result"]``).
+        """
         _, info = start_episode(self.env, self.controller.tracker, seed, options)
         self.controller.program = None
         self._running = True
-        return self.controller.features(), {**info, "action_mask": self.action_masks()}
+        info = {k: v for k, v in info.items() if k != "tool_result"}
+        info["action_mask"] = self.action_masks()
+        return self.controller.features(), info
 
     def action_masks(self) -> np.ndarray:
-        """Boolean mask (n,) of the entries allowed now (see the module docstring)."""
+        """Boolean mask (n,) of the entries allowed now (see the module docstring).
+
+        Raises:
+            RuntimeError: before the first ``reset()`` (no case yet, so nothing to mask; an all-False mask would
+                make MaskablePPO's distribution undefined).
+        """
+        if self.controller.tracker.meta is None:
+            raise RuntimeError(f"{type(self).__name__}.action_masks() before reset(): call env.reset() first (the masks "
+                               "depend on the case's pool, prices and budget)")
         return self.controller.action_masks()
 
     def step(self, action):

@@ -351,3 +351,14 @@ def test_a_zip_that_patches_the_scorer_cannot_change_a_score(tmp_path, ppo_macro
     attacked = run(crafted, tmp_path / "out_in_process", "--in-process", check=False)  # (a verifier may object)
     assert "patched the scorer" in mark.read_text()
     assert all(r["S"] == 0.0 for r in attacked)  # the whole run, weekday_empirical included
+
+
+def test_rl_zoo3_zips_are_named_by_algo_env_and_run(tmp_path):
+    from fwgym.agents.sb3 import default_name
+
+    run = tmp_path / "logs" / "ppo" / "FWBench-RL-Macro-v0_3"
+    assert default_name(run / "FWBench-RL-Macro-v0.zip") == "ppo-FWBench-RL-Macro-v0-run3"
+    assert default_name(run / "best_model.zip") == "ppo-FWBench-RL-Macro-v0-run3-best_model"
+    assert default_name(run / "rl_model_2000_steps.zip") == "ppo-FWBench-RL-Macro-v0-run3-rl_model_2000_steps"
+    assert default_name(tmp_path / "mine" / "policy.zip") == "policy"
+    assert default_name(tmp_path / "ppo_x_1" / "other.zip") == "other"

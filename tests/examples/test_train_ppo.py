@@ -120,3 +120,9 @@ def test_purchase_table_by_hand(example):
     assert m["mean_credits"] == 6230 and m["dS_vs_best_free"] == pytest.approx(0.125)
     text = example["format_purchases"](t)
     assert "| cycle_hire | day_ahead | ets | 6,230 | 50.0% | 50.0% | 50.0% | +0.1250 |" in text
+
+
+def test_the_step_count_printed_is_the_one_trained(example):
+    rollout = example.ppo_hyperparams()["rollout"]
+    assert example.trained_steps(20_000) == 20_480 == 20 * rollout
+    assert example.trained_steps(rollout) == rollout and example.trained_steps(1) == rollout

@@ -290,3 +290,35 @@ def test_masks_are_recomputed_after_every_step():
     _, _, _, _, info = env.step(idx("inspect:weekday_empirical"))
     assert not env.action_masks()[idx("inspect:weekday_empirical")] and not info["action_mask"][idx("inspect:weekday_empirical")]
     assert env.action_masks()[idx("plan_submit:weekday_empirical")]
+
+
+def test_action_masks_before_reset_is_a_clear_error_and_reset_info_is_small():
+    import gymnasium as gym
+
+    import fwgym  # noqa: F401
+
+    for env in (make_rl_env(split="dev"), gym.make("FWBench-RL-Macro-v0", split="dev"),
+                make_rl_env(split="dev", variant="sequential")):
+        with pytest.raises(RuntimeError, match=r"before reset\(\)"):
+            env.get_wrapper_attr("action_masks")()
+        _, info = env.reset(seed=0)
+        assert set(info) == {"case_id", "calls", "credits", "budget_left", "action_mask"}  # no catalog result
+        assert info["action_mask"].tolist() == env.get_wrapper_attr("action_masks")().tolist()
+        assert info["calls"] == 1 and info["credits"] == 0
+
+
+def test_sb3_on_a_text_env_names_the_rl_ids():
+    pytest.importorskip("stable_baselines3")
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import fwgym  # noqa: F401
+
+    for make in (lambda: PPO("MlpPolicy", "FWBench-Electricity-v0"), lambda: make_vec_env("FWBench-v0", n_envs=2),
+                 lambda: PPO("MlpPolicy", gym.make("FWBench-v0"))):
+        with pytest.raises(TypeError, match="FWBench-RL-Macro-v0.*FWBench-RL-Sequential-v0"):
+            make()
+    assert gym.make("FWBench-v0").observation_space["context"].shape is None  # what gymnasium sees is unchanged
+    with pytest.raises(ValueError, match="render_mode"):  # still a ValueError for everyone else
+        gym.make("FWBench-v0", render_mode="human")

@@ -4,47 +4,16 @@ dtypes, values), action masks, seeding and autoreset, over >= 10,000 episodes; a
 returns was played through the real env."""
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import fwgym  # noqa: F401  (registers the ids)
-from fwgym.rl.vector import InfoTable, MacroVectorEnv, batch_two
+from fwgym.rl.vector import MacroVectorEnv
+from vector_checks import assert_same
 
 ID = "FWBench-RL-Macro-v0"
-
-
-def assert_same(a, b, path="info"):
-    """Equal as SyncVectorEnv's outputs are compared: same keys, array dtypes, shapes and values
-    (NaN equal to NaN, object elements compared by type and value)."""
-    if isinstance(a, dict):
-        assert isinstance(b, dict), path
-        assert set(a) == set(b), (path, sorted(set(a) ^ set(b)))
-        for k in a:
-            assert_same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, np.ndarray):
-        assert isinstance(b, np.ndarray), (path, type(b))
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), (path, a.dtype, b.dtype, a.shape, b.shape)
-        if a.dtype == object:
-            for x, y in zip(a.tolist(), b.tolist()):
-                assert_same(x, y, path + "[]")
-        else:
-            assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), path
-    elif isinstance(a, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), path
-        for x, y in zip(a, b):
-            assert_same(x, y, path + "[]")
-    elif isinstance(a, float) and math.isnan(a):
-        assert isinstance(b, float) and math.isnan(b), path
-    else:
-        assert type(a) is type(b) and a == b, (path, a, b)
-        if isinstance(a, float):
-            assert math.copysign(1, a) == math.copysign(1, b), path
 
 
 def pair(n, mode, **kw):
@@ -220,105 +189,3 @@ def test_make_vec_modes():
     seq = gym.make_vec("FWBench-RL-Sequential-v0", num_envs=2, split="dev")  # no native env: SyncVectorEnv
     assert isinstance(seq, SyncVectorEnv) and seq.single_action_space.n == 28
     seq.close()
-
-
-# -- the batched info: InfoTable against gymnasium's own VectorEnv._add_info ----------------------
-
-
-class _Batcher(gym.vector.VectorEnv):
-    def __init__(self, n):
-        self.num_envs = n
-
-
-def reference_batch(records, rows):
-    ref, infos = _Batcher(len(rows)), {}
-    for i, r in enumerate(rows):
-        if r:
-            infos = ref._add_info(infos, records[r - 1], i)
-    return infos
-
-
-_leaf = st.one_of(st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True, width=64), st.booleans(),
-                  st.none(), st.sampled_from(["a", "b", ""]), st.lists(st.integers(0, 2), max_size=3),
-                  st.sampled_from([np.float32(1.5), np.int64(2), np.bool_(True)]))
-_KEYS = ("x", "y", "z")
-
-
-@st.composite
-def info_dict(draw, depth=0):
-    d = {}
-    for k in draw(st.lists(st.sampled_from(_KEYS), unique=True, max_size=3)):
-        if k == "z" and depth < 2:  # "z" is always a dict, "x"/"y" always values (gymnasium cannot batch a mix)
-            d[k] = draw(info_dict(depth=depth + 1))
-        elif k != "z":
-            d[k] = draw(_leaf)
-    if draw(st.booleans()):
-        d["m"] = np.array([draw(st.booleans()), True])  # an array leaf of a fixed shape
-    return d
-
-
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=st.lists(info_dict(), min_size=1, max_size=8), data=st.data())
-def test_info_table_batches_as_gymnasium_add_info(records, data):
-    table = InfoTable(capacity=2)
-    rows = [table.add(r) for r in records]
-    assert rows == list(range(1, len(records) + 1))
-    batch = np.array(data.draw(st.lists(st.integers(0, len(records)), min_size=1, max_size=6)))
-    only = np.array(data.draw(st.lists(st.booleans(), min_size=len(batch), max_size=len(batch))))
-    other = InfoTable()
-    for r in records:
-        other.add(r)
-    same_outcome(lambda: table.batch(batch), lambda: reference_batch(records, batch))
-    same_outcome(lambda: table.batch(batch, only=only), lambda: reference_batch(records, np.where(only, batch, 0)))
-    # two disjoint sets of envs merged as one batch (next-step autoreset with some envs resetting)
-    if _raises(lambda: reference_batch(records, np.where(only, batch, 0))) is None and \
-            _raises(lambda: reference_batch(records, np.where(only, 0, batch))) is None:
-        same_outcome(lambda: batch_two(table, np.where(only, batch, 0), other, np.where(only, 0, batch)),
-                     lambda: reference_batch(records, batch))
-
-
-def _raises(f):
-    try:
-        f()
-    except (OverflowError, ValueError, TypeError) as exc:  # e.g. a float too large, NaN or None for the int array of the first env
-        return type(exc)
-    return None
-
-
-def same_outcome(ours, reference):
-    """Equal batches, or both refuse (gymnasium's array assignment raises where numpy cannot put the
-    value into the array type of the first env, e.g. None or "a" into an int array; which of such
-    errors comes first depends on the order the keys are visited)."""
-    if _raises(reference) is not None:
-        with pytest.raises((OverflowError, ValueError, TypeError)):
-            ours()
-    else:
-        assert_same(ours(), reference())
-
-
-def test_info_table_type_changes_and_exact_floats():
-    records = [{"v": 1, "f": 0.0, "s": "a"}, {"v": 2.5, "f": -0.0, "s": [1, 2]}, {"f": float("nan"), "s": "a"}]
-    table = InfoTable()
-    for r in records:
-        table.add(r)
-    for rows in ([1, 2, 3], [2, 1, 3], [3, 2], [0, 3, 1]):
-        rows = np.array(rows)
-        assert_same(table.batch(rows), reference_batch(records, rows))
-    out = table.batch(np.array([2, 1]))
-    assert out["v"].dtype == np.float64 and out["v"].tolist() == [2.5, 1.0]  # the first env's type decides
-    assert table.batch(np.array([1, 2]))["v"].tolist() == [1, 2]  # int array: 2.5 truncated, as _add_info does
-    with pytest.raises(NotImplementedError):
-        table.add({"s": {"nested": 1}})
-
-
-def test_info_table_many_distinct_values_and_growth():
-    """A leaf with (nearly) one value per row leaves its pool for raw objects; rows and columns grow."""
-    records = [{"id": f"case-{i}", "grid": [float(i), 0.5], "k": i % 3, "d": {"s": "x" if i % 2 else "y"}}
-               for i in range(5000)]
-    table = InfoTable(capacity=2)
-    for r in records:
-        table.add(r)
-    assert next(n for n in table.nodes if n.key == "id").group == "object"
-    assert next(n for n in table.nodes if n.key == "s").group == "codes"
-    rows = np.random.default_rng(0).integers(0, 5001, 300)
-    assert_same(table.batch(rows), reference_batch(records, rows))

@@ -31,6 +31,7 @@ KIND_MODULES: tuple[str, ...] = (
     "fwgym.cli.agent_kinds.openai",
     "fwgym.cli.agent_kinds.transformers",
     "fwgym.cli.agent_kinds.sb3",
+    "fwgym.cli.agent_kinds.router",
     "fwgym.cli.agent_kinds.python",
 )
 #: entry-point group through which other packages add agent kinds

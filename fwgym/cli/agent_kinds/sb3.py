@@ -18,6 +18,12 @@ from __future__ import annotations
 import importlib.util
 
 from fwgym.cli.agent_kinds.isolation import add_isolation_arguments, in_process, isolation_kwargs, report_isolation
+from fwgym.cli.args import add_arguments_once
+
+#: ``--agent-name``, shared with the other kinds that take it (added once)
+AGENT_NAME = (("--agent-name",), {"default": None, "dest": "agent_name",
+                                  "help": "policy name of the agent in results (default: from the model file; rl_zoo3 "
+                                          "zips: <algo>-<env id>-run<N>)"})
 
 KIND = "sb3"
 HELP = ("a stable-baselines3 macro policy trained on the fwgym RL wrappers (a PPO / MaskablePPO zip, "
@@ -25,7 +31,7 @@ HELP = ("a stable-baselines3 macro policy trained on the fwgym RL wrappers (a PP
 
 
 def add_arguments(group) -> None:
-    """Add ``--model-path``, ``--algo`` and the isolation options to an argparse argument group."""
+    """Add ``--model-path``, ``--algo``, ``--agent-name`` and the isolation options to an argparse argument group."""
     from fwgym.agents.sb3 import ALGOS
 
     group.add_argument("--model-path", default=None, metavar="FILE",
@@ -33,6 +39,7 @@ def add_arguments(group) -> None:
     group.add_argument("--algo", default="auto", choices=ALGOS,
                        help="algorithm to load the model with (auto, the default: the one the zip's policy class "
                             "belongs to)")
+    add_arguments_once(group, [AGENT_NAME])
     add_isolation_arguments(group)
 
 
@@ -64,7 +71,9 @@ def build(args):
     # the zip's sha256 is in the agent's description (the run manifest): --resume refuses a changed model file
     source = {"file": str(path.resolve()), "sha256": file_sha256(path)}
     options = isolation_kwargs(args) if isolated else {}
-    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated, source=source, **options)
+    name = {"name": args.agent_name} if getattr(args, "agent_name", None) else {}
+    factory = SB3AgentFactory(model_path=str(path.resolve()), algo=algo, isolated=isolated, source=source, **name,
+                              **options)
     from fwgym.agents.isolation import AgentFailure, isolation_status
 
     if isolated:  # how the policy's worker is isolated, in the agent's description (the run manifest)

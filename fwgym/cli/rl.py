@@ -1,0 +1,124 @@
+"""``fwgym rl``: build, verify and list the RL envs' outcome tables (:mod:`fwgym.rl.outcomes`).
+
+``fwgym rl build --split train`` plays every case of the split x every macro menu entry once through the real env
+and stores the outcomes (default: the table directory ``gym.make_vec("FWBench-RL-Macro-v0")`` and
+``make_rl_env`` read, under ``$FWGYM_OUTCOME_TABLES`` or ``~/.cache/fwgym/outcome-tables``); ``--workers N`` runs
+processes (``--backend ray``: Ray tasks); an interrupted build resumes where it stopped. ``fwgym rl verify DIR``
+checks a table's files and says whether the running code would read it (current or stale); ``fwgym rl list``
+lists the default tables.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fwgym.cli.args import positive_int
+from fwgym.core.cases import SPLITS
+
+NAME = "rl"
+HELP = "build, verify or list the RL envs' outcome tables (precomputed macro outcomes read at training time)"
+POOLS = ("protocol", "extended")
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``fwgym rl build ...``, ``fwgym rl verify DIR``, ``fwgym rl list``."""
+    sub = p.add_subparsers(dest="action", required=True)
+    b = sub.add_parser("build", help="play every case x menu entry of a split once and store the outcomes")
+    b.add_argument("--split", required=True, choices=SPLITS, help="the split whose cases are played (train for training)")
+    b.add_argument("--variant", choices=("macro", "sequential"), default="macro",
+                   help="macro (FWBench-RL-Macro-v0, default) or sequential (the first step of each sequential entry)")
+    b.add_argument("--pool", choices=POOLS, default="protocol",
+                   help="forecast pool of the env: protocol (default, the RL ids') or extended (+ statsmodels models)")
+    b.add_argument("--out", default=None, help="table directory (default: the default table of these settings)")
+    b.add_argument("--workers", type=positive_int, default=1, help="processes (or Ray CPUs with --backend ray)")
+    b.add_argument("--backend", choices=("local", "ray"), default="local", help="local processes (default) or Ray tasks")
+    b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
+    b.add_argument("--chunk-size", type=positive_int, default=1024, help="cases per chunk: the unit of work and of resuming")
+    b.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (a partial table)")
+    b.add_argument("--overwrite", action="store_true", help="replace a table or partial build of other settings at --out")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    v = sub.add_parser("verify", help="check a table's files against its manifest and whether this code reads it")
+    v.add_argument("table", help="table directory")
+    sub.add_parser("list", help="list the default tables and whether this code reads them")
+
+
+def run(args) -> int:
+    """Run ``build``, ``verify`` or ``list``; returns the exit code (``verify``: 1 for a stale table)."""
+    return {"build": _build, "verify": _verify, "list": _list}[args.action](args)
+
+
+def _env_kwargs(pool: str) -> dict:
+    if pool == "extended":
+        from fwgym.forecasters.registry import EXTENDED_MODELS
+
+        return {"models": list(EXTENDED_MODELS)}
+    return {}
+
+
+def _build(args) -> int:
+    from fwgym.rl.outcomes import build_table
+
+    rec = build_table(args.split, args.variant, args.out, workers=args.workers, backend=args.backend,
+                      ray_address=args.ray_address, chunk_size=args.chunk_size, limit=args.limit, overwrite=args.overwrite,
+                      progress=not args.no_progress, env_kwargs=_env_kwargs(args.pool))
+    if rec.get("skipped"):
+        print(f"{args.variant}/{args.split}: the table is built and current ({rec.get('cases')} cases); nothing to do")
+        return 0
+    print(f"{args.variant}/{args.split}: {rec['cases']:,} cases x {rec['entries']} entries ({rec['rows']:,} rows) in "
+          f"{rec['seconds']:,.0f} s ({rec['cases_per_second']:,.1f} cases/s, {rec['workers']} {rec['backend']} "
+          f"worker(s)); {rec['bytes'] / 1e6:,.1f} MB")
+    return 0
+
+
+def _status(table) -> str:
+    """``current`` or ``stale (...)`` for the running code."""
+    from fwgym.rl.outcomes import TableStale
+    from fwgym.rl.outcomes.build import table_env
+    from fwgym.rl.outcomes.identity import table_fingerprint
+
+    ident = table.identity
+    kw = {k: ident[k] for k in ("budget", "max_calls", "reward", "tools", "models", "sigma", "invalid_submission",
+                                "call_limit", "forecast_timeout", "scenarios", "scenario_seed")}
+    env = table_env(ident["split"], ident["variant"], kw)
+    try:
+        table.check(ident, table_fingerprint(env, [e.name for e in env.menu], table.features))
+    except TableStale as exc:
+        return f"stale: {exc}"
+    finally:
+        env.close()
+    return "current (this code reads it)"
+
+
+def _verify(args) -> int:
+    from fwgym.rl.outcomes import OutcomeTable
+
+    table = OutcomeTable(args.table)  # reads and hashes every file
+    b = table.manifest.get("build", {})
+    print(f"{table.path}: {table.identity['variant']}/{table.identity['split']}, {len(table.case_ids):,} cases x "
+          f"{table.entries} entries, {b.get('bytes', 0) / 1e6:,.1f} MB, built {b.get('created')} in {b.get('seconds')} s; "
+          f"manifest sha256 {table.digest}")
+    print("every file matches its sha256 and row count")
+    status = _status(table)
+    print(status)
+    return 1 if status.startswith("stale") else 0
+
+
+def _list(args) -> int:
+    from fwgym.rl.outcomes import OutcomeTable, TableError, default_root
+
+    root = default_root()
+    if root is None:
+        print("default tables are off (FWGYM_OUTCOME_TABLES=off)")
+        return 0
+    dirs = sorted(p for p in Path(root).glob("*") if (p / "manifest.json").is_file()) if Path(root).is_dir() else []
+    if not dirs:
+        print(f"no outcome tables under {root} (build one: fwgym rl build --split train)")
+    for d in dirs:
+        try:
+            t = OutcomeTable(d)
+            print(f"{d.name}: {len(t.case_ids):,} cases, {t.manifest['build'].get('bytes', 0) / 1e6:,.1f} MB; {_status(t)}")
+        except TableError as exc:
+            print(f"{d.name}: unreadable ({exc})")
+    return 0

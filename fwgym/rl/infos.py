@@ -1,0 +1,590 @@
+"""Recorded ``info`` dicts, batched exactly as Gymnasium's ``VectorEnv._add_info`` batches them: :class:`InfoStore`.
+
+A vector env over recorded outcomes (:class:`fwgym.rl.vector.MacroVectorEnv`) must return, for any selection of
+recorded rows, the batched info ``gymnasium.vector.SyncVectorEnv`` builds from the same per-env dicts:
+``info[key]`` an array over envs plus the ``info["_key"]`` mask, nested dicts batched recursively; a key's array
+type is decided by the first env that has it (``bool``/``int``/``float`` and NumPy number types: an array of that
+type; an ndarray: ``(n, *shape)`` of its dtype; anything else: an object array); envs without it hold 0 / ``None``.
+
+**Storage** (column-major, so that a batch is one gather of ``(k, n)`` per table; row 0 is the empty row, an env
+that contributes nothing): a node per key path (in the order first seen); per row a *pattern*, the kind code of
+every node (0 = absent), stored once per distinct pattern; per leaf one of ``const`` (every row that has it holds
+the same value, same type and bits: no column), ``typed`` (a column of the table of its dtype; rows without it hold
+0, what ``_add_info`` fills in), ``array`` (an ndarray leaf of one shape and dtype: its own ``(rows, *shape)``
+table), ``object`` (strings, lists, ``None``: an int32 code into the pool of distinct values, code 0 = ``None``) or
+``mixed`` (values of several kinds, ``1`` and ``2.5``: in the pool with their exact types, batched env by env with
+``_add_info``'s own assignment, so a value that does not fit the first env's array type raises as it does there).
+
+Pool values are shared between rows and steps: read them, do not mutate them. Keys of a batched dict come in the
+store's node order, not in first-appearance order over the envs (dicts compare equal either way). Persistence
+(:meth:`InfoStore.export`, :meth:`InfoStore.from_export`; the outcome tables of :mod:`fwgym.rl.outcomes`): the
+tables as arrays, nodes, patterns and leaf states as JSON, the pool as tagged JSON (:mod:`fwgym.rl.values`: exact
+types and float bits; never pickle, so loading a table runs no code).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from fwgym.rl.values import OBJECT as _OBJECT
+from fwgym.rl.values import (UnsupportedInfo, decode_value, dumps_value, encode_value, kind_from_json, kind_key,
+                              getter, kind_to_json, same_value)
+
+__all__ = ["InfoStore", "UnsupportedInfo"]
+_DICT_CODE = 1  # the kind code of a dict node
+_CONST, _TYPED, _ARRAY, _OBJ, _MIXED = "const", "typed", "array", "object", "mixed"
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+
+class _Node:
+    __slots__ = ("key", "mask_key", "is_dict", "index", "parent", "path", "state", "kind", "group", "column",
+                 "const", "table")
+
+    def __init__(self, key: str, is_dict: bool, index: int, parent: int, path: tuple):
+        self.key, self.mask_key, self.is_dict, self.index, self.parent, self.path = key, f"_{key}", is_dict, index, parent, path
+        self.state = None  # leaves: _CONST, _TYPED, _ARRAY, _OBJ, _MIXED
+        self.kind = None  # the leaf's one kind (not for _MIXED)
+        self.group, self.column = None, -1  # _TYPED: dtype str and column; _OBJ/_MIXED: "codes" and column
+        self.const = None  # _CONST: the value
+        self.table = None  # _ARRAY: (rows, *shape) table
+
+
+def _zeros(shape, dtype) -> np.ndarray:
+    return np.full(shape, None, dtype=object) if np.dtype(dtype) == object else np.zeros(shape, dtype=dtype)
+
+
+class InfoStore:
+    """Info dicts recorded one per row, batched as ``VectorEnv._add_info`` batches them (module docstring).
+
+    Args:
+        capacity: initial number of rows (grows by doubling).
+    """
+
+    def __init__(self, capacity: int = 1024):
+        self._cap = max(int(capacity), 2)
+        self.rows = 1  # row 0: the empty row
+        self.nodes: list[_Node] = []
+        self._children: dict[int, list[_Node]] = {-1: []}
+        self._child: dict[tuple[int, str], _Node] = {}
+        self._kinds: list = [None, "dict"]  # code -> kind key (0 absent, 1 dict)
+        self._kind_code: dict = {}
+        self._tables: dict[str, np.ndarray] = {}  # group -> (columns, rows): column-major, a batch gathers (k, n)
+        self._widths: dict[str, int] = {}
+        self._row_pattern = np.zeros(self._cap, dtype=np.int32)
+        self._patterns = np.zeros((4, 8), dtype=np.uint8)  # (patterns, nodes) kind codes; pattern 0 = empty
+        self._pattern_id: dict[bytes, int] = {b"": 0}
+        self.n_patterns = 1
+        self._pool = np.empty(64, dtype=object)  # distinct object values; code 0 = None
+        self._pool_size = 1
+        self._pool_index: dict = {}
+        self._layout = 0  # bumped whenever a node or a leaf's storage changes (compiled batch plans are dropped)
+        self._plans: dict = {}
+        self._bits: np.ndarray | None = None
+        self.frozen = False
+
+    def __len__(self) -> int:
+        return self.rows - 1
+
+    # -- recording ----------------------------------------------------------------------------------
+
+    def add(self, info: dict) -> int:
+        """Record ``info``; returns its row (>= 1).
+
+        Raises:
+            UnsupportedInfo: a key that is a dict in one record and a value in another, a non-string key,
+                or ``final_obs`` (batched specially by Gymnasium).
+            RuntimeError: the store was loaded from a table (read-only).
+        """
+        if self.frozen:
+            raise RuntimeError("this InfoStore was loaded from an outcome table and is read-only")
+        row = self.rows
+        if row >= self._cap:
+            self._grow_rows(2 * self._cap)
+        codes: dict[int, int] = {}
+        self._write(-1, info, row, codes)
+        width = max(codes) + 1 if codes else 0
+        pattern = np.zeros(width, dtype=np.uint8)
+        for j, c in codes.items():
+            pattern[j] = c
+        key = pattern.tobytes()
+        pid = self._pattern_id.get(key)
+        if pid is None:
+            pid = self._pattern_id[key] = self.n_patterns
+            if pid >= self._patterns.shape[0] or width > self._patterns.shape[1]:
+                p = np.zeros((max(2 * self._patterns.shape[0], pid + 1), max(self._patterns.shape[1], 2 * width)), np.uint8)
+                p[: self._patterns.shape[0], : self._patterns.shape[1]] = self._patterns
+                self._patterns = p
+            self._patterns[pid, :width] = pattern
+            self.n_patterns += 1
+        self._row_pattern[row] = pid
+        self.rows += 1
+        return row
+
+    def _grow_rows(self, new: int) -> None:
+        p = np.zeros(new, dtype=np.int32)
+        p[: self._cap] = self._row_pattern[: self._cap]
+        self._row_pattern = p
+        for g, t in self._tables.items():
+            self._tables[g] = self._widened(t, t.shape[0], new)
+        for node in self.nodes:
+            if node.table is not None:
+                t = node.table
+                node.table = np.zeros((new, *t.shape[1:]), dtype=t.dtype)
+                node.table[: t.shape[0]] = t
+        self._cap = new
+
+    @staticmethod
+    def _widened(t: np.ndarray, cols: int, rows: int) -> np.ndarray:
+        out = _zeros((cols, rows), t.dtype)
+        out[: t.shape[0], : t.shape[1]] = t
+        return out
+
+    def _code(self, kind) -> int:
+        code = self._kind_code.get(kind)
+        if code is None:
+            code = len(self._kinds)
+            if code > 255:  # pragma: no cover - a handful of kinds exist
+                raise UnsupportedInfo("too many info value kinds")
+            self._kinds.append(kind)
+            self._kind_code[kind] = code
+        return code
+
+    def _node(self, parent: int, key, is_dict: bool) -> _Node:
+        node = self._child.get((parent, key))
+        if node is None:
+            if key == "final_obs":
+                raise UnsupportedInfo("a recorded info has a 'final_obs' key (Gymnasium batches it specially)")
+            if type(key) is not str:
+                raise UnsupportedInfo(f"info keys must be strings, got {key!r}")
+            path = (self.nodes[parent].path if parent >= 0 else ()) + (key,)
+            node = _Node(key, is_dict, len(self.nodes), parent, path)
+            self.nodes.append(node)
+            self._children[parent].append(node)
+            if is_dict:
+                self._children[node.index] = []
+            self._child[(parent, key)] = node
+            self._layout += 1
+        elif node.is_dict != is_dict:
+            raise UnsupportedInfo(f"info key {'.'.join(node.path)!r} is a dict in one record and a value in another")
+        return node
+
+    def _write(self, parent: int, info: dict, row: int, codes: dict) -> None:
+        for key, value in info.items():
+            if isinstance(value, dict):
+                node = self._node(parent, key, True)
+                codes[node.index] = _DICT_CODE
+                self._write(node.index, value, row, codes)
+                continue
+            node = self._node(parent, key, False)
+            kind = kind_key(value)
+            codes[node.index] = self._code(kind)
+            self._put(node, kind, value, row)
+
+    def _put(self, node: _Node, kind, value, row: int) -> None:  # noqa: C901 - one branch per leaf state
+        st = node.state
+        if st is None:
+            node.state, node.kind = _CONST, kind
+            node.const = value.copy() if isinstance(value, np.ndarray) else value
+            self._layout += 1
+            return
+        if st == _CONST:
+            if kind == node.kind and same_value(value, node.const):
+                return
+            self._materialise(node, kind)
+            st = node.state
+        if st != _MIXED and kind != node.kind:
+            self._to_mixed(node)
+            st = _MIXED
+        if st == _TYPED:
+            if kind is int and not _INT64[0] <= value <= _INT64[1]:
+                self._to_mixed(node)
+                self._tables["codes"][node.column, row] = self._intern(value)
+                return
+            self._tables[node.group][node.column, row] = value
+        elif st == _ARRAY:
+            node.table[row] = value
+        else:
+            self._tables["codes"][node.column, row] = self._intern(value)
+
+    def _materialise(self, node: _Node, new_kind) -> None:
+        """A const leaf got a second value: give it storage and write the constant into its rows so far."""
+        kind, value = node.kind, node.const
+        if new_kind != kind:
+            node.state = _MIXED
+        elif isinstance(kind, tuple):
+            node.state = _ARRAY
+            node.table = np.zeros((self._cap, *kind[1]), dtype=np.dtype(kind[2]))
+        elif kind == _OBJECT:
+            node.state = _OBJ
+        elif kind is int and not _INT64[0] <= value <= _INT64[1]:
+            node.state = _MIXED
+        else:
+            node.state = _TYPED
+        node.const = None
+        if node.state == _TYPED:
+            node.group, node.column = self._new_column(np.dtype(kind).str)
+        elif node.state in (_OBJ, _MIXED):
+            node.group, node.column = self._new_column("codes")
+        rows = self._rows_with(node)
+        if node.state == _TYPED:
+            self._tables[node.group][node.column, rows] = value
+        elif node.state == _ARRAY:
+            node.table[rows] = value
+        else:
+            self._tables["codes"][node.column, rows] = self._intern(value)
+        self._layout += 1
+
+    def _to_mixed(self, node: _Node) -> None:
+        """A typed/array/object leaf got a value of another kind: keep every value in the pool from now on."""
+        rows = self._rows_with(node)
+        if node.state == _OBJ:
+            node.state = _MIXED
+            self._layout += 1
+            return
+        old_state, old_group, old_col, old_table = node.state, node.group, node.column, node.table
+        group, column = self._new_column("codes")
+        codes = self._tables["codes"]
+        kinds = self._patterns[self._row_pattern[rows], node.index]
+        for r, k in zip(rows.tolist(), kinds.tolist()):
+            if old_state == _ARRAY:
+                v = old_table[r].copy()
+            else:
+                v = self._tables[old_group][old_col, r]
+                v = self._kinds[k](v)  # back to the recorded Python / NumPy type
+            codes[column, r] = self._intern(v)
+        node.state, node.group, node.column, node.table = _MIXED, group, column, None
+        self._layout += 1
+
+    def _new_column(self, group: str) -> tuple[str, int]:
+        t = self._tables.get(group)
+        width = self._widths.get(group, 0)
+        dtype = np.int32 if group == "codes" else np.dtype(group)
+        if t is None:
+            t = np.zeros((8, self._cap), dtype=dtype)
+        elif width >= t.shape[0]:
+            t = self._widened(t, 2 * t.shape[0], self._cap)
+        self._tables[group] = t
+        self._widths[group] = width + 1
+        return group, width
+
+    def _rows_with(self, node: _Node) -> np.ndarray:
+        """Rows recorded so far that have ``node``."""
+        if node.index >= self._patterns.shape[1]:
+            return np.zeros(0, dtype=np.int64)
+        has = self._patterns[: self.n_patterns, node.index] != 0
+        return np.flatnonzero(has[self._row_pattern[: self.rows]])
+
+    def _intern(self, value) -> int:
+        """The pool code of ``value`` (a new code for a value not seen before; 0 for ``None``)."""
+        if value is None:
+            return 0
+        t = type(value)
+        if t is str:
+            key = value
+        else:
+            try:
+                key = (t.__name__, dumps_value(value))
+            except UnsupportedInfo:
+                key = ("id", id(value), len(self._pool_index))  # not comparable: its own code, kept alive by the pool
+        code = self._pool_index.get(key)
+        if code is None:
+            code = self._pool_size
+            if code >= len(self._pool):
+                pool = np.empty(2 * len(self._pool), dtype=object)
+                pool[: len(self._pool)] = self._pool[: len(self._pool)]
+                self._pool = pool
+            self._pool[code] = value
+            self._pool_size += 1
+            self._pool_index[key] = code
+        return code
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def value(self, node: _Node, row: int):
+        """The value recorded for leaf ``node`` in ``row`` (its recorded type), or ``None`` if absent."""
+        code = self._pattern_code(row, node.index)
+        if not code:
+            return None
+        if node.state == _CONST:
+            v = node.const
+            return v.copy() if isinstance(v, np.ndarray) else v
+        if node.state == _ARRAY:
+            return node.table[row].copy()
+        if node.state == _TYPED:
+            return self._kinds[code](self._tables[node.group][node.column, row])
+        return self._pool[self._tables["codes"][node.column, row]]
+
+    def _pattern_code(self, row: int, j: int) -> int:
+        return int(self._patterns[self._row_pattern[row], j]) if j < self._patterns.shape[1] else 0
+
+    def row_dict(self, row: int) -> dict:
+        """The info dict recorded in ``row`` (keys in the store's node order; object values shared)."""
+        def build(parent: int) -> dict:
+            out = {}
+            for node in self._children[parent]:
+                if self._pattern_code(row, node.index):
+                    out[node.key] = build(node.index) if node.is_dict else self.value(node, row)
+            return out
+        return build(-1) if row else {}
+
+    # -- batching ----------------------------------------------------------------------------------
+
+    def batch(self, rows: np.ndarray, only: np.ndarray | None = None) -> dict:
+        """The batched info of ``rows`` (int array (n,)): what ``VectorEnv._add_info`` builds when env ``i``
+        contributes the dict recorded in row ``rows[i]`` (row 0: nothing).
+
+        Args:
+            rows: recorded rows, one per env.
+            only: optional bool mask (n,): envs outside it contribute nothing (as row 0).
+
+        Raises:
+            TypeError, ValueError, OverflowError: where ``_add_info`` raises (a mixed leaf whose value
+                does not fit the first env's array type).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if only is not None:
+            rows = np.where(only, rows, 0)
+        n = len(rows)
+        if not n:
+            return {}
+        pids = self._row_pattern[rows]
+        if self.n_patterns <= 63:
+            key = (int(np.bitwise_or.reduce(self._pattern_bits()[pids])), n, self._layout)
+        else:
+            key = (np.flatnonzero(np.bincount(pids, minlength=self.n_patterns)).tobytes(), n, self._layout)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            plan = self._plans[key] = self._compile(n, np.unique(pids))
+        return self._run(plan, rows, pids)
+
+    def _pattern_bits(self) -> np.ndarray:
+        bits = self._bits
+        if bits is None or len(bits) != self.n_patterns:
+            bits = self._bits = np.left_shift(np.uint64(1), np.arange(self.n_patterns, dtype=np.uint64))
+        return bits
+
+    def _compile(self, n: int, distinct: np.ndarray) -> tuple:  # noqa: C901 - one branch per leaf state
+        """The steps of a batch over rows of the patterns ``distinct``: the tables to gather and the columns
+        taken from each, the per-pattern tables of the constants, the mask rows, and the dicts to build
+        (deepest first)."""
+        width, P = len(self.nodes), self.n_patterns
+        present = np.zeros((P, width), dtype=bool)  # node present per pattern
+        w = min(width, self._patterns.shape[1])
+        present[:, :w] = self._patterns[:P, :w] != 0
+        anyp = present[distinct].any(axis=0)
+        order: list[_Node] = []  # present nodes, depth first
+
+        def walk(parent: int):
+            for node in self._children[parent]:
+                if anyp[node.index]:
+                    order.append(node)
+                    if node.is_dict:
+                        walk(node.index)
+
+        walk(-1)
+        slot: dict[int, int] = {}  # node index -> position in the step's value list
+        groups: dict[str, tuple[list, list]] = {}  # group -> (leaves with a column, constant leaves)
+        arrays, mixed = [], []
+        for node in order:
+            if node.is_dict:
+                continue
+            if node.state in (_TYPED, _OBJ):
+                groups.setdefault(node.group, ([], []))[0].append(node)
+            elif node.state == _CONST and not isinstance(node.kind, tuple):
+                g = "codes" if node.kind == _OBJECT else np.dtype(node.kind).str
+                groups.setdefault(g, ([], []))[1].append(node)
+            elif node.state in (_CONST, _ARRAY):
+                arrays.append(node)
+            else:
+                mixed.append(node)
+        pos, gathers = 0, []
+        for g, (cols_of, consts) in groups.items():
+            cols = [nd.column for nd in cols_of]
+            width = self._tables[g].shape[0] if cols else 0
+            # the whole table when the batch needs most of its columns (then its views are picked), else those rows
+            sel = None if 2 * len(cols) >= width else np.array(cols, dtype=np.int64)[:, None]
+            pick = None if sel is not None or cols == list(range(width)) else cols
+            ctab = None
+            if consts:  # per pattern: the constant where the pattern has the leaf, 0 / None elsewhere
+                ctab = _zeros((len(consts), P), object if g == "codes" else np.dtype(g))
+                for i, nd in enumerate(consts):
+                    for p in np.flatnonzero(present[:, nd.index]).tolist():
+                        ctab[i, p] = nd.const
+            gathers.append((g, bool(cols), sel, pick, ctab))
+            for nd in cols_of + consts:
+                slot[nd.index] = pos
+                pos += 1
+        atabs = []  # ndarray leaves: their table, or per pattern their constant
+        for nd in arrays:
+            if nd.state == _CONST:
+                t = np.zeros((P, *nd.kind[1]), dtype=np.dtype(nd.kind[2]))
+                t[present[:, nd.index]] = nd.const
+                atabs.append((t, True))
+            else:
+                atabs.append((nd, False))  # the node: its table grows (is replaced) as rows are recorded
+        for nd in arrays + mixed:
+            slot[nd.index] = pos
+            pos += 1
+        mask_of = {nd.index: i for i, nd in enumerate(order)}
+        dicts = []  # (slot, keys, mask keys, value slots, mask rows), deepest first
+        for parent in [nd.index for nd in reversed(order) if nd.is_dict] + [-1]:
+            kids = [nd for nd in self._children[parent] if anyp[nd.index]]
+            if parent >= 0:
+                slot[parent] = pos
+                pos += 1
+            dicts.append((slot.get(parent, -1), [nd.key for nd in kids], [nd.mask_key for nd in kids],
+                          getter([slot[nd.index] for nd in kids]), getter([mask_of[nd.index] for nd in kids])))
+        present_t = np.ascontiguousarray(present[:, [nd.index for nd in order]].T)  # (masks, patterns)
+        return (gathers, atabs, [(nd, mask_of[nd.index]) for nd in mixed], pos, dicts, present_t)
+
+    def _run(self, plan: tuple, rows: np.ndarray, pids: np.ndarray) -> dict:
+        gathers, atabs, mixed, size, dicts, present_t = plan
+        masks = list(present_t[:, pids])
+        vals: list = []
+        pool = self._pool
+        for g, has_cols, sel, pick, ctab in gathers:
+            if has_cols:
+                block = self._tables[g][:, rows] if sel is None else self._tables[g][sel, rows]  # (k, n), contiguous
+                views = list(pool.take(block)) if g == "codes" else list(block)
+                vals += views if pick is None else [views[c] for c in pick]
+            if ctab is not None:
+                vals += list(ctab[:, pids])
+        for t, per_pattern in atabs:
+            vals.append(t[pids] if per_pattern else t.table[rows])
+        for nd, k in mixed:
+            vals.append(self._mixed(nd, rows, masks[k], pids))
+        vals += [None] * (size - len(vals))
+        out: dict = {}
+        for s, keys, mkeys, vget, mget in dicts:
+            d = dict(zip(keys, vget(vals)))
+            d.update(zip(mkeys, mget(masks)))
+            if s < 0:
+                out = d
+            else:
+                vals[s] = d
+        return out
+
+    def _mixed(self, node: _Node, rows: np.ndarray, mask: np.ndarray, pids: np.ndarray) -> np.ndarray:
+        """A mixed leaf, env by env as ``_add_info`` does it (the first env that has it decides the type)."""
+        envs = np.flatnonzero(mask)
+        kind = self._kinds[int(self._patterns[pids[envs[0]], node.index])]
+        n = len(rows)
+        if isinstance(kind, tuple):
+            array = np.zeros((n, *kind[1]), dtype=np.dtype(kind[2]))
+        elif kind == _OBJECT:
+            array = np.full(n, None, dtype=object)
+        else:
+            array = np.zeros(n, dtype=kind)
+        codes = self._tables["codes"][node.column, rows]
+        for i in envs.tolist():
+            array[i] = self._pool[codes[i]]
+        return array
+
+    # -- persistence -------------------------------------------------------------------------------
+
+    def export(self) -> tuple[dict[str, np.ndarray], dict]:
+        """The store as arrays and JSON data (see :meth:`from_export`): arrays ``row_pattern`` (rows,) int32,
+        ``patterns`` (P, nodes) uint8, one ``table:<group>`` (columns, rows) per typed group and ``codes``,
+        one ``array:<node>`` (rows, *shape) per ndarray leaf; JSON: nodes, kinds, pool (tagged JSON).
+
+        Raises:
+            UnsupportedInfo: a pool value or a constant that :func:`encode_value` cannot encode.
+        """
+        r = self.rows
+        patterns = np.zeros((self.n_patterns, len(self.nodes)), dtype=np.uint8)
+        w = min(len(self.nodes), self._patterns.shape[1])
+        patterns[:, :w] = self._patterns[: self.n_patterns, :w]
+        arrays = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
+        for g, t in self._tables.items():
+            arrays[f"table:{g}"] = np.ascontiguousarray(t[: self._widths[g], :r])
+        nodes = []
+        for node in self.nodes:
+            d = {"path": list(node.path), "dict": node.is_dict, "parent": node.parent}
+            if not node.is_dict:
+                d["state"] = node.state
+                if node.state != _MIXED:
+                    d["kind"] = kind_to_json(node.kind)
+                if node.state == _CONST:
+                    d["const"] = encode_value(node.const)
+                elif node.state in (_TYPED, _OBJ, _MIXED):
+                    d["group"], d["column"] = node.group, node.column
+                elif node.state == _ARRAY:
+                    arrays[f"array:{node.index}"] = np.ascontiguousarray(node.table[:r])
+            nodes.append(d)
+        meta = {"rows": r, "nodes": nodes, "kinds": [None, "dict"] + [kind_to_json(k) for k in self._kinds[2:]]}
+        pool = [dumps_value(v) for v in self._pool[1: self._pool_size]]
+        return arrays, {"meta": meta, "pool": pool}
+
+    @classmethod
+    def from_export(cls, arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> "InfoStore":  # noqa: C901 - checks of every part
+        """A read-only store from :meth:`export`'s parts (arrays may be read-only memory maps).
+
+        Raises:
+            ValueError: inconsistent parts (shapes, references, kinds, pool values).
+        """
+        self = cls(capacity=2)
+        try:
+            r = int(meta["rows"])
+            self._row_pattern = np.asarray(arrays["row_pattern"], dtype=np.int32)
+            self._patterns = np.asarray(arrays["patterns"], dtype=np.uint8)
+            if self._row_pattern.shape != (r,) or self._patterns.ndim != 2:
+                raise ValueError("row patterns do not match the row count")
+            self.n_patterns = self._patterns.shape[0]
+            if r and (self._row_pattern.min() < 0 or self._row_pattern.max() >= self.n_patterns):
+                raise ValueError("a row refers to an unknown pattern")
+            self._kinds = [None, "dict"] + [kind_from_json(k) for k in meta["kinds"][2:]]
+            if self._patterns.size and int(self._patterns.max()) >= len(self._kinds):
+                raise ValueError("a pattern refers to an unknown kind")
+            values = np.empty(len(pool) + 1, dtype=object)
+            for i, text in enumerate(pool, start=1):
+                values[i] = decode_value(json.loads(text))
+            self._pool, self._pool_size = values, len(values)
+            for g in [k[6:] for k in arrays if k.startswith("table:")]:
+                t = arrays[f"table:{g}"]
+                if t.ndim != 2 or t.shape[1] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
+                        (g == "codes" and t.dtype != np.int32):
+                    raise ValueError(f"table {g} has shape {t.shape} and dtype {t.dtype}")
+                self._tables[g], self._widths[g] = t, t.shape[0]
+            if "codes" in self._tables and self._tables["codes"].size:
+                c = self._tables["codes"]
+                if c.min() < 0 or c.max() >= len(values):
+                    raise ValueError("a code refers to a value outside the pool")
+            for i, d in enumerate(meta["nodes"]):
+                parent = int(d["parent"])
+                if not -1 <= parent < i or (parent >= 0 and not self.nodes[parent].is_dict):
+                    raise ValueError(f"node {i} has a bad parent")
+                node = _Node(str(d["path"][-1]), bool(d["dict"]), i, parent, tuple(str(p) for p in d["path"]))
+                self.nodes.append(node)
+                self._children[parent].append(node)
+                self._child[(parent, node.key)] = node
+                if node.is_dict:
+                    self._children[i] = []
+                    continue
+                node.state = d["state"]
+                if node.state != _MIXED:
+                    node.kind = kind_from_json(d["kind"])
+                if node.state == _CONST:
+                    node.const = decode_value(d["const"])
+                elif node.state in (_TYPED, _OBJ, _MIXED):
+                    node.group, node.column = str(d["group"]), int(d["column"])
+                    if node.group not in self._tables or not 0 <= node.column < self._widths[node.group]:
+                        raise ValueError(f"node {i} refers to a missing column")
+                elif node.state == _ARRAY:
+                    node.table = arrays[f"array:{i}"]
+                    kind = node.kind
+                    if node.table.shape != (r, *kind[1]) or node.table.dtype != np.dtype(kind[2]):
+                        raise ValueError(f"array of node {i} has the wrong shape or dtype")
+                else:
+                    raise ValueError(f"node {i} has an unknown state {node.state!r}")
+            if self._patterns.shape[1] > len(self.nodes):
+                raise ValueError("patterns have more columns than there are nodes")
+        except (KeyError, TypeError, IndexError) as exc:
+            raise ValueError(f"malformed info store ({type(exc).__name__}: {exc})") from None
+        if "codes" not in self._tables:
+            self._tables["codes"], self._widths["codes"] = np.zeros((0, r), dtype=np.int32), 0
+        self.rows, self._cap, self.frozen = r, r, True
+        return self

@@ -1,0 +1,260 @@
+"""Outcome tables (fwgym.rl.outcomes): a table built from the env returns what the env returns (every case x every
+entry through the single env; > 10,000 episodes through the vector env against SyncVectorEnv of wrapped envs, both
+autoreset modes); a tampered, stale or foreign table is refused; a missing one is said once; builds resume and give
+the same table with processes and in one process."""
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import fwgym  # noqa: F401  (registers the ids)
+from fwgym.rl import make_rl_env
+from fwgym.rl.outcomes import (OutcomeTable, OutcomeTableHint, TableError, TableIntegrityError, TableStale, build_table,
+                               open_table, table_dir)
+from fwgym.rl.outcomes import identity as identity_module
+from fwgym.rl.outcomes import read as read_module
+from fwgym.rl.table_env import TableMacroEnv
+from fwgym.rl.vector import MacroVectorEnv
+from vector_checks import assert_same
+
+ID = "FWBench-RL-Macro-v0"
+LIMIT = 8  # dev cases per domain in the test table
+
+
+@pytest.fixture(scope="module")
+def table_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tables") / "dev"
+    record = build_table("dev", "macro", path, limit=LIMIT, chunk_size=5, progress=False)
+    assert record["cases"] == 2 * LIMIT and record["rows"] == 1 + 2 * LIMIT * 13
+    return path
+
+
+@pytest.fixture(autouse=True)
+def fresh_hints(monkeypatch):
+    monkeypatch.setattr(read_module, "_SAID", set())
+    monkeypatch.setattr(read_module, "_OPEN", {})
+
+
+def test_single_env_equals_the_wrapped_env_on_every_case_and_entry(table_path):
+    table = open_table(table_path)
+    ids = table.case_ids
+    env_t = make_rl_env(split="dev", case_ids=ids, outcome_table=table_path)
+    env_w = make_rl_env(split="dev", case_ids=ids, outcome_table=False)
+    assert isinstance(env_t, TableMacroEnv) and type(env_w).__name__ == "MacroActionWrapper"
+    assert env_t.observation_space == env_w.observation_space and env_t.action_space == env_w.action_space
+    for cid in ids:
+        for e in range(12):
+            a, b = env_t.reset(options={"case_id": cid}), env_w.reset(options={"case_id": cid})
+            assert_same(a, b, "reset")
+            assert_same(env_t.action_masks(), env_w.action_masks(), "mask")
+            assert_same(env_t.step(e), env_w.step(e), f"{cid}/{e}")
+            assert_same(env_t.action_masks(), env_w.action_masks(), "mask after")
+    for seed in range(40):  # the seeded case draws are the env's
+        assert_same(env_t.reset(seed=seed), env_w.reset(seed=seed), "seeded reset")
+    info = env_t.step(0)[4]
+    info["levels"].append(9.0)  # a mutated info does not reach the table
+    env_t.reset(options={"case_id": info["case_id"]})
+    assert 9.0 not in env_t.step(0)[4]["levels"]
+    with pytest.raises(RuntimeError, match="reset"):
+        env_t.step(0)
+    with pytest.raises(AttributeError, match="outcome_table=False"):
+        env_t.tracker  # noqa: B018
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_vector_env_on_the_table_equals_sync_vector_env(table_path, mode):
+    """>= 10,000 episodes in all (random entries, masked ones included), reseeded and seed-less resets between."""
+    ids = open_table(table_path).case_ids
+    native = gym.make_vec(ID, num_envs=64, autoreset_mode=mode, split="dev", case_ids=ids, outcome_table=table_path)
+    sync = gym.make_vec(ID, num_envs=64, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, split="dev",
+                        case_ids=ids, outcome_table=False)
+    assert isinstance(native, MacroVectorEnv) and native.table is not None
+    rng = np.random.default_rng(int(mode == AutoresetMode.SAME_STEP))
+    assert_same(native.reset(seed=7), sync.reset(seed=7), "reset")
+    episodes = 0
+    steps = 110 if mode == AutoresetMode.SAME_STEP else 100
+    for t in range(steps):
+        if t and t % 40 == 0:
+            s = None if t % 80 else int(rng.integers(1 << 30))
+            assert_same(native.reset(seed=s), sync.reset(seed=s), "reseed")
+        assert_same(native.action_masks(), np.stack(sync.call("action_masks")), "mask")
+        a = rng.integers(0, 12, 64)
+        r1, r2 = native.step(a), sync.step(a)
+        assert_same(r1, r2, f"step {t}")
+        episodes += int(np.sum(r1[2] | r1[3]))
+    assert episodes >= (7_000 if mode == AutoresetMode.SAME_STEP else 3_000)
+    assert native.recorded == {"cases": 0, "steps": 0}  # nothing played: every row came from the table
+    native.close(), sync.close()
+
+
+def test_the_table_holds_what_the_env_returned(table_path):
+    table = OutcomeTable(table_path)
+    env = make_rl_env(split="dev", case_ids=table.case_ids, outcome_table=False)
+    cid = table.case_ids[3]
+    obs, _ = env.reset(options={"case_id": cid})
+    _, reward, *_, info = env.step(6)
+    row = int(table.rows_of(table.slot[cid], 6))
+    assert table.reward[row] == reward == -info["S"]
+    assert table.infos.row_dict(row)["S"] == info["S"] and table.infos.row_dict(row)["levels"] == info["levels"]
+    assert not table.fixed_obs.flags.writeable and not table.obs.flags.writeable  # read-only memory maps
+    manifest = json.loads((table_path / "manifest.json").read_text())
+    assert manifest["layout"]["menu"][6] == "plan_submit:hour_of_day_empirical"
+    assert manifest["fingerprint"]["pool"]["seasonal_empirical"]["tariff"]["336"][0] == 400
+
+
+def test_a_tampered_table_is_refused(table_path, tmp_path, monkeypatch):
+    for name, edit in (("rows.arrow", lambda b: b[:5000] + bytes([b[5000] ^ 1]) + b[5001:]),
+                       ("pool.arrow", lambda b: b.replace(b"submitted", b"submittes"))):
+        bad = tmp_path / name.split(".")[0]
+        shutil.copytree(table_path, bad)
+        (bad / name).write_bytes(edit((bad / name).read_bytes()))
+        with pytest.raises(TableIntegrityError, match=name):
+            OutcomeTable(bad)
+        with pytest.raises(TableIntegrityError):  # given by path, or found as the default table: never silent
+            make_rl_env(split="dev", case_ids=open_table(table_path).case_ids, outcome_table=bad)
+    doc = json.loads((table_path / "manifest.json").read_text())
+    forged = tmp_path / "forged"
+    shutil.copytree(table_path, forged)
+    doc["fingerprint"]["pool"]["seasonal_empirical"]["tariff"]["336"][0] = 1
+    (forged / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(TableError, match="fingerprint_sha256 does not match"):
+        OutcomeTable(forged)
+
+
+def test_a_stale_or_foreign_table_is_refused(table_path, tmp_path, monkeypatch):
+    ids = open_table(table_path).case_ids
+    with pytest.raises(TableError, match="other env settings"):  # a table of other settings, given by path
+        make_rl_env(split="dev", case_ids=ids, budget=1000, outcome_table=table_path)
+    with pytest.raises(TableError, match="lacks"):  # a pool the table does not hold
+        make_rl_env(split="dev", outcome_table=table_path)
+    # the default table, put where the env looks for it
+    root = tmp_path / "root"
+    env = make_rl_env(split="dev", case_ids=ids, outcome_table=False)
+    identity = identity_module.table_identity("macro", env)
+    shutil.copytree(table_path, table_dir(root, identity))
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(root))
+    assert isinstance(make_rl_env(split="dev", case_ids=ids), TableMacroEnv)
+    code = identity_module.code_digest()
+    monkeypatch.setattr(identity_module, "code_digest", lambda: {**code, "sha256": "0" * 64})  # other code
+    with pytest.raises(TableStale, match="code.sha256"):
+        make_rl_env(split="dev", case_ids=ids, outcome_table=table_path)
+    with pytest.warns(OutcomeTableHint, match="rebuild it: fwgym rl build --split dev"):
+        env = make_rl_env(split="dev", case_ids=ids)
+    assert type(env).__name__ == "MacroActionWrapper"  # not read: the env itself
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        make_rl_env(split="dev", case_ids=ids)
+
+
+def test_a_missing_table_is_said_once_with_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(tmp_path))
+    with pytest.warns(OutcomeTableHint, match="fwgym rl build --split dev --variant macro"):
+        venv = gym.make_vec(ID, num_envs=2, split="dev")
+    assert venv.table is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gym.make_vec(ID, num_envs=2, split="dev")
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", "off")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gym.make_vec(ID, num_envs=2, split="dev").table is None
+
+
+def test_builds_resume_and_processes_give_the_same_table(table_path, tmp_path):
+    target = tmp_path / "t"
+    played = []
+
+    def interrupt(n):
+        played.append(n)
+        if len(played) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_table("dev", "macro", target, limit=LIMIT, chunk_size=5, progress=interrupt)
+    assert not (target / "manifest.json").exists() and len(list((target / ".parts").glob("*.rows.arrow"))) == 2
+    again = []
+    build_table("dev", "macro", target, limit=LIMIT, chunk_size=5, progress=again.append)
+    assert sum(again) == 2 * LIMIT - sum(played)  # the two parts on disk were not played again
+    assert not (target / ".parts").exists()
+    procs = tmp_path / "p"
+    build_table("dev", "macro", procs, limit=LIMIT, chunk_size=5, workers=2, progress=False)
+    ref = json.loads((table_path / "manifest.json").read_text())["files"]
+    for t in (target, procs):
+        files = json.loads((t / "manifest.json").read_text())["files"]
+        assert {k: v["sha256"] for k, v in files.items()} == {k: v["sha256"] for k, v in ref.items()}
+    assert build_table("dev", "macro", procs, limit=LIMIT, chunk_size=5, progress=False)["skipped"] == "already built"
+    with pytest.raises(TableError, match="overwrite"):
+        build_table("dev", "macro", procs, limit=LIMIT - 1, chunk_size=5, progress=False)
+
+
+@pytest.fixture(scope="module")
+def sequential_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tables") / "seq"
+    record = build_table("dev", "sequential", path, limit=4, chunk_size=4, progress=False)
+    assert record["entries"] == 28 and record["rows"] == 1 + 8 * 29
+    return path
+
+
+def test_sequential_table_env_equals_the_wrapped_env(sequential_path):
+    """Every case x every first entry, each continued with random entries to the end; then seeded episodes."""
+    ids = open_table(sequential_path).case_ids
+    env_t = make_rl_env(split="dev", variant="sequential", case_ids=ids, outcome_table=sequential_path)
+    env_w = make_rl_env(split="dev", variant="sequential", case_ids=ids, outcome_table=False)
+    assert isinstance(env_t, TableMacroEnv) and env_t.action_space.n == 28
+    rng = np.random.default_rng(0)
+
+    def episode(first=None, **reset):
+        assert_same(env_t.reset(**reset), env_w.reset(**reset), "reset")
+        steps, done, a = 0, False, first
+        while not done:
+            m = env_w.action_masks()
+            assert_same(env_t.action_masks(), m, "mask")
+            if a is None:  # mostly allowed entries (long episodes), sometimes any (masked ones abstain)
+                a = int(rng.choice(np.flatnonzero(m))) if m.any() and rng.random() < 0.9 else int(rng.integers(28))
+            r1, r2 = env_t.step(a), env_w.step(a)
+            assert_same(r1, r2, f"step {steps}")
+            done, a, steps = r1[2] or r1[3], None, steps + 1
+        return steps
+
+    lengths = [episode(first=e, options={"case_id": cid}) for cid in ids for e in range(28)]
+    lengths += [episode(seed=s) for s in range(150)]
+    assert max(lengths) >= 4 and min(lengths) == 1  # long episodes continued on the env, one-step ones from the table
+
+
+def test_sequential_vector_envs_over_thousands_of_episodes(sequential_path):
+    """SyncVectorEnv of table envs vs of wrapped envs (gym.make_vec of the sequential id), > 10,000 episodes."""
+    ids = open_table(sequential_path).case_ids
+    kw = {"split": "dev", "case_ids": ids}
+    native = gym.make_vec("FWBench-RL-Sequential-v0", num_envs=32, vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+                          outcome_table=sequential_path, **kw)
+    sync = gym.make_vec("FWBench-RL-Sequential-v0", num_envs=32, vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+                        outcome_table=False, **kw)
+    rng = np.random.default_rng(5)
+    assert_same(native.reset(seed=2), sync.reset(seed=2), "reset")
+    episodes = 0
+    while episodes < 10_000:
+        m = np.stack(sync.call("action_masks"))
+        assert_same(np.stack(native.call("action_masks")), m, "mask")
+        final = [int(rng.choice(np.flatnonzero(row[:12]))) if row[:12].any() else 0 for row in m]  # short episodes
+        a = np.where(rng.random(32) < 0.8, final, rng.integers(0, 28, 32))
+        r1, r2 = native.step(a), sync.step(a)
+        assert_same(r1, r2, "step")
+        episodes += int(np.sum(r1[2] | r1[3]))
+    native.close(), sync.close()
+
+
+def test_a_partial_table_holds_the_cases_evaluate_plays_with_the_same_limit():
+    from fwgym.evaluation import select_cases
+    from fwgym.rl.outcomes.build import _evenly_spaced, table_env
+
+    cases = table_env("dev", "macro").unwrapped.cases
+    for limit in (1, 7, 500):
+        assert _evenly_spaced(cases, limit) == [cid for _, cid in select_cases("dev", limit=limit)]
+    with pytest.raises(TableError, match="limit"):
+        _evenly_spaced(cases, 0)
