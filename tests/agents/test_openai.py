@@ -1,5 +1,6 @@
 """OpenAIChatAgent end to end: the real ``openai`` client against a scripted OpenAI-compatible server on
 127.0.0.1 (random port), through run_episode on the real env; scores are compared with direct submissions."""
+import gc
 import json
 import pickle
 
@@ -79,6 +80,7 @@ def test_close_releases_the_pooled_connection(serve, env, case_id, plan_and_scor
     srv = serve([completion(answer_text(decisions))] * 2)
     agent = OpenAIChatAgent("test-model", base_url=srv.url, timeout=5.0)
     assert run_episode(env, agent, options={"case_id": case_id}).record["valid"]
+    gc.collect()  # what earlier tests left to the collector is not this agent's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent.close()
