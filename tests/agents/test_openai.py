@@ -1,6 +1,5 @@
 """OpenAIChatAgent end to end: the real ``openai`` client against a scripted OpenAI-compatible server on
 127.0.0.1 (random port), through run_episode on the real env; scores are compared with direct submissions."""
-import gc
 import json
 import pickle
 
