@@ -1,0 +1,111 @@
+"""The documentation is part of the product: the docs site builds with warnings as errors, every ``python`` snippet of
+every page (and of README.md) runs as written, and every ``fwgym ...`` command line of a ``bash`` snippet is
+accepted by fwgym's own argument parser.
+
+Python snippets of one page run in order in one fresh interpreter (the page's own namespace, as a reader pastes
+them), in a scratch working directory. A snippet that cannot run here says why in an HTML comment right above it,
+``<!-- snippet: not run: REASON -->`` (e.g. it needs a GPU or a model server); it is still compiled."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fwgym.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+SKIP = re.compile(r"<!-- snippet: not run: (?P<why>[^>]+?) -->\s*\Z")
+
+
+def snippets(page: str, lang: str) -> list[tuple[str, str | None]]:
+    """``(code, reason it is not run or None)`` of every ``lang`` block of ``page``, in order."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(rf"^```{lang}\n(.*?)^```", text, flags=re.S | re.M):
+        before = SKIP.search(text[:m.start()])
+        out.append((m.group(1), before.group("why") if before else None))
+    return out
+
+
+PY_PAGES = [p for p in PAGES if snippets(p, "python")]
+
+
+def _env() -> dict:
+    return {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/root"),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+            "MPLBACKEND": "Agg"}
+
+
+@pytest.mark.parametrize("page", PY_PAGES)
+def test_the_pages_python_snippets_run(page, tmp_path):
+    blocks = snippets(page, "python")
+    for code, _ in blocks:
+        compile(code, page, "exec")  # every block is valid Python, run or not
+    code = "\n".join(c for c, why in blocks if why is None)
+    if not code.strip():
+        pytest.skip(f"{page}: its python blocks are marked not run (compiled only)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                         timeout=900)
+    assert out.returncode == 0, f"{page}:\n{out.stderr[-4000:]}"
+
+
+def test_not_run_snippets_are_few_and_say_why():
+    skipped = [(p, why) for p in PAGES for _, why in snippets(p, "python") if why is not None]
+    assert len(skipped) <= 3, skipped
+    assert all(len(why.split()) >= 3 for _, why in skipped), skipped
+
+
+def _fwgym_commands(block: str) -> list[str]:
+    """The ``fwgym ...`` command lines of a shell block (continuations joined, comments and other commands of a
+    ``&&`` / ``;`` / ``|`` chain dropped, leading ``VAR=value`` assignments dropped, synopsis brackets such as
+    ``[--suite decision|context]`` dropped: what remains must parse)."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    while re.search(r"\[[^\[\]]*\]", joined):
+        joined = re.sub(r"\s?\[[^\[\]]*\]", "", joined)
+    out = []
+    for line in joined.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        for part in re.split(r"&&|;|\|\|?", line):
+            part = re.split(r"\s\d?>", part)[0]  # a redirection ends the command
+            words = part.split()
+            while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+                words.pop(0)
+            if words and words[0] == "fwgym":
+                out.append(" ".join(words))
+    return out
+
+
+SHELL = [(p, cmd) for p in PAGES for code, _ in snippets(p, "bash") for cmd in _fwgym_commands(code)]
+
+
+def test_the_docs_show_commands():
+    assert len(SHELL) >= 40 and {c.split()[1] for _, c in SHELL} >= {"evaluate", "leaderboard", "report", "cases"}
+
+
+@pytest.mark.parametrize("page, command", SHELL, ids=[f"{p}:{c[:60]}" for p, c in SHELL])
+def test_the_pages_fwgym_commands_parse(page, command, capsys):
+    argv = shlex.split(command)[1:]
+    parser = build_parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code == 0:  # --help / --version
+            return
+        pytest.fail(f"{page}: `{command}` is refused by the parser: {capsys.readouterr().err.strip()[-500:]}")
+    assert callable(ns.func)
+
+
+@pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
+                    reason="mkdocs is not installed (the docs extra)")
+def test_the_site_builds_with_warnings_as_errors(tmp_path):
+    mkdocs = shutil.which("mkdocs") or str(Path(sys.executable).parent / "mkdocs")
+    out = subprocess.run([mkdocs, "build", "--strict", "-q", "-d", str(tmp_path / "site")], capture_output=True,
+                         text=True, cwd=ROOT, env={**_env(), "NO_MKDOCS_2_WARNING": "1"}, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    cli = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "fwgym evaluate" in cli and "--agent-timeout" in cli  # the generated reference is on the page
