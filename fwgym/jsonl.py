@@ -107,7 +107,7 @@ def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """Nesting depth of a JSON-like value (lists, tuples and dicts), counted up to ``limit + 1``."""
     depth, level = 0, [value]
     while level and depth <= limit:
-        nxt = []
+        nxt: list[Any] = []
         for v in level:
             if isinstance(v, dict):
                 nxt.extend(v.values())

@@ -66,7 +66,7 @@ class RouterAgent:
             raise RuntimeError(f"{self.name}: the catalog call failed: {observation['last_result'][:200]}")
         if self._last.get("tool") == "classical_plan":
             m = self._last["args"]["method"]
-            if not (res or {}).get("ok"):
+            if res is None or not res.get("ok"):
                 return self._send({"tool": "abstain", "args": {"reason": f"classical_plan({m}) failed"}})
             self._levels[m] = res["result"]["plan"]["levels"]
         pending = [m for m in self.model.methods if m not in self._levels]

@@ -302,7 +302,8 @@ class SB3Agent:
             check_feature_version(spec.get("feature_version"), str(path))
         algo = resolve_algo(path, algo)
         self.algo, self.model_path, self.deterministic, self.isolated = algo, str(path), deterministic, bool(isolated)
-        kwargs = {"path": str(path.resolve()), "algo": algo, "deterministic": bool(deterministic)}
+        model_file = str(path.resolve())
+        kwargs: dict[str, Any] = {"path": model_file, "algo": algo, "deterministic": bool(deterministic)}
         if self.isolated:
             from fwgym.isolation.remote import RemoteObject
 
@@ -310,7 +311,7 @@ class SB3Agent:
                       if v is not None}
             self._policy = RemoteObject("builtin:sb3_policy", kwargs, fresh=False, worker_command=worker_command,
                                         worker_env=worker_env or (), sandbox=sandbox, memory=memory,
-                                        read_paths=[kwargs["path"], *read_paths], write_paths=write_paths, **limits)
+                                        read_paths=[model_file, *read_paths], write_paths=write_paths, **limits)
             described = self._policy.hello.get("info") or {}
             self.model = None
         else:

@@ -186,8 +186,10 @@ def _register(spec: ForecasterSpec, replace: bool) -> ForecasterSpec:
 
 def _drop_instance(name: str) -> None:
     """Forget the process-wide instance of ``name`` (a hosted one's worker is shut down)."""
+    from fwgym.forecasters.hosted import HostedForecaster
+
     f = _INSTANCES.pop(name, None)
-    if f is not None and getattr(f, "hosted", False):
+    if isinstance(f, HostedForecaster):
         f.close()
 
 
@@ -247,9 +249,10 @@ def load_entry_points(reload: bool = False) -> list[str]:
 
 def _why(exc: BaseException) -> str:
     """``Type: message`` of a failure, the plug-in's own exception type when it failed in its worker."""
-    remote = getattr(exc, "remote_type", None)
-    if remote:
-        return f"{remote.rpartition('.')[2]}: {exc.remote_message}"
+    from fwgym.isolation.process import WorkerFailure
+
+    if isinstance(exc, WorkerFailure) and exc.remote_type:
+        return f"{exc.remote_type.rpartition('.')[2]}: {exc.remote_message}"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -438,6 +441,7 @@ def _create(name: str) -> QuantileForecaster:
         return _FACTORIES[name]()
     spec = _PLUGINS[name]
     hosting = _HOSTING.get(name)
+    f: object  # a plug-in's factory may return anything: checked below
     if hosting is not None and not isinstance(spec.factory, _Existing):
         from fwgym.forecasters.hosted import HostedForecaster
 

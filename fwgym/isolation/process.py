@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import IO, Any, BinaryIO, Mapping, Sequence, cast
 
 from fwgym.isolation.protocol import HEADER, FrameError, decode_reply, write_frame
 from fwgym.isolation.sandbox import protect_evaluator
@@ -67,6 +67,17 @@ DEFAULT_START_TIMEOUT = 300.0
 DEFAULT_MAX_REPLY_BYTES = 64 * 2**20
 #: seconds a worker has to exit after ``("close",)`` before it is killed
 _CLOSE_GRACE = 5.0
+
+
+def _pipe(stream: IO[bytes] | None) -> BinaryIO:
+    """A worker's stdin or stdout pipe (``Popen(stdin=PIPE, stdout=PIPE)`` always makes both).
+
+    Raises:
+        RuntimeError: the pipe is missing.
+    """
+    if stream is None:
+        raise RuntimeError("the worker process has no stdin/stdout pipe")
+    return cast(BinaryIO, stream)  # typeshed types Popen's pipes IO[bytes]; with bufsize=0 they are FileIO objects
 
 
 class WorkerFailure(RuntimeError):
@@ -292,7 +303,7 @@ class WorkerProcess:
 
     def _read(self, n: int, deadline: float) -> bytes:
         """``n`` bytes of the worker's output before ``deadline`` (TimeoutError), or EOFError."""
-        stream = self.proc.stdout
+        stream = _pipe(self.proc.stdout)
         if os.name != "posix":  # pragma: no cover - no select() on pipes: a plain blocking read
             data = stream.read(n)
             if len(data) < n:
@@ -319,9 +330,10 @@ class WorkerProcess:
     def _write(self, payload: bytes, deadline: float) -> None:
         """Send one frame before ``deadline`` (a worker that stops reading cannot block the evaluator)."""
         data = memoryview(HEADER.pack(len(payload)) + payload)
-        fd = self.proc.stdin.fileno()
+        stdin = _pipe(self.proc.stdin)
+        fd = stdin.fileno()
         if os.name != "posix":  # pragma: no cover - no select() on pipes: a plain blocking write
-            write_frame(self.proc.stdin, payload)
+            write_frame(stdin, payload)
             return
         os.set_blocking(fd, False)
         while data:

@@ -41,6 +41,8 @@ def module_origin(module_name: str) -> str | None:
     finally:
         if added and os.getcwd() in sys.path:
             sys.path.remove(os.getcwd())
+    if spec is None:  # (the loop returns first: ``parts`` is never empty)
+        return None
     origin = spec.origin if spec.has_location else None
     return os.path.abspath(origin) if origin and os.path.isfile(origin) else None
 

@@ -52,6 +52,8 @@ def _sibling(name: str):
     key = f"_fwgym_isolation_{name}"
     if key not in sys.modules:
         spec = importlib.util.spec_from_file_location(key, os.path.join(_HERE, f"{name}.py"))
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {name}.py beside {__file__}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[key] = module
         spec.loader.exec_module(module)
@@ -109,7 +111,7 @@ def install_guard(denied: tuple[str, ...] = DENIED_MODULES, fwgym_version: str |
             pkg.__path__ = list(spec.submodule_search_locations)
             pkg.__spec__ = spec
             pkg.__package__ = "fwgym"
-            pkg.__version__ = fwgym_version
+            setattr(pkg, "__version__", fwgym_version)  # a module attribute (types.ModuleType declares none)
             sys.modules["fwgym"] = pkg
     return guard
 
@@ -138,6 +140,8 @@ def load_target(target: str):
         if not name.isidentifier():
             name = "fwgym_agent_file"
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path} as a Python module")
         module = importlib.util.module_from_spec(spec)
         if os.path.dirname(path) not in sys.path:
             sys.path.insert(0, os.path.dirname(path))

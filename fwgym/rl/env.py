@@ -130,6 +130,8 @@ def resolve_table(env: gym.Env, variant: str, setting: Any = "auto", env_kwargs:
     :func:`fwgym.rl.outcomes.find_table`. Not with a rendering env, nor (``"auto"``) when the default tables are off.
 
     Raises:
+        TypeError: ``env`` is not a macro wrapper over :class:`~fwgym.envs.fwbench.FWBenchEnv` (when a table is looked
+            for).
         fwgym.rl.outcomes.TableError: a table given by path that cannot serve ``env`` (and see ``find_table``).
     """
     from fwgym.rl.outcomes.format import default_root
@@ -138,10 +140,14 @@ def resolve_table(env: gym.Env, variant: str, setting: Any = "auto", env_kwargs:
         return None
     if setting == "auto" and default_root() is None:
         return None
+    from fwgym.envs.fwbench import FWBenchEnv
     from fwgym.rl.features import FEATURE_NAMES
     from fwgym.rl.outcomes.identity import table_fingerprint, table_identity
     from fwgym.rl.outcomes.read import find_table
 
+    base = env.unwrapped
+    if not isinstance(env, MacroActionWrapper) or not isinstance(base, FWBenchEnv):
+        raise TypeError(f"outcome tables serve a macro wrapper over FWBenchEnv (make_rl_env), got {env!r}")
     menu = [e.name for e in env.menu]
     return find_table(setting, table_identity(variant, env), lambda: table_fingerprint(env, menu, list(FEATURE_NAMES)),
-                      [c.case_id for c in env.unwrapped.cases])
+                      [c.case_id for c in base.cases])

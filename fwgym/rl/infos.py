@@ -24,6 +24,7 @@ types and float bits; never pickle, so loading a table runs no code).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 
@@ -44,11 +45,22 @@ class _Node:
 
     def __init__(self, key: str, is_dict: bool, index: int, parent: int, path: tuple):
         self.key, self.mask_key, self.is_dict, self.index, self.parent, self.path = key, f"_{key}", is_dict, index, parent, path
-        self.state = None  # leaves: _CONST, _TYPED, _ARRAY, _OBJ, _MIXED
-        self.kind = None  # the leaf's one kind (not for _MIXED)
-        self.group, self.column = None, -1  # _TYPED: dtype str and column; _OBJ/_MIXED: "codes" and column
-        self.const = None  # _CONST: the value
-        self.table = None  # _ARRAY: (rows, *shape) table
+        self.state: str | None = None  # leaves: _CONST, _TYPED, _ARRAY, _OBJ, _MIXED
+        self.kind: Any = None  # the leaf's one kind (a kind_key; not for _MIXED)
+        # _TYPED: dtype str and column; _OBJ/_MIXED: "codes" and column; no column: "" and -1
+        self.group, self.column = "", -1
+        self.const: Any = None  # _CONST: the value
+        self.table: np.ndarray | None = None  # _ARRAY: (rows, *shape) table
+
+    def array_table(self) -> np.ndarray:
+        """The ``(rows, *shape)`` table of an ``array`` leaf.
+
+        Raises:
+            RuntimeError: the leaf has no table (it is not an ``array`` leaf; a store inconsistency).
+        """
+        if self.table is None:
+            raise RuntimeError(f"info leaf {'.'.join(self.path)!r} ({self.state}) has no array table")
+        return self.table
 
 
 def _zeros(shape, dtype) -> np.ndarray:
@@ -204,7 +216,7 @@ class InfoStore:
                 return
             self._tables[node.group][node.column, row] = value
         elif st == _ARRAY:
-            node.table[row] = value
+            node.array_table()[row] = value
         else:
             self._tables["codes"][node.column, row] = self._intern(value)
 
@@ -231,7 +243,7 @@ class InfoStore:
         if node.state == _TYPED:
             self._tables[node.group][node.column, rows] = value
         elif node.state == _ARRAY:
-            node.table[rows] = value
+            node.array_table()[rows] = value
         else:
             self._tables["codes"][node.column, rows] = self._intern(value)
         self._layout += 1
@@ -243,12 +255,13 @@ class InfoStore:
             node.state = _MIXED
             self._layout += 1
             return
-        old_state, old_group, old_col, old_table = node.state, node.group, node.column, node.table
+        old_group, old_col = node.group, node.column
+        old_table = node.array_table() if node.state == _ARRAY else None
         group, column = self._new_column("codes")
         codes = self._tables["codes"]
         kinds = self._patterns[self._row_pattern[rows], node.index]
         for r, k in zip(rows.tolist(), kinds.tolist()):
-            if old_state == _ARRAY:
+            if old_table is not None:
                 v = old_table[r].copy()
             else:
                 v = self._tables[old_group][old_col, r]
@@ -311,7 +324,7 @@ class InfoStore:
             v = node.const
             return v.copy() if isinstance(v, np.ndarray) else v
         if node.state == _ARRAY:
-            return node.table[row].copy()
+            return node.array_table()[row].copy()
         if node.state == _TYPED:
             return self._kinds[code](self._tables[node.group][node.column, row])
         return self._pool[self._tables["codes"][node.column, row]]
@@ -350,6 +363,7 @@ class InfoStore:
         if not n:
             return {}
         pids = self._row_pattern[rows]
+        key: tuple[int | bytes, int, int]  # (the patterns in the batch, batch size, layout version)
         if self.n_patterns <= 63:
             key = (int(np.bitwise_or.reduce(self._pattern_bits()[pids])), n, self._layout)
         else:
@@ -418,7 +432,7 @@ class InfoStore:
             for nd in cols_of + consts:
                 slot[nd.index] = pos
                 pos += 1
-        atabs = []  # ndarray leaves: their table, or per pattern their constant
+        atabs: list[tuple[np.ndarray | _Node, bool]] = []  # ndarray leaves: their table, or per pattern their constant
         for nd in arrays:
             if nd.state == _CONST:
                 t = np.zeros((P, *nd.kind[1]), dtype=np.dtype(nd.kind[2]))
@@ -498,7 +512,7 @@ class InfoStore:
         patterns = np.zeros((self.n_patterns, len(self.nodes)), dtype=np.uint8)
         w = min(len(self.nodes), self._patterns.shape[1])
         patterns[:, :w] = self._patterns[: self.n_patterns, :w]
-        arrays = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
+        arrays: dict[str, np.ndarray] = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
         for g, t in self._tables.items():
             arrays[f"table:{g}"] = np.ascontiguousarray(t[: self._widths[g], :r])
         nodes = []
@@ -513,7 +527,7 @@ class InfoStore:
                 elif node.state in (_TYPED, _OBJ, _MIXED):
                     d["group"], d["column"] = node.group, node.column
                 elif node.state == _ARRAY:
-                    arrays[f"array:{node.index}"] = np.ascontiguousarray(node.table[:r])
+                    arrays[f"array:{node.index}"] = np.ascontiguousarray(node.array_table()[:r])
             nodes.append(d)
         meta = {"rows": r, "nodes": nodes, "kinds": [None, "dict"] + [kind_to_json(k) for k in self._kinds[2:]]}
         pool = [dumps_value(v) for v in self._pool[1: self._pool_size]]

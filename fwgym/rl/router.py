@@ -26,13 +26,15 @@ import numpy as np
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "CONTEXT_PREFIXES", "context_features", "input_names", "router_inputs",
-           "table_inputs", "RouterModel"]
+           "table_inputs", "METHODS", "RouterModel"]
 
 FORMAT = "fwgym-router"
 FORMAT_VERSION = 1
 #: the episode-fixed features the router reads (by name prefix: their set follows the feature definitions)
 CONTEXT_PREFIXES = ("lead_", "domain_", "log_scale", "as_of_hour_", "target_weekday_", "target_doy_")
 N_BLOCKS = 8
+#: the methods a router scores by default: every classical method, in :data:`CLASSICAL_METHODS` order
+METHODS: tuple[str, ...] = tuple(CLASSICAL_METHODS)
 
 
 def context_features() -> tuple[str, ...]:
@@ -42,7 +44,7 @@ def context_features() -> tuple[str, ...]:
     return tuple(n for n in FEATURE_NAMES if n.startswith(CONTEXT_PREFIXES))
 
 
-def input_names(methods: Sequence[str] = CLASSICAL_METHODS) -> tuple[str, ...]:
+def input_names(methods: Sequence[str] = METHODS) -> tuple[str, ...]:
     """The names of the router's inputs: :func:`context_features`, then per method its 8 plan levels and its
     expected loss (``plan_<m>_b00..b07``, ``plan_<m>_expected_loss``)."""
     names = list(context_features())
@@ -51,7 +53,7 @@ def input_names(methods: Sequence[str] = CLASSICAL_METHODS) -> tuple[str, ...]:
     return tuple(names)
 
 
-def router_inputs(features: np.ndarray, plans: Mapping[str, Sequence[float]], methods: Sequence[str] = CLASSICAL_METHODS,
+def router_inputs(features: np.ndarray, plans: Mapping[str, Sequence[float]], methods: Sequence[str] = METHODS,
                   feature_names: Sequence[str] | None = None) -> np.ndarray:
     """The router's input vector of one case.
 
@@ -81,7 +83,7 @@ def router_inputs(features: np.ndarray, plans: Mapping[str, Sequence[float]], me
     return np.asarray(x, dtype=np.float64)
 
 
-def table_inputs(table, methods: Sequence[str] = CLASSICAL_METHODS) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def table_inputs(table, methods: Sequence[str] = METHODS) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The router's inputs and each method's S for every case of an outcome table (:mod:`fwgym.rl.outcomes`).
 
     Per case: the episode-fixed features of its reset row, and per method the row of ``plan_submit:<m>``: its
@@ -127,7 +129,7 @@ class RouterModel:
         ValueError: shapes that do not chain, non-finite weights, or ``scale`` <= 0.
     """
 
-    def __init__(self, layers, mean, scale, methods: Sequence[str] = CLASSICAL_METHODS,
+    def __init__(self, layers, mean, scale, methods: Sequence[str] = METHODS,
                  inputs: Sequence[str] | None = None, info: Mapping | None = None):
         self.layers = [(np.asarray(w, dtype=np.float64), np.asarray(b, dtype=np.float64)) for w, b in layers]
         self.mean, self.scale = np.asarray(mean, dtype=np.float64), np.asarray(scale, dtype=np.float64)

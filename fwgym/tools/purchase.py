@@ -137,28 +137,32 @@ def _bounded(f: QuantileForecaster, timeout: float | None):
     * otherwise: on a daemon thread that is abandoned after ``timeout`` seconds (``ForecastBackendError``);
       a daemon thread, so a forecast that never returns cannot keep the process from exiting.
     """
-    if getattr(f, "hosted", False):
+    from fwgym.forecasters.hosted import HostedForecaster
+
+    if isinstance(f, HostedForecaster):
         return functools.partial(f.predict_quantiles, timeout=timeout)
     if timeout is None or getattr(f, "bounded", False):  # a bounded forecaster cannot block: no thread
         return f.predict_quantiles
 
     def predict(context: np.ndarray, horizon: int) -> np.ndarray:
-        done, box = threading.Event(), {}
+        done = threading.Event()
+        value: list[np.ndarray] = []  # the thread's forecast, or
+        error: list[BaseException] = []  # what it raised
 
         def run() -> None:
             try:
-                box["value"] = f.predict_quantiles(context, horizon)
+                value.append(f.predict_quantiles(context, horizon))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                box["error"] = exc
+                error.append(exc)
             finally:
                 done.set()
 
         threading.Thread(target=run, name="fwgym-forecast", daemon=True).start()
         if not done.wait(timeout):  # abandoned: the thread runs on, the process may exit without it
             raise ForecastBackendError(f"{f.name}: no forecast within {timeout:g} s")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        if error:
+            raise error[0]
+        return value[0]
 
     return predict
 

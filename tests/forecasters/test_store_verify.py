@@ -56,6 +56,18 @@ def _the_future(sid, origin, h, q):
     return np.repeat(context_from_data(sid, origin + h, h)[:, None], 9, axis=1)
 
 
+def test_contexts_are_rebuilt_from_the_packaged_data_of_either_domain():
+    for cid in ("cycle-101-2015-10-05-day_ahead", "elec-ISNE-2024-07-19-week_ahead"):
+        case = get_case(cid)
+        got = context_from_data(case.series_id, case.last_visible, 336)
+        assert got.dtype == np.float64 and np.array_equal(got, case.history)
+        start = case.series.start_hour
+        assert context_from_data(case.series_id, start + 9, 10)[0] == case.series.window(start, 1)[0]
+        assert context_from_data(case.series_id, start + 8, 10) is None  # starts before the series
+        assert context_from_data(case.series_id, case.series.end_hour, 1) is None  # past its end
+    assert context_from_data("no-such-series", 0, 1) is None
+
+
 def test_a_store_of_the_realised_future_passes_the_hashes_but_not_recompute_nor_the_audit(tmp_path, capsys):
     out = tmp_path / "store"
     assert main([*BUILD, "--out", str(out)]) == 0

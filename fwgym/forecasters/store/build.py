@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ def _compute_chunk(forecaster: QuantileForecaster, contexts: list[np.ndarray], h
     out: list = [None] * n
     errors: list = [None] * n
     via_batch = [False] * n
-    stats = {"batched_rows": 0, "single_rows": 0, "checked_rows": 0, "mismatch": None}
+    stats: dict[str, Any] = {"batched_rows": 0, "single_rows": 0, "checked_rows": 0, "mismatch": None}
 
     def single(i: int) -> None:
         try:
@@ -227,8 +227,8 @@ def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
 
-    doc = ({"format": FORMAT, "format_version": FORMAT_VERSION, "fwgym_version": __version__, "created": _now(),
-            "models": {}} if not (root / MANIFEST).exists() else None)
+    doc: dict[str, Any] | None = ({"format": FORMAT, "format_version": FORMAT_VERSION, "fwgym_version": __version__,
+                                   "created": _now(), "models": {}} if not (root / MANIFEST).exists() else None)
     existing: set = set()
     if doc is None:
         store = ForecastStore(root)
@@ -268,8 +268,8 @@ def build_store(out: str | os.PathLike, forecaster: QuantileForecaster, requests
     for (ctx_h, _reqs, _check), (_arrays, _errors, _flags, stats) in zip(tasks, results):
         g = group_stats.setdefault(ctx_h, {"context_steps": ctx_h[0], "horizon": ctx_h[1], "rows": 0, "failed": 0,
                                            "batched_rows": 0, "single_rows": 0, "checked_rows": 0, "batch_mismatch": None})
-        for k in ("batched_rows", "single_rows", "checked_rows"):
-            g[k] += stats[k]
+        for name in ("batched_rows", "single_rows", "checked_rows"):
+            g[name] += stats[name]
         if stats["mismatch"] is not None:
             g["batch_mismatch"] = max(g["batch_mismatch"] or 0.0, stats["mismatch"])
     redo = [(t, r) for t, r in zip(tasks, results) if group_stats[t[0]]["batch_mismatch"] is not None and any(r[2])]

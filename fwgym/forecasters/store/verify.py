@@ -18,12 +18,15 @@ A TSFM's forecast depends at the level of float32 rounding on the torch thread c
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.store.format import context_digest
+
+if TYPE_CHECKING:
+    from fwgym.core.series import Series
 
 __all__ = ["difference", "context_from_data", "recompute_rows"]
 
@@ -42,7 +45,7 @@ def difference(stored: np.ndarray, fresh: np.ndarray) -> float | None:
     return float(np.max(d)) if np.all(np.isfinite(d)) else math.inf
 
 
-_SERIES: dict[str, object] | None = None
+_SERIES: dict[str, Series] | None = None
 
 
 def context_from_data(series_id: str, origin: int, steps: int) -> np.ndarray | None:
@@ -50,7 +53,8 @@ def context_from_data(series_id: str, origin: int, steps: int) -> np.ndarray | N
     packaged data (either domain; checked by sha256 when loaded), or ``None`` when that series or window is
     not in the data."""
     global _SERIES
-    from fwgym.data import DOMAINS, load_series
+    from fwgym.core.series import load_series
+    from fwgym.domains import DOMAINS
 
     if _SERIES is None:
         _SERIES = {sid: s for d in DOMAINS for sid, s in load_series(d).items()}
@@ -91,7 +95,7 @@ def recompute_rows(store, forecaster: QuantileForecaster, n: int, rng: np.random
     """
     store.check(forecaster)
     model = store._prepared[forecaster.name]
-    keys = {}
+    keys: dict[tuple[int, int], tuple[str, int, int, int]] = {}  # (shard, row) -> (series, origin, context, horizon)
     for (c, h), by_series in model.index.items():
         for sid, origins in by_series.items():
             for origin, code in origins.items():
@@ -99,7 +103,7 @@ def recompute_rows(store, forecaster: QuantileForecaster, n: int, rng: np.random
     rows = _rows(model)
     pick = rows if n >= len(rows) else [rows[i] for i in sorted(rng.choice(len(rows), size=n, replace=False))]
     threads = _build_threads(model.entry)
-    out = {"model": forecaster.name, "rows": len(rows), "checked": 0, "equal": 0, "different": [], "unbuildable": [],
+    out: dict[str, Any] = {"model": forecaster.name, "rows": len(rows), "checked": 0, "equal": 0, "different": [], "unbuildable": [],
            "errors": [], "torch_threads": threads}
     forecaster.load()
     with _torch_threads(threads):

@@ -19,7 +19,7 @@ import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -79,9 +79,10 @@ def play_case(env, case_id: str, n_fixed: int) -> dict:
     E = env.action_space.n
     obs, info = env.reset(options={"case_id": case_id})
     fixed = np.array(obs[:n_fixed], dtype=np.float32)
-    out = {"fixed": fixed, "obs": np.zeros((E + 1, len(obs) - n_fixed), dtype=np.float32), "reward": np.zeros(E + 1),
-           "terminated": np.zeros(E + 1, dtype=bool), "truncated": np.zeros(E + 1, dtype=bool),
-           "mask": np.zeros((E + 1, E), dtype=bool), "info": [None] * (E + 1)}
+    out: dict[str, Any] = {
+        "fixed": fixed, "obs": np.zeros((E + 1, len(obs) - n_fixed), dtype=np.float32), "reward": np.zeros(E + 1),
+        "terminated": np.zeros(E + 1, dtype=bool), "truncated": np.zeros(E + 1, dtype=bool),
+        "mask": np.zeros((E + 1, E), dtype=bool), "info": [None] * (E + 1)}
     out["obs"][E], out["mask"][E], out["info"][E] = obs[n_fixed:], env.action_masks(), info
     for e in range(E):
         if e:
@@ -168,8 +169,9 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     workers = check_int("workers", workers, minimum=1, error=TableError)
     chunk_size = check_int("chunk_size", chunk_size, minimum=1, error=TableError)
     t0 = time.perf_counter()
-    spec = {"split": split, "variant": variant, "env_kwargs": dict(env_kwargs or {})}
-    env = table_env(split, variant, spec["env_kwargs"])
+    kwargs = dict(env_kwargs or {})
+    spec = {"split": split, "variant": variant, "env_kwargs": kwargs}
+    env = table_env(split, variant, kwargs)
     menu = [e.name for e in env.menu]
     features = list(env.controller.feature_names)
     identity, fingerprint = table_identity(variant, env), table_fingerprint(env, menu, features)
@@ -212,8 +214,8 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     (parts / PROGRESS).write_text(json.dumps(state))
     chunks = {k: pool_ids[i: i + chunk_size] for k, i in enumerate(range(0, n, chunk_size))}
     for k, entry in list(state["parts"].items()):  # resume: keep the parts whose files are intact
-        files = [parts / f"{int(k):05d}.{f}.arrow" for f in ("cases", "rows")]
-        if all(p.is_file() for p in files) and [file_sha256(p) for p in files] == entry:
+        part_files = [parts / f"{int(k):05d}.{f}.arrow" for f in ("cases", "rows")]
+        if all(p.is_file() for p in part_files) and [file_sha256(p) for p in part_files] == entry:
             chunks.pop(int(k), None)
         else:
             del state["parts"][k]
@@ -247,14 +249,15 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     t_asm = time.perf_counter()
     R = 1 + n * (E + 1)
     store = InfoStore(capacity=R + 1)
-    fixed, dyn = None, None
+    fixed: np.ndarray | None = None  # (cases, n_fixed) float32
+    dyn: np.ndarray | None = None  # (rows, d) float32
     reward, term, trunc, mask = np.zeros(R), np.zeros(R, dtype=bool), np.zeros(R, dtype=bool), np.zeros((R, E), dtype=bool)
     ids: list[str] = []
     row = 1
     for k in range(len(range(0, n, chunk_size))):
         cases = read_arrow(parts / f"{k:05d}.cases.arrow")
         rows = read_arrow(parts / f"{k:05d}.rows.arrow")
-        if fixed is None:
+        if fixed is None or dyn is None:
             fixed = np.zeros((n, cases["fixed"].shape[1]), dtype=np.float32)
             dyn = np.zeros((R, rows["obs"].shape[1]), dtype=np.float32)
         c = len(cases["case_id"])
@@ -266,7 +269,7 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
         for text in rows["info"]:
             store.add(decode_value(json.loads(text)))
         row += m
-    if ids != pool_ids or row != R:  # pragma: no cover - the parts are the chunks of pool_ids
+    if fixed is None or dyn is None or ids != pool_ids or row != R:  # pragma: no cover - the parts are the chunks of pool_ids
         raise TableError(f"{parts}: the parts do not hold the table's cases in order")
     arrays, info_parts = store.export()
     row_cols = {("info_pattern" if k == "row_pattern" else f"a:{k[6:]}"): v for k, v in arrays.items()

@@ -30,7 +30,7 @@ import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -79,7 +79,8 @@ def fingerprint_diff(want: Mapping, got: Mapping, prefix: str = "") -> list[str]
     return out
 
 
-def write_arrow(path: Path, columns: Mapping[str, object], metadata: Mapping[str, str] | None = None) -> dict:
+def write_arrow(path: Path, columns: Mapping[str, np.ndarray | Sequence[str]],
+                metadata: Mapping[str, str] | None = None) -> dict:
     """Write ``columns`` as one record batch (atomically: a temporary file, then a rename).
 
     Columns: a 2-D (or more) NumPy array becomes a fixed-size binary column of its rows' bytes (read back by
