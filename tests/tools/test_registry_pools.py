@@ -16,6 +16,7 @@ from fwgym.envs.fwbench import FWBenchEnv  # noqa: E402
 from fwgym.forecasters import register_forecaster, unregister_forecaster  # noqa: E402
 from fwgym.forecasters.registry import EXTENDED_MODELS, PRICED_MODELS  # noqa: E402
 from fwgym.forecasters.seasonal import SeasonalEmpirical  # noqa: E402
+from pool_plugins import ShortContext  # noqa: E402  (tests/tools/pool_plugins.py: a worker can import it)
 from fwgym.testing.fuzz import schema_values  # noqa: E402
 from fwgym.tools import REGISTRY  # noqa: E402
 from fwgym.tools.registry import (PRICED_TOOLS, PoolModel, drop_null_arguments, pool_facts,  # noqa: E402
@@ -27,15 +28,9 @@ ROWS_96 = {96: [500, 510, 520, 530, 540, 550]}
 ROWS = {96: [900, 900, 950, 1000, 1100, 1200], 336: [1000, 1001, 1050, 1100, 1200, 1300]}
 
 
-class _Short(SeasonalEmpirical):
-    """A plug-in whose instance says 2 (its spec says 24: the spec's rule is the one applied)."""
-
-    min_context = 2
-
-
 @pytest.fixture(scope="module")
 def plugins():
-    register_forecaster("toy96", _Short, ROWS_96, min_context=24, replace=True)  # priced only up to 96 hours
+    register_forecaster("toy96", ShortContext, ROWS_96, min_context=24, replace=True)  # priced only up to 96 hours
     register_forecaster("toy_week", SeasonalEmpirical, ROWS, min_context=180, replace=True)
     yield ("toy96", "toy_week")
     unregister_forecaster("toy96")
@@ -84,7 +79,7 @@ def test_the_pool_comes_from_the_forecasters_and_the_tariff(plugins):
                    "mstl_ets": (48, 336), "toy96": (24, 96), "toy_week": (180, 336)}
     assert protocol_pool() == tool_pool(PRICED_MODELS) == tool_pool(None)
     # an env's forecaster override serves the model: its min_context is the one the handler checks
-    over = _Short()
+    over = ShortContext()
     assert tool_pool(["seasonal_empirical"], {"seasonal_empirical": over}) == (PoolModel("seasonal_empirical", 2, 336),)
     assert pool_from_facts(pool_facts(pool)) == pool and pool_from_facts(None) is None
     with pytest.raises(ValueError, match="pool must be a list"):
