@@ -263,7 +263,7 @@ def _hour_table(case, data, submitted) -> list[dict]:
 def _policy_band(case, policy: str, calls: list[dict] | None):
     """The policy's own predictive band: its classical method, or the last classical method it planned with."""
     from fwgym.forecasters.classical import CLASSICAL_METHODS
-    from fwgym.plots import _band_for
+    from fwgym.plots import policy_forecast_band
 
     method = policy if policy in CLASSICAL_METHODS else None
     for c in reversed(calls or []):
@@ -274,7 +274,7 @@ def _policy_band(case, policy: str, calls: list[dict] | None):
     if method is None:
         return None
     try:
-        band = _band_for(case, method)
+        band = policy_forecast_band(case, method)
     except Exception:  # a band is a nicety
         return None
     return None if band is None else (band[0], f"{method} predictive 10-90%")

@@ -122,7 +122,7 @@ def episode_charts(data, record: dict, bands: Sequence[dict] = (), policy_band: 
         {"overview": (lo, hi), "zoom": (lo, hi)}}`` with ``style`` in ``"line"``, ``"dash"``,
         ``"thick"``, ``"band"``, ``"dots"`` (the legend is drawn in HTML so it wraps at any width).
     """
-    from fwgym.plots import _format_time_axes, draw_case
+    from fwgym.plots import draw_case, format_time_axes
 
     case = data.case
     with report_style():
@@ -135,7 +135,7 @@ def episode_charts(data, record: dict, bands: Sequence[dict] = (), policy_band: 
         for e in legend_z:
             if not any(x["label"] == e["label"] for x in legend):
                 legend.append(e)
-        _format_time_axes(ax, zx, case)
+        format_time_axes(ax, zx, case)
         ax.set_ylabel(case.series.unit)
         n = max(1, min(int(history_hours), len(case.history)))
         ax.set_title(f"last {n} visible hours to the end of the target day (UTC)", fontsize=9, loc="left")
