@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fwgym.core.series import datetime_to_hour
-from fwgym.domains import pedestrian as P
+from fwgym.domains.pedestrian import source as P
 from fwgym.errors import DataIntegrityError
 
 
