@@ -28,10 +28,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from fwgym.core.series import Series
 from fwgym.data import verify_file
 from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, PACKAGED_FILE, PACKAGED_SHA256, SENSORS,
-                                             UNIT, local_midnight_hour)
+                                             UNIT, SensorSeries, local_midnight_hour)
 
 __all__ = ["AUCKLAND", "ATTRIBUTION", "DOMAIN", "UNIT", "SENSORS", "ID_PREFIX", "COHORTS", "CALENDARS",
            "SEALED_DATES", "load_series", "local_midnight_hour", "holidays_on"]
@@ -86,10 +85,10 @@ def _column(column, dtype) -> np.ndarray:
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     width = np.dtype(dtype).itemsize
     return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * width).copy()
-_SERIES: dict[str, Series] = {}
+_SERIES: dict[str, SensorSeries] = {}
 
 
-def load_series() -> dict[str, Series]:
+def load_series() -> dict[str, SensorSeries]:
     """The 18 packaged series (``akl_pedestrian_counts.parquet``, sha256-checked), dense hourly float64 arrays
     from the first UTC hour with NaN at missing hours (read-only, cached per process).
 
@@ -117,5 +116,5 @@ def load_series() -> dict[str, Series]:
             dense = np.full(n, np.nan)
             dense[hours[a:b] - start] = values[a:b]
             dense.flags.writeable = False
-            _SERIES[sid] = Series(sid, DOMAIN, names[sid], UNIT, start, dense)
+            _SERIES[sid] = SensorSeries(sid, names[sid], start, dense)
         return _SERIES

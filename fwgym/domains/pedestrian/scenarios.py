@@ -32,8 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fwgym.core.series import hour_to_datetime
-from fwgym.domains.pedestrian.source import AUCKLAND, SENSORS, local_midnight_hour
+from fwgym.domains.pedestrian.source import AUCKLAND, SENSORS, hour_to_datetime, local_midnight_hour
 
 __all__ = ["FAMILIES", "HELDOUT_SPLITS", "NOTES_PATH", "notes", "LocalTime", "Count", "Factor", "Share", "Ratio", "Passengers",
            "PedestrianScenario", "eligible_families", "make_scenario"]

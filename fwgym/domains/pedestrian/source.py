@@ -39,7 +39,7 @@ What the source file holds, and how it is read (each point measured on the pinne
   sensors (installed late in 2022). 18 sensors remain.
 
 Units: people counted per hour (both directions), UTC hour starts; missing hours are NaN in the dense
-:class:`~fwgym.core.series.Series`, never imputed.
+:class:`SensorSeries`, never imputed.
 """
 from __future__ import annotations
 
@@ -53,12 +53,11 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from fwgym.core.series import Series, datetime_to_hour
 from fwgym.errors import DataIntegrityError
 
 __all__ = [
     "DOMAIN", "UNIT", "AUCKLAND", "SOURCE_DISTRIBUTION", "SOURCE_VERSION", "SOURCE_FILE", "SOURCE_SHA256",
-    "ATTRIBUTION", "SENSORS", "EXCLUDED_SENSORS", "CLOCK_NOT_SWITCHED", "COUNTING_ZONE_CHANGES",
+    "ATTRIBUTION", "SENSORS", "SensorSeries", "datetime_to_hour", "hour_to_datetime", "EXCLUDED_SENSORS", "CLOCK_NOT_SWITCHED", "COUNTING_ZONE_CHANGES",
     "OUTAGE_ZERO_HOURS", "MIN_VALID_FRACTION", "MAX_LABEL_DISAGREEMENT_ROWS", "sensor_id", "parse_hour_range",
     "local_wall_times", "LocalHour", "local_to_utc", "SourceTable", "read_source", "source_path",
     "ScreeningReport", "build_series", "local_midnight_hour", "PACKAGED_FILE", "PACKAGED_SHA256", "write_parquet", "build_main",
@@ -144,6 +143,55 @@ MAX_LABEL_DISAGREEMENT_ROWS = 24
 _LABEL_DAY_START_HOUR = 6
 
 _HOUR_RANGE = re.compile(r"(\d{1,2}):00-(\d{1,2}):59")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def datetime_to_hour(dt: datetime) -> int:
+    """Epoch hour (hours since 1970-01-01 00:00 UTC) of a tz-aware datetime on the hour.
+
+    Raises:
+        ValueError: naive, or not on the hour.
+    """
+    if dt.tzinfo is None:
+        raise ValueError(f"datetime {dt!r} has no time zone")
+    seconds = (dt - _EPOCH).total_seconds()
+    if seconds % 3600:
+        raise ValueError(f"{dt.isoformat()} is not on the hour")
+    return int(seconds // 3600)
+
+
+def hour_to_datetime(hour: int) -> datetime:
+    """Epoch hour -> tz-aware UTC datetime."""
+    return _EPOCH + timedelta(hours=int(hour))
+
+
+@dataclass(frozen=True, eq=False)
+class SensorSeries:
+    """One sensor's dense hourly series: ``values`` float64 from epoch hour ``start_hour``, NaN = missing
+    (read-only); ``name`` is the source's address, ``unit`` :data:`UNIT`, ``domain`` :data:`DOMAIN`."""
+
+    series_id: str
+    name: str
+    start_hour: int
+    values: np.ndarray
+    unit: str = UNIT
+    domain: str = DOMAIN
+
+    @property
+    def end_hour(self) -> int:
+        """Epoch hour one past the last value."""
+        return self.start_hour + len(self.values)
+
+    def window(self, start_hour: int, n_hours: int) -> np.ndarray:
+        """Read-only view of ``n_hours`` values from epoch hour ``start_hour``.
+
+        Raises:
+            ValueError: the window leaves the series' span.
+        """
+        i = start_hour - self.start_hour
+        if i < 0 or i + n_hours > len(self.values):
+            raise ValueError(f"window [{start_hour}, +{n_hours} h) is outside series {self.series_id}")
+        return self.values[i:i + n_hours]
 
 
 def parse_hour_range(text: str) -> int:
@@ -411,7 +459,7 @@ def _in_clock_ranges(wall: datetime) -> bool:
     return any(a <= wall <= b for a, b in CLOCK_NOT_SWITCHED)
 
 
-def build_series(table: SourceTable, report: ScreeningReport | None = None) -> dict[str, Series]:
+def build_series(table: SourceTable, report: ScreeningReport | None = None) -> dict[str, SensorSeries]:
     """Dense UTC series of the kept sensors from a :class:`SourceTable`, screened as the module docstring says.
 
     Args:
@@ -419,7 +467,7 @@ def build_series(table: SourceTable, report: ScreeningReport | None = None) -> d
         report: filled with what each rule removed (optional).
 
     Returns:
-        ``{series id: Series}`` for the sensors of :data:`SENSORS` present in ``table`` that keep at least
+        ``{series id: SensorSeries}`` for the sensors of :data:`SENSORS` present in ``table`` that keep at least
         :data:`MIN_VALID_FRACTION` of their hours, sorted by id; values float64 people/hour, NaN = missing.
 
     Raises:
@@ -453,7 +501,7 @@ def build_series(table: SourceTable, report: ScreeningReport | None = None) -> d
     counts = table.counts[np.asarray(keep_rows, dtype=np.int64)]
     zone_days = {sensor_id(a): [(local_midnight_hour(d), local_midnight_hour(d + timedelta(days=1)))
                                 for d, ids in COUNTING_ZONE_CHANGES if sensor_id(a) in ids] for a in table.columns}
-    out: dict[str, Series] = {}
+    out: dict[str, SensorSeries] = {}
     for c, address in enumerate(table.columns):
         sid = sensor_id(address)
         if sid not in SENSORS and address not in EXCLUDED_SENSORS:
@@ -477,7 +525,7 @@ def build_series(table: SourceTable, report: ScreeningReport | None = None) -> d
                 f": {EXCLUDED_SENSORS[address]}" if address in EXCLUDED_SENSORS else "")
             continue
         dense.flags.writeable = False
-        out[sid] = Series(series_id=sid, domain=DOMAIN, name=address, unit=UNIT, start_hour=start, values=dense)
+        out[sid] = SensorSeries(sid, address, start, dense)
     return dict(sorted(out.items()))
 
 
@@ -487,7 +535,7 @@ PACKAGED_FILE = Path(__file__).resolve().parent / "akl_pedestrian_counts.parquet
 PACKAGED_SHA256 = "d9c8c8a73456ea1f9edcba8f0c926aefefcbc27122d7ccb138229dbcb36d3230"
 
 
-def write_parquet(series: dict[str, Series], path: str | Path) -> str:
+def write_parquet(series: dict[str, SensorSeries], path: str | Path) -> str:
     """Write ``series`` as fwgym's long-format hourly Parquet file (the format of ``fwgym/data``: columns
     ``series_id`` (string), ``timestamp`` (UTC hour start, microseconds), ``value`` (float64), ``name``
     (string); rows sorted by series id then time; missing hours absent; zstd, no pandas metadata) and
