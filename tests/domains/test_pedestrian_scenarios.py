@@ -175,7 +175,7 @@ _TRAIN_SIZE = {
     "event_crowd": [(rf"{_NUM}x", float), (r"\b(one and a half times|twice|two and a half times|three times)\b",
                                           {"one and a half times": 1.5, "twice": 2.0, "two and a half times": 2.5,
                                            "three times": 3.0}.get)],
-    "heavy_rain": [(rf"{_NUM}% fewer", lambda s: round(1 - float(s) / 100, 2)), (rf"{_NUM}%", lambda s: float(s) / 100),
+    "rain_warning": [(rf"{_NUM}% fewer", lambda s: round(1 - float(s) / 100, 2)), (rf"{_NUM}%", lambda s: float(s) / 100),
                    (r"(three fifths|seven tenths|three quarters|four fifths) of",
                     {"three fifths": 0.6, "seven tenths": 0.7, "three quarters": 0.75, "four fifths": 0.8}.get)],
 }
@@ -203,7 +203,7 @@ def _recovery(series_list, split: str, dates) -> float:
     hit = tot = 0
     for s in series_list:
         for d in dates:
-            for fam in ("event_crowd", "heavy_rain"):
+            for fam in ("event_crowd", "rain_warning"):
                 sc = SC.make_scenario(_case(s, d, split=split), 0, fam)
                 tot += 1
                 start = int(SC._local_hours(D.local_midnight_hour(d))[np.flatnonzero(sc.roi)[0]])

@@ -7,7 +7,7 @@ Families (hours in Auckland local time; the target window starts at local midnig
   2-3 hours footfall is a stated multiple (1.5x-3x) of normal.
 * ``street_closure`` (c_f): works close the footpath at the counter for 3-6 daytime hours: zero counts
   (an upper bound of 0 over those hours).
-* ``heavy_rain`` (c_f): a heavy-rain warning over 3-6 daytime hours: footfall falls to a stated share (60-80 %).
+* ``rain_warning`` (c_f): a heavy-rain warning over 3-6 daytime hours: footfall falls to a stated share (60-80 %).
 * ``public_holiday`` (c_f, c_h; weekday targets that are not already holidays): a one-off holiday: between
   07:00/08:00 and 18:00-20:00 each hour is the normal count times that local hour's ratio of the most
   recent whole Sunday to the most recent whole day of the target's weekday in the visible history (counts
@@ -37,7 +37,7 @@ from fwgym.domains.pedestrian.source import AUCKLAND, SENSORS, hour_to_datetime,
 __all__ = ["FAMILIES", "HELDOUT_SPLITS", "NOTES_PATH", "notes", "LocalTime", "Count", "Factor", "Share", "Ratio", "Passengers",
            "PedestrianScenario", "eligible_families", "make_scenario"]
 
-FAMILIES: tuple[str, ...] = ("event_crowd", "street_closure", "heavy_rain", "public_holiday", "cruise_ship")
+FAMILIES: tuple[str, ...] = ("event_crowd", "street_closure", "rain_warning", "public_holiday", "cruise_ship")
 #: splits whose notes use the held-out skeletons only
 HELDOUT_SPLITS: frozenset[str] = frozenset({"test", "sealed"})
 NOTES_PATH = Path(__file__).resolve().parent / "notes.json"
@@ -271,7 +271,7 @@ def eligible_families(case) -> tuple[str, ...]:
     holiday only on a weekday that is not already one (with a whole Sunday and weekday in the history)."""
     from fwgym.domains.pedestrian import holidays_on
 
-    out = ["event_crowd", "street_closure", "heavy_rain"]
+    out = ["event_crowd", "street_closure", "rain_warning"]
     td = case.target_date
     if td.weekday() < 5 and not holidays_on(td) and _holiday_ratio(case) is not None:
         out.append("public_holiday")
@@ -302,7 +302,7 @@ def _family_params(fam: str, case, rng: np.random.Generator, lh: np.ndarray) -> 
         roi = _roi(lh, start, stop)
         fields = {"works": works, "works_title": works[0].upper() + works[1:], "street": _street(case.series.name)}
         return fields, {"factor": 0.0}, roi, lambda y: np.where(roi, 0.0, y)
-    if fam == "heavy_rain":
+    if fam == "rain_warning":
         start, n = int(rng.integers(7, 16)), int(rng.integers(3, 7))
         stop = start + n
         share = float(_pick(rng, (0.6, 0.7, 0.75, 0.8)))
