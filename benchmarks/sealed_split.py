@@ -31,9 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from scipy.optimize import Bounds, LinearConstraint, milp  # noqa: E402
 
 from fwgym.context.text import prompt_windows  # noqa: E402
-from fwgym.core.cases import (LEADS, Case, _eval_series, build_cases, case_quality, make_case_id,  # noqa: E402
+from fwgym.core.cases import (LEADS, Case, build_cases, eval_series, case_quality, make_case_id,  # noqa: E402
                               target_start_hour)
-from fwgym.data import load_series  # noqa: E402
+from fwgym.core.series import load_series  # noqa: E402
 
 
 def overlaps(cases, windows, same_series: bool = False, whole: bool = False) -> int:
@@ -63,7 +63,7 @@ def optimum(domain: str) -> tuple[int, list[tuple[date, str, int]]]:
     months = sorted({c.target_date.month for c in test})
     year = test[0].target_date.year
     series = load_series(domain)
-    sids = _eval_series(domain)
+    sids = eval_series(domain)
     nodes = []  # (date, lead, complete cases, a probe case for its prompt windows)
     d = date(year, months[0], 1)
     while d.month <= months[-1] and d.year == year:

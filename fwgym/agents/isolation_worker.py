@@ -68,7 +68,7 @@ HEADER = struct.Struct(">I")
 #: loaders, cases (targets), the envs (hindsight), the tools' episode ledger, the scorer and sigma, the
 #: evaluation and report layers, the baselines (the oracles read hindsight) and the CLI
 DENIED_MODULES: tuple[str, ...] = (
-    "fwgym.data", "fwgym.config", "fwgym.core.cases", "fwgym.core.scorer", "fwgym.core.scoring", "fwgym.context",
+    "fwgym.data", "fwgym.domains", "fwgym.config", "fwgym.core.cases", "fwgym.core.scorer", "fwgym.core.scoring", "fwgym.context",
     "fwgym.envs", "fwgym.tools", "fwgym.evaluation", "fwgym.baselines", "fwgym.wrappers", "fwgym.rl", "fwgym.report",
     "fwgym.plots", "fwgym.cli",
 )

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from fwgym.agents.isolation_worker import SB3Policy
-from fwgym.rl.features import FEATURE_SETS, FEATURE_VERSION, resolve_features
+from fwgym.rl.features import FEATURE_SETS, FEATURE_VERSION, check_feature_version, resolve_features
 from fwgym.rl.macro import MENUS, MacroController, menu_for
 
 #: ``algo`` values: ``"auto"`` (read from the zip) or an algorithm name
@@ -274,9 +274,8 @@ class SB3Agent:
             raise ValueError(f"algo must be one of {list(ALGOS)}, got {algo!r}")
         path = resolve_model_path(model_path)
         spec = read_spec(path) or {}
-        if spec and spec.get("feature_version") != FEATURE_VERSION:
-            raise ValueError(f"{path}: trained on fwgym features v{spec.get('feature_version')}; "
-                             f"this fwgym computes v{FEATURE_VERSION}")
+        if spec:
+            check_feature_version(spec.get("feature_version"), str(path))
         algo = resolve_algo(path, algo)
         self.algo, self.model_path, self.deterministic, self.isolated = algo, str(path), deterministic, bool(isolated)
         kwargs = {"path": str(path.resolve()), "algo": algo, "deterministic": bool(deterministic)}

@@ -134,8 +134,8 @@ class MenuOracle:
     def _rank(self, budget: float) -> None:
         h = self._hindsight
         case = get_case(h["case_id"])
-        if self._sigma is None:
-            self._sigma = load_sigma()
+        if self._sigma is None or case.domain not in self._sigma:
+            self._sigma = load_sigma(domains=[case.domain])
         sigma, B = self._sigma[case.domain], (budget or BUDGET)
         cands = {m: (0, classical_plan_result(case, m)) for m in CLASSICAL_METHODS}
         for m in self.models:

@@ -11,6 +11,7 @@ from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_ora
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS, known_models
+from fwgym.suites import EXTENDED_FIXED_GROUP, EXTENDED_ORACLE_GROUP, POLICY_GROUPS, TSFM_GROUP, get_suite
 
 __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
            "policy_models", "CONTEXT_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
@@ -65,24 +66,25 @@ def policy_models(name: str) -> tuple[str, ...]:
 
 
 #: default policies of the context and forecast suites (the text-reading baseline and the same method without the text)
-CONTEXT_POLICIES: tuple[str, ...] = ("context_hour_of_day_empirical", "hour_of_day_empirical_samples")
+CONTEXT_POLICIES: tuple[str, ...] = get_suite("forecast").default_policies
 #: named policies that can play the forecast task (submit quantiles or samples); the others submit decisions
 FORECAST_TASK_POLICIES: tuple[str, ...] = CONTEXT_POLICIES
 
 
 def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol") -> tuple[list[str], dict[str, str]]:
-    """Default policies of an evaluation suite (``decision``, ``context`` or ``forecast``).
+    """Default policies of an evaluation suite: its :attr:`fwgym.suites.Suite.default_policies` with the
+    groups resolved.
 
     Args:
-        suite: the suite.
-        include_tsfm: add the TSFM policies whose weights load (:func:`default_policies`).
+        suite: the suite's name (:data:`fwgym.suites.SUITES`).
+        include_tsfm: :data:`~fwgym.suites.TSFM_GROUP` is the TSFM policies whose weights load in this
+            process (:func:`unavailable_policies`); ``False``: none.
         pool: the env's forecast pool, ``"protocol"`` (default) or ``"extended"``
-            (:data:`~fwgym.forecasters.registry.POOLS`). ``"extended"`` adds the fixed statsmodels
-            policies (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) after the priced fixed
-            ones in the decision and context suites, and ``catalog_oracle_extended`` after
-            ``catalog_oracle`` in the decision suite (the context suite's defaults hold no menu oracle;
-            the forecast suite's only policies that submit forecasts). Run them in envs made with
-            ``models=EXTENDED_MODELS``.
+            (:data:`~fwgym.forecasters.registry.POOLS`). ``"extended"`` resolves
+            :data:`~fwgym.suites.EXTENDED_FIXED_GROUP` to the fixed statsmodels policies
+            (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) and
+            :data:`~fwgym.suites.EXTENDED_ORACLE_GROUP` to ``catalog_oracle_extended`` (the protocol pool:
+            to nothing). Run them in envs made with ``models=EXTENDED_MODELS``.
 
     Returns:
         ``(policies, skipped)`` as :func:`default_policies`.
@@ -92,34 +94,26 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
     """
     if pool not in POOLS:
         raise ValueError(f"unknown pool {pool!r}; expected one of {list(POOLS)}")
-    if suite not in ("decision", "context", "forecast"):
-        raise ValueError(f"unknown suite {suite!r}; expected decision, context or forecast")
-    if suite == "forecast":
-        return list(CONTEXT_POLICIES), {}
-    policies, skipped = default_policies(include_tsfm)
-    if pool == "extended":
-        at = policies.index(SELECTOR_POLICIES[0])  # after the fixed priced policies
-        policies[at:at] = list(STATISTICAL_MODELS)
-        policies.insert(policies.index("catalog_oracle") + 1, "catalog_oracle_extended")
-    if suite == "context":
-        oracles = set(ORACLE_POLICIES) | {"catalog_oracle_extended"}
-        return [p for p in policies if p not in oracles] + list(CONTEXT_POLICIES) + ["perfect_demand"], skipped
-    return policies, skipped
+    spec = get_suite(suite)
+    skipped = unavailable_policies(TSFM_POLICIES) if include_tsfm and TSFM_GROUP in spec.default_policies else {}
+    groups = {TSFM_GROUP: [p for p in TSFM_POLICIES if p not in skipped] if include_tsfm else [],
+              EXTENDED_FIXED_GROUP: list(STATISTICAL_MODELS) if pool == "extended" else [],
+              EXTENDED_ORACLE_GROUP: ["catalog_oracle_extended"] if pool == "extended" else []}
+    out: list[str] = []
+    for entry in spec.default_policies:
+        out += groups[entry] if entry in POLICY_GROUPS else [entry]
+    return out, skipped
 
 
 def default_policies(include_tsfm: bool = True) -> tuple[list[str], dict[str, str]]:
-    """The main job's policy list (the rows of the paper's Table 2): 8 fixed classical, fixed
-    seasonal_empirical, the TSFM policies whose weights load in this process, the backtest selectors
+    """The main job's policy list (the rows of the paper's Table 2; the decision suite's defaults,
+    :func:`suite_policies`): 8 fixed classical, fixed seasonal_empirical, the TSFM policies whose weights load in this process, the backtest selectors
     (:data:`SELECTOR_POLICIES`), the free-menu and catalog oracles and the perfect-demand oracle.
 
     Returns:
         ``(policies, skipped)`` with ``skipped = {policy: reason}``.
     """
-    policies, skipped = list(CLASSICAL_METHODS) + ["seasonal_empirical"], {}
-    if include_tsfm:
-        skipped = unavailable_policies(TSFM_POLICIES)
-        policies += [p for p in TSFM_POLICIES if p not in skipped]
-    return policies + list(SELECTOR_POLICIES) + list(ORACLE_POLICIES), skipped
+    return suite_policies("decision", include_tsfm)
 
 
 def unavailable_policies(policies) -> dict[str, str]:

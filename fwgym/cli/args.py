@@ -11,7 +11,7 @@ import json
 import math
 from typing import Callable, Iterable
 
-from fwgym.data import DOMAINS
+from fwgym.domains import DOMAINS, domain_names
 
 
 def _int(value: str) -> int:
@@ -75,22 +75,23 @@ def positive_float(value: str) -> float:
 
 
 def domains(value: str) -> list[str]:
-    """``--domain``: ``"all"`` (every domain) or one domain name, as a list.
+    """``--domain``: ``"all"`` (the protocol's domains, :data:`fwgym.domains.DOMAINS`) or one registered
+    domain's name, as a list.
 
     Raises:
         argparse.ArgumentTypeError: anything else.
     """
     if value == "all":
         return list(DOMAINS)
-    if value not in DOMAINS:
-        raise argparse.ArgumentTypeError(f"domain must be 'all' or one of {list(DOMAINS)}")
+    if value not in domain_names():
+        raise argparse.ArgumentTypeError(f"domain must be 'all' or one of {list(domain_names())}")
     return [value]
 
 
 def add_domain_argument(parser: argparse.ArgumentParser) -> None:
     """``--domain all|electricity|cycle_hire`` (default: every domain)."""
     parser.add_argument("--domain", type=domains, default=list(DOMAINS),
-                        help=f"all (default) or one of {', '.join(DOMAINS)}")
+                        help=f"all (default: the protocol's {', '.join(DOMAINS)}) or one domain (fwgym.domains)")
 
 
 def json_object(value: str | None, option: str) -> dict | None:

@@ -15,10 +15,11 @@ from collections import Counter
 from fwgym.core.cases import LEADS, SEALED_SPLIT, SPLITS, TEST_SPLIT
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
+from fwgym.suites import SUITE_NAMES
 
 NAME = "cases"
 HELP = "case counts per cohort and lead; `cases export`: the cases as Parquet for offline forecasting"
-SUITES = ("decision", "context", "forecast")
+SUITES = SUITE_NAMES
 
 
 def _export_help() -> str:

@@ -205,7 +205,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             "limit": args.limit, "cases": case_ids,
             "cases_sha256": hashlib.sha256("\n".join(case_ids).encode()).hexdigest(), "n_cases": len(case_ids),
             "policies": labels, "agents": {lab: _agent_settings(p) for lab, p in zip(labels, policies)},
-            "env_kwargs": env_kwargs, "sigma": load_sigma(), "budget": env_kwargs.get("budget", BUDGET),
+            "env_kwargs": env_kwargs, "sigma": load_sigma(domains=args.domain), "budget": env_kwargs.get("budget", BUDGET),
             "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
             "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
             "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
@@ -322,8 +322,8 @@ def _remove_empty(dirs) -> None:
 
 def check_packaged_files(domains, models) -> None:
     """Check, before any episode starts, every packaged file a run on ``domains`` with the forecast
-    pool ``models`` reads: ``config/sigma.json``, each domain's Parquet file, the balancing-authority
-    names and zones (electricity), and ``config/tariff_extended.json`` when a model of the pool is
+    pool ``models`` reads: ``config/sigma.json``, each domain's files (:meth:`fwgym.domains.Domain.files`:
+    its Parquet file; the balancing-authority names and zones of electricity), and ``config/tariff_extended.json`` when a model of the pool is
     priced by it. A run on a corrupted install is refused as a whole (``fwgym: error: ... failed its
     sha256 check``, exit 2) instead of crashing, or being scored, in its first episode.
 
@@ -331,18 +331,14 @@ def check_packaged_files(domains, models) -> None:
         fwgym.data.DataIntegrityError: a file is missing or fails its sha256 check (the message names it).
         ValueError: an unknown domain or model.
     """
-    from fwgym.data import DATA_FILES, verify_packaged
     from fwgym.core.tariff import tariff_rows
+    from fwgym.data import verify_file, verify_packaged
+    from fwgym.domains import get_domain
 
-    files = ["config/sigma.json"]
+    verify_packaged("config/sigma.json")
     for domain in domains:
-        if domain not in DATA_FILES:
-            raise ValueError(f"unknown domain {domain!r}; expected some of {list(DATA_FILES)}")
-        files.append(f"data/{DATA_FILES[domain][0]}")
-        if domain == "electricity":
-            files += ["data/balancing_authorities.csv", "data/balancing_authority_zones.csv"]
-    for relpath in files:
-        verify_packaged(relpath)
+        for f in get_domain(domain).files():  # the domain's spec names its files (data, names, zones)
+            verify_file(*f.resolve())
     for model in models:
         tariff_rows(model)  # reads (and checks) the extended tariff for a model outside the protocol's table
 
@@ -358,6 +354,7 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.baselines.registry import ORACLE_POLICIES, SELECTOR_POLICIES, suite_policies, unavailable_policies
     from fwgym.evaluation.runner import policy_label
+    from fwgym.suites import get_suite
 
     extra = getattr(args, "models", None) or ()  # runs written before --models existed have none
     models = pool_models(pool, extra)
@@ -372,7 +369,7 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
         policies = list(args.policies)
     else:
         policies, skipped = suite_policies(args.suite, include_tsfm=not args.no_tsfm, pool=pool)
-        if args.suite != "forecast":  # the fixed policies of the added models (they submit decisions)
+        if get_suite(args.suite).task == "decision":  # the fixed policies of the added models (they submit decisions)
             added = [m for m in extra if m not in policies]
             skipped.update(unavailable_policies(added))
             at = next((i for i, p in enumerate(policies) if p in SELECTOR_POLICIES + ORACLE_POLICIES), len(policies))

@@ -124,7 +124,7 @@ def run(args) -> int:
 
 def _build(args) -> int:
     from fwgym.core.cases import build_cases
-    from fwgym.data import DATA_FILES, expected_sha256
+    from fwgym.domains import get_domain
     from fwgym.evaluation import select_cases
     from fwgym.forecasters.registry import check_models, get_forecaster
     from fwgym.forecasters.store import build_store, open_store
@@ -142,7 +142,7 @@ def _build(args) -> int:
     domains = sorted({d for d, _ in selected})
     info = {"split": args.split, "domains": domains, "lead": args.lead, "limit": args.limit, "cases": len(cases),
             "context": args.context, "horizon": args.horizon,
-            "data_sha256": {DATA_FILES[d][0]: expected_sha256(f"data/{DATA_FILES[d][0]}") for d in domains}}
+            "data_sha256": {p.name: digest for p, digest in (get_domain(d).series_file.resolve() for d in domains)}}
     worst = 0
     for model in models:
         requests = store_requests(cases, model, args.context, args.horizon)

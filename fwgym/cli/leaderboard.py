@@ -6,7 +6,7 @@ leaderboard only ever shows verified, comparable scores. A source without a mani
 bare ``results.jsonl``) is refused unless ``--allow-unverified``; the header then says ``UNVERIFIED``
 (and a warning goes to stderr in every format).
 Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
-:func:`fwgym.core.metrics.suite_metric`).
+:func:`fwgym.suites.suite_metric`).
 
 ``--format``:
 
@@ -85,9 +85,9 @@ def run(args) -> int:
     from fwgym.cli.tables import print_table, resolve_format
     from fwgym.evaluation import AUTO as AUTO_REFERENCE
     from fwgym.evaluation import coverage, leaderboard, load_results, reference_policy, write_csv
-    from fwgym.evaluation.leaderboard import (breakdown_tables, credit_weight_of_rows, format_csv, format_json,
+    from fwgym.evaluation.leaderboard import (breakdown_tables, format_csv, format_json,
                                               format_latex, leaderboard_table, mark_rows)
-    from fwgym.core.metrics import suite_metric
+    from fwgym.suites import suite_metric
 
     rs = load_results(args.results, allow_partial=args.allow_partial, common_cases=args.common_cases,
                       allow_mixed_versions=args.allow_mixed_versions,
@@ -103,7 +103,8 @@ def run(args) -> int:
     except ValueError as exc:
         raise ValueError(f"--reference: {exc}") from None
     rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
-    metric = suite_metric(suite, credit_weight_of_rows(rows) if suite == "forecast" else None)
+    credit_weight = rs.settings.get("credit_weight")  # the manifest's (S is never inverted to recover it)
+    metric = suite_metric(suite, credit_weight)
     cov = coverage([r for r in records if r["policy"] == policies[0]])
     parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())
     checked = "re-scored, NOT hash-checked" if rs.unverified else "re-scored and verified"
@@ -119,7 +120,7 @@ def run(args) -> int:
     if fmt == "csv":
         sys.stdout.write(format_csv(csv_rows))
     elif fmt == "json":
-        print(format_json(rows, suite, split=rs.settings.get("split"),
+        print(format_json(rows, suite, credit_weight, split=rs.settings.get("split"),
                           coverage={"cases": cov["cases"], "complete": cov["complete"],
                                     "by_domain": {k: list(v) for k, v in cov["by_domain"].items()}},
                           reference=ref, n_boot=args.n_boot if ref else None, seed=args.seed if ref else None,

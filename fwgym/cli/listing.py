@@ -59,16 +59,15 @@ def suites() -> list[dict]:
     """The evaluation suites: ``{"suite", "env_kwargs", "loss", "formula", "default_policies" (per pool,
     TSFM policies excluded: they join when their weights load)}``."""
     from fwgym.baselines.registry import suite_policies
-    from fwgym.evaluation.runner import SUITES
     from fwgym.forecasters.registry import POOLS
-    from fwgym.core.metrics import suite_metric
+    from fwgym.suites import SUITES, TSFM_GROUP
 
     out = []
-    for s, kwargs in SUITES.items():
-        m = suite_metric(s)
-        out.append({"suite": s, "env_kwargs": dict(kwargs), "loss": m.loss_label, "formula": m.formula,
+    for s, spec in SUITES.items():
+        m = spec.metric()
+        out.append({"suite": s, "env_kwargs": spec.env_kwargs, "loss": m.loss_label, "formula": m.formula,
                     "default_policies": {pool: suite_policies(s, include_tsfm=False, pool=pool)[0] for pool in POOLS},
-                    "tsfm_policies_when_weights_load": s != "forecast"})
+                    "tsfm_policies_when_weights_load": TSFM_GROUP in spec.default_policies})
     return out
 
 
@@ -100,8 +99,8 @@ def policies() -> list[dict]:
     their weights load), "needs_weights" (a TSFM policy: a default only where its weights load)}``."""
     from fwgym.baselines.registry import (FORECAST_TASK_POLICIES, TSFM_POLICIES, policy_models, policy_names,
                                           suite_policies)
-    from fwgym.evaluation.runner import SUITES
     from fwgym.forecasters.registry import POOLS
+    from fwgym.suites import SUITES
 
     defaults = {f"{s}/{pool}": set(suite_policies(s, include_tsfm=False, pool=pool)[0]) for s in SUITES for pool in POOLS}
     rows = []

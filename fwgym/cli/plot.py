@@ -23,11 +23,12 @@ from fwgym.core.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
 from fwgym.cli.args import int_range, nonnegative_int, positive_float, positive_int
 from fwgym.cli.leaderboard import add_allow_unverified, warn_unverified
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT
+from fwgym.suites import SUITE_NAMES
 
 NAME = "plot"
 HELP = "figures from results files: frontier, case view, tool-use mix"
 STYLES = ("paper", "screen")
-SUITES = ("decision", "context", "forecast")
+SUITES = SUITE_NAMES
 
 
 def _reference(value: str) -> str | None:
@@ -124,16 +125,16 @@ def run(args) -> int:
         layout.update(mark="UNVERIFIED: not checked against a run manifest", description=rs.notes[0])
     if args.columns is not None:
         layout["columns"] = args.columns
+    suite = getattr(args, "suite", None) or rs.settings.get("suite")  # the run manifest's (decision for runs that name none)
     if args.what == "frontier":
         check_policy_names("--agents", args.agents or (), records)
-        suite = args.suite or plots.results_suite(args.results)
         out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or (), suite=suite,
+                                  credit_weight=rs.settings.get("credit_weight"),
                                   panels=args.panels, labels=args.labels, reference=args.reference,
                                   n_boot=args.n_boot, seed=args.seed, **layout)
     elif args.what == "tools":
         out = plots.plot_tools(records, args.output, title=args.title, **layout)
     else:
-        suite = args.suite or plots.results_suite(args.results)
         out = plots.plot_case(records, args.case_id, args.policy, args.output, history_hours=args.hours, suite=suite,
                               traces=args.traces, zoom=args.zoom, title=args.title, **layout)
     print(f"wrote {out}")

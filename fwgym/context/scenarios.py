@@ -17,40 +17,103 @@ cycle hire (London local time)
   * ``heavy_rain``: heavy rain over stated hours: departures fall to a stated share of normal.
 
 Cycle-hire values stay non-negative integers; electricity values stay >= 0.
+
+A domain lists its families by name (:attr:`fwgym.domains.Domain.scenario_families`; :func:`families`
+reads them). A domain outside fwgym may use its own families: :func:`register_scenario_family` adds one
+(a function drawing the scenario of a case and one applying it to a target).
 """
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from typing import Callable, Mapping
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from fwgym.core.cases import LONDON, Case
+from fwgym.core.cases import Case
 from fwgym.core.contract import TARGET_HOURS
-from fwgym.data import read_csv_rows
 from fwgym.core.series import hour_to_datetime
+from fwgym.domains import BUILTIN_DOMAINS, get_domain
+from fwgym.domains.electricity import ba_zones
 
-__all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario"]
+__all__ = ["BUILTIN_FAMILIES", "families", "ba_zones", "local_zone", "local_hours", "Scenario", "ScenarioFamily",
+           "register_scenario_family", "make_scenario"]
 
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "electricity": ("temperature_advisory", "industrial_outage", "transmission_limit"),
-    "cycle_hire": ("station_closure", "event_surge", "heavy_rain"),
-}
+#: the families of fwgym's domains (drawn and applied below)
+BUILTIN_FAMILIES: tuple[str, ...] = ("temperature_advisory", "industrial_outage", "transmission_limit",
+                                     "station_closure", "event_surge", "heavy_rain")
 
 
-@lru_cache(maxsize=None)
-def ba_zones() -> dict[str, tuple[str, str]]:
-    """``{BA code: (IANA time zone, region description)}`` for the 54 balancing authorities."""
-    return {r["series_id"]: (r["time_zone"], r["region"]) for r in read_csv_rows("data/balancing_authority_zones.csv")}
+def families(domain: str) -> tuple[str, ...]:
+    """The scenario families of a domain (its :attr:`~fwgym.domains.Domain.scenario_families`).
+
+    Raises:
+        ValueError: unknown domain.
+    """
+    return get_domain(domain).scenario_families
+
+
+class _Families(Mapping[str, tuple[str, ...]]):
+    """``{domain: its scenario families}`` of the registered domains, read through the registry."""
+
+    def __getitem__(self, domain: str) -> tuple[str, ...]:
+        try:
+            return families(domain)
+        except ValueError:
+            raise KeyError(domain) from None
+
+    def __iter__(self):
+        from fwgym.domains import domain_names
+
+        return iter(domain_names())
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+#: ``{domain: family names}`` of every registered domain (a read-only view of the domain specs)
+FAMILIES: Mapping[str, tuple[str, ...]] = _Families()
+
+
+@dataclass(frozen=True)
+class ScenarioFamily:
+    """A scenario family outside fwgym's own (:func:`register_scenario_family`).
+
+    Attributes:
+        name: the family's name (what a domain's ``scenario_families`` lists and a record's ``scenario`` holds).
+        draw: ``(case, rng) -> Scenario``: the case's scenario of this family (``rng`` is a NumPy generator
+            seeded by the case id and the scenario seed; use only it for randomness, and only the case's
+            visible history for magnitudes); the scenario's ``family`` must be ``name``.
+        apply: ``(scenario, target) -> target``: the scenario's target (float64 (24,)) from the realised one.
+    """
+
+    name: str
+    draw: Callable[[Case, np.random.Generator], "Scenario"]
+    apply: Callable[["Scenario", np.ndarray], np.ndarray]
+
+
+_PLUGIN_FAMILIES: dict[str, ScenarioFamily] = {}
+
+
+def register_scenario_family(family: ScenarioFamily, *, replace: bool = False) -> ScenarioFamily:
+    """Add a scenario family a domain may list (returns it).
+
+    Raises:
+        ValueError: the name is a built-in family's, or registered already (unless ``replace``).
+    """
+    if family.name in BUILTIN_FAMILIES:
+        raise ValueError(f"scenario family {family.name!r} is built in")
+    if family.name in _PLUGIN_FAMILIES and not replace and _PLUGIN_FAMILIES[family.name] is not family:
+        raise ValueError(f"scenario family {family.name!r} is already registered (replace=True replaces it)")
+    _PLUGIN_FAMILIES[family.name] = family
+    return family
 
 
 def local_zone(case: Case) -> ZoneInfo:
-    """Local time zone of the case's series (BA zone, or Europe/London for cycle hire)."""
-    if case.domain == "cycle_hire":
-        return LONDON
-    return ZoneInfo(ba_zones()[case.series_id][0])
+    """Local time zone of the case's series (:meth:`fwgym.domains.Domain.zone_of`: the BA's zone for
+    electricity, Europe/London for cycle hire)."""
+    return ZoneInfo(get_domain(case.domain).zone_of(case.series_id))
 
 
 def local_hours(case: Case) -> np.ndarray:
@@ -73,7 +136,7 @@ class Scenario:
     """An announced event and its effect on the target.
 
     Attributes:
-        family: family name (see :data:`FAMILIES`).
+        family: family name (a domain's :attr:`~fwgym.domains.Domain.scenario_families`).
         text: the operator's note shown to agents.
         roi: bool (24,), the target hours the note names.
         lower, upper: float (24,) bounds (NaN where unbounded) or None.
@@ -101,7 +164,9 @@ class Scenario:
             y[m] = 0.0
         elif self.family in ("event_surge", "heavy_rain"):
             y[m] = np.rint(y[m] * p["factor"])
-        else:  # pragma: no cover - families are closed
+        elif self.family in _PLUGIN_FAMILIES:
+            return np.asarray(_PLUGIN_FAMILIES[self.family].apply(self, y), dtype=np.float64)
+        else:
             raise ValueError(f"unknown scenario family {self.family!r}")
         return y
 
@@ -145,12 +210,29 @@ def make_scenario(case: Case, seed: int = 0, family: str | None = None) -> Scena
     Raises:
         ValueError: unknown family for the case's domain.
     """
-    fams = FAMILIES[case.domain]
+    fams = families(case.domain)
+    if not fams:
+        raise ValueError(f"domain {case.domain!r} has no scenario families (Domain.scenario_families): it has no "
+                         "context or forecast suite")
     key = zlib.crc32(f"{case.case_id}|{seed}".encode())
     rng = np.random.default_rng(key)
     fam = family or fams[key % len(fams)]
     if fam not in fams:
         raise ValueError(f"unknown scenario family {fam!r} for {case.domain}; expected one of {list(fams)}")
+    plugin = _PLUGIN_FAMILIES.get(fam) if fam not in BUILTIN_FAMILIES else None
+    if plugin is not None:
+        sc = plugin.draw(case, rng)
+        if not isinstance(sc, Scenario) or sc.family != fam:
+            raise ValueError(f"scenario family {fam!r}: draw() must return a Scenario of family {fam!r}")
+        return sc
+    if fam not in BUILTIN_FAMILIES:
+        raise ValueError(f"scenario family {fam!r} of domain {case.domain!r} is not registered "
+                         "(fwgym.context.scenarios.register_scenario_family)")
+    owner = next((d for d in BUILTIN_DOMAINS.values() if fam in d.scenario_families), None)
+    if owner is None or owner.name != case.domain:
+        raise ValueError(f"scenario family {fam!r} is written for the {owner.name if owner else '?'} series (its notes "
+                         f"name their places and data); domain {case.domain!r} needs families of its own "
+                         "(fwgym.context.scenarios.register_scenario_family)")
     date = case.target_date.strftime("%A %d %B %Y")
     if case.domain == "electricity":
         region = ba_zones()[case.series_id][1]

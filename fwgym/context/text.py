@@ -5,7 +5,8 @@ zone, units), historical facts from outside the visible window (the same month o
 for electricity, the four weeks before the visible window for cycle hire), calendar facts (weekday,
 public holidays from the ``holidays`` package: U.S. federal for electricity, England for cycle hire),
 the contract and objective, the budget and call limit, the tools, and, in Context/Forecast envs,
-the scenario note. It never contains a value at or after ``as_of - 2 h``: every statistic is computed
+the scenario note. Which series description, history facts and holidays a domain's context states is its
+spec's (:attr:`fwgym.domains.Domain.series_text`, ``history_facts``, ``holidays``). It never contains a value at or after ``as_of - 2 h``: every statistic is computed
 from hours before the last visible hour.
 """
 from __future__ import annotations
@@ -18,32 +19,21 @@ import numpy as np
 from fwgym.core.cases import Case
 from fwgym.core.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capacity_grid
 from fwgym.core.series import date_to_hour, hour_to_datetime, hour_to_iso
+from fwgym.domains import SameMonthLastYear, get_domain
 
 __all__ = ["holidays_between", "historical_window", "prompt_windows", "historical_facts", "calendar_facts", "render_context"]
-
-_DOMAIN_TEXT = {
-    "electricity": (
-        "hourly electricity demand (MW, hourly integrated mean) of the {name} ({sid}) balancing authority "
-        "serving {region}, from U.S. EIA Form EIA-930; local time zone {tz}"
-    ),
-    "cycle_hire": (
-        "hourly bike-hire departures (trips started per hour) at the Santander Cycles docking station "
-        "{name} (TfL station {sid}), London; local time zone Europe/London"
-    ),
-}
-
 
 @lru_cache(maxsize=8)
 def _holiday_calendar(domain: str, year: int):
     import holidays
 
-    if domain == "electricity":
-        return holidays.US(years=[year - 1, year, year + 1])
-    return holidays.UK(subdiv="ENG", years=[year - 1, year, year + 1])
+    cal = get_domain(domain).holidays
+    return holidays.country_holidays(cal.country, subdiv=cal.subdiv, years=[year - 1, year, year + 1])
 
 
 def holidays_between(domain: str, first: date, last: date) -> list[tuple[date, str]]:
-    """Public holidays in ``[first, last]`` (U.S. federal or England), sorted."""
+    """Public holidays in ``[first, last]`` of the domain's calendar (:attr:`fwgym.domains.Domain.holidays`:
+    U.S. federal, England), sorted."""
     cal = _holiday_calendar(domain, last.year)
     out, d = [], first
     while d <= last:
@@ -58,17 +48,18 @@ def _fmt(x: float, unit: str) -> str:
 
 
 def historical_window(case: Case) -> tuple[int, int]:
-    """Epoch hours ``[h0, h1)`` whose statistics :func:`historical_facts` quotes: the same calendar month of
-    the previous year (electricity), the 28 days before the visible history (cycle hire); the quoted
-    hours stop at the last visible hour."""
-    if case.domain == "electricity":
+    """Epoch hours ``[h0, h1)`` whose statistics :func:`historical_facts` quotes, by the domain's
+    :attr:`~fwgym.domains.Domain.history_facts`: the same calendar month of the previous year (electricity),
+    the weeks before the visible history (cycle hire: 4); the quoted hours stop at the last visible hour."""
+    facts = get_domain(case.domain).history_facts
+    if isinstance(facts, SameMonthLastYear):
         td = case.target_date
         start = date(td.year - 1, td.month, 1)
         end = date(td.year - 1 + (td.month == 12), td.month % 12 + 1, 1)
         h0, h1 = date_to_hour(start), date_to_hour(end)
     else:
         h1 = case.history_start
-        h0 = h1 - 28 * 24
+        h0 = h1 - facts.weeks * 7 * 24
     return h0, min(h1, case.last_visible + 1)
 
 
@@ -82,12 +73,14 @@ def prompt_windows(case: Case) -> tuple[tuple[int, int], ...]:
 def historical_facts(case: Case) -> str:
     """A sentence of statistics from outside the visible window (and before it)."""
     s = case.series
-    unit = "MW" if case.domain == "electricity" else "departures/hour"
+    spec = get_domain(case.domain)
+    unit = spec.unit
     h0, h1 = historical_window(case)
-    if case.domain == "electricity":
+    if isinstance(spec.history_facts, SameMonthLastYear):
         label = f"In {hour_to_datetime(h0):%B %Y} (same month last year)"
     else:
-        label = f"In the 4 weeks before the visible history ({hour_to_datetime(h0):%d %b} to {hour_to_datetime(h1 - 1):%d %b %Y})"
+        label = (f"In the {spec.history_facts.weeks} weeks before the visible history ({hour_to_datetime(h0):%d %b} "
+                 f"to {hour_to_datetime(h1 - 1):%d %b %Y})")
     i0, i1 = max(h0 - s.start_hour, 0), max(h1 - s.start_hour, 0)
     vals = s.values[i0:i1]
     vals = vals[np.isfinite(vals)]
@@ -102,7 +95,7 @@ def calendar_facts(case: Case) -> str:
     td = case.target_date
     first = hour_to_datetime(case.history_start).date()
     hol = holidays_between(case.domain, first, td + timedelta(days=1))
-    where = "U.S. federal" if case.domain == "electricity" else "England"
+    where = get_domain(case.domain).holidays.label
     on_target = [n for d, n in hol if d == td]
     text = f"The target date {td.isoformat()} is a {td:%A}"
     text += f" and a public holiday ({where}): {on_target[0]}." if on_target else f", not a public holiday ({where})."
@@ -125,13 +118,7 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
         scenario_text: the operator's note of a Context/Forecast env scenario, if any.
         task: ``"decision"`` (submit 8 capacities) or ``"forecast"`` (submit a probabilistic forecast).
     """
-    if case.domain == "electricity":
-        from fwgym.context.scenarios import ba_zones
-
-        tz, region = ba_zones()[case.series_id]
-        what = _DOMAIN_TEXT["electricity"].format(name=case.series.name, sid=case.series_id, region=region, tz=tz)
-    else:
-        what = _DOMAIN_TEXT["cycle_hire"].format(name=case.series.name, sid=case.series_id)
+    what = get_domain(case.domain).describe_series(case.series_id, case.series.name)
     s = case.scale
     lines = [
         f"Series: {what}. Timestamps are UTC hour starts.",

@@ -1,26 +1,31 @@
-"""Benchmark cases (one case = one episode) and the temporal train / dev / test splits (DESIGN §2).
+"""Benchmark cases (one case = one episode) and the temporal splits (DESIGN §2), by the rules of each
+domain's spec (:class:`fwgym.domains.Domain`).
 
 A case is identified by (domain, series, target date, lead):
 
-* ``target_start``: electricity 00:00 UTC of the target date; cycle hire local London midnight.
+* ``target_start``: local midnight of the target date in the domain's ``time_zone`` (electricity: UTC;
+  cycle hire: Europe/London, DST-aware).
 * ``as_of`` (decision time) = ``target_start - lead_days x 24 h`` (day-ahead 1, week-ahead 7).
 * visible history: 336 consecutive hours ending at ``last_visible = as_of - 3 h`` (hours
   ``as_of - 2 h`` and ``as_of - 1 h`` are never visible). Forecast step 1 = ``last_visible + 1 h``,
   so the 24 target hours are steps 27..50 (day-ahead) or 171..194 (week-ahead).
 * ``scale`` = mean of the visible history (must be > 0).
 
-Quality filters: every history and target hour present, finite and >= 0; scale > 0; cycle hire:
-no complete local (Europe/London) day with zero departures inside the history. Gaps are never
+Quality filters: every history and target hour present, finite and >= 0; scale > 0; then the domain's
+own rules (cycle hire: no complete local day with zero departures inside the history). Gaps are never
 imputed: such cases are skipped.
 
-Splits are by date and temporal; every train window ends before the first dev, test or sealed window
-begins. See :data:`SPLIT_DOC` for the exact calendar.
+Splits are by date and temporal: the evaluation splits (dev, test, sealed) are the domain's calendar, whose
+cohorts are the aggregation's groups; every train window ends before the first dev, test or sealed window
+begins. See :func:`split_doc` for the calendars.
 
 The ``sealed`` split is for agents with memory (DESIGN §11): its windows come from the held-back period of the test
 split, with its cohorts and weights, and no case's target hour lies in the visible history (or in the
 4-week window before it whose statistics the context text quotes) of any case of the split, of any series of its
 domain, so no prompt of the split hands over the answer of another of its cases. The test split keeps the
-protocol's overlapping windows (about 80 % of its targets lie inside another test case's history).
+protocol's overlapping windows (about 80 % of its targets lie inside another test case's history). Its calendar
+(lead-specific dates: the most cases the data allows, found by an integer program in
+``benchmarks/sealed_split.py``) is each domain's spec's; ``tests/core/test_sealed.py`` checks it by brute force.
 """
 from __future__ import annotations
 
@@ -33,13 +38,13 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from fwgym.core.contract import TARGET_HOURS, shortage_weights
-from fwgym.data import load_series
-from fwgym.core.series import Series, datetime_to_hour, hour_to_iso
+from fwgym.core.series import Series, datetime_to_hour, hour_to_iso, load_series
+from fwgym.domains import DOMAINS, Domain, domain_of_prefix, get_domain
 
 __all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT",
            "SEALED_SPLIT", "SPLITS",
-           "CHART_HISTORY_HOURS", "LONDON", "DOMAIN_PREFIX", "SPLIT_DOC", "target_start_hour", "Case", "make_case_id",
-           "parse_case_id", "case_quality", "busiest_stations", "build_cases", "get_case"]
+           "CHART_HISTORY_HOURS", "SPLIT_DOC", "split_doc", "target_start_hour", "Case", "make_case_id",
+           "parse_case_id", "case_quality", "eval_series", "busiest_stations", "build_cases", "get_case"]
 
 HISTORY_HOURS = 336
 GAP_HOURS = 2  #: hours between the last visible hour and as_of (as_of-2h, as_of-1h are never visible)
@@ -50,90 +55,77 @@ TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT = "train", "dev", "test", "seal
 SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT)
 #: hours of visible history an episode chart shows by default (one week of the 336 visible)
 CHART_HISTORY_HOURS = 168
-LONDON = ZoneInfo("Europe/London")
-DOMAIN_PREFIX = {"electricity": "elec", "cycle_hire": "cycle"}
-_PREFIX_DOMAIN = {v: k for k, v in DOMAIN_PREFIX.items()}
-
-SPLIT_DOC = """\
-electricity (54 balancing authorities; a BA/date/lead enters only if its window is complete)
-  test : target days 3, 11, 19, 27 of Feb, Jul and Aug 2024 (cohorts electricity-february/-july/-august)
-  dev  : target days 3, 7, 11, 15, 19, 23, 27, 31 of Jan 2024 (cohort electricity-january)
-  train: every target day from 2020 whose window ends before the first dev/test window begins
-         (last train target day 2023-12-11)
-cycle hire (TfL, 2015; test/dev: the 20 stations with most departures in the train period)
-  test : target days 2015-10-01, 10-05, 10-09, 10-13 (cohort cycle_hire-october)
-  dev  : target days 2015-08-03 .. 08-06 (cohort cycle_hire-august)
-  train: every target day whose window ends before the first dev window begins, all 100 stations
-sealed (agents with memory: no target hour of a case inside any prompt window of another case of the domain;
-        the test split's cohorts and weights; the most cases the data allows, found by an integer program:
-        benchmarks/sealed_split.py; week-ahead targets 1..7 days apart never lie in each other's history)
-  electricity: day-ahead Feb 2, 3, 28, 29; Jul 1, 2, 26, 27; Aug 24, 25 2024
-               week-ahead Feb 2..9; Jul 1..5; Jul 28..Aug 1; Aug 24..31 2024
-  cycle hire : day-ahead 2015-10-07, 10-08; week-ahead 2015-10-07 .. 10-14 (cohort cycle_hire-october)
-"""
 
 
-@dataclass(frozen=True)
-class _SplitCalendar:
-    """Target dates of an evaluation split: ``dates`` for every lead, or ``by_lead`` (lead -> its own dates)."""
-
-    dates: tuple[date, ...]
-    cohort_of_month: dict[int, str]
-    by_lead: dict[str, tuple[date, ...]] | None = None
-
-    def pairs(self) -> list[tuple[date, str]]:
-        """``(target date, lead)`` of every case of a series, by date then lead."""
-        if self.by_lead is None:
-            return [(d, lead) for d in self.dates for lead in LEADS]
-        return sorted(((d, lead) for lead, ds in self.by_lead.items() for d in ds),
-                      key=lambda p: (p[0], list(LEADS).index(p[1])))
+def _eval_splits(spec: Domain) -> tuple[str, ...]:
+    """The domain's evaluation splits that fwgym plays (its calendar's, among :data:`SPLITS`)."""
+    return tuple(s for s in SPLITS if s != TRAIN_SPLIT and s in spec.calendars)
 
 
-def _days(year: int, month: int, first: int, last: int) -> tuple[date, ...]:
-    return tuple(date(year, month, d) for d in range(first, last + 1))
+def _last_train_day(spec: Domain) -> date:
+    cutoff = _first_eval_window_start(spec.name)
+    d = min(d for s in _eval_splits(spec) for d in spec.split_dates(s))
+    while target_start_hour(spec.name, d) + TARGET_HOURS > cutoff:
+        d -= timedelta(days=1)
+    return d
 
 
-#: the sealed split's (lead -> target dates): see SPLIT_DOC; checked by brute force in tests/core/test_sealed.py
-_SEALED: dict[str, dict[str, tuple[date, ...]]] = {
-    "electricity": {
-        "day_ahead": (_days(2024, 2, 2, 3) + _days(2024, 2, 28, 29) + _days(2024, 7, 1, 2) + _days(2024, 7, 26, 27)
-                      + _days(2024, 8, 24, 25)),
-        "week_ahead": (_days(2024, 2, 2, 9) + _days(2024, 7, 1, 5) + _days(2024, 7, 28, 31) + _days(2024, 8, 1, 1)
-                       + _days(2024, 8, 24, 31)),
-    },
-    "cycle_hire": {"day_ahead": _days(2015, 10, 7, 8), "week_ahead": _days(2015, 10, 7, 14)},
-}
+def _dates_text(dates) -> str:
+    """Dates by month (``"Feb 2024 3, 11, 19, 27"``), or per lead when the cohort's dates are lead-specific."""
+    if not isinstance(dates, tuple):
+        return "; ".join(f"{lead.replace('_', '-')} {_dates_text(ds)}" for lead, ds in dates.items())
+    by_month: dict[tuple[int, int], list[int]] = {}
+    for d in sorted(dates):
+        by_month.setdefault((d.year, d.month), []).append(d.day)
+    return ", ".join(f"{date(y, m, 1):%b %Y} {' '.join(str(x) for x in days)}" for (y, m), days in by_month.items())
 
 
-def _calendar(domain: str, split: str) -> _SplitCalendar:
-    if split == SEALED_SPLIT and domain in _SEALED:
-        test = _calendar(domain, TEST_SPLIT)
-        by_lead = _SEALED[domain]
-        return _SplitCalendar(tuple(sorted({d for ds in by_lead.values() for d in ds})), test.cohort_of_month, by_lead)
-    if domain == "electricity":
-        if split == "test":
-            return _SplitCalendar(
-                tuple(date(2024, m, d) for m in (2, 7, 8) for d in (3, 11, 19, 27)),
-                {2: "electricity-february", 7: "electricity-july", 8: "electricity-august"},
-            )
-        if split == "dev":
-            return _SplitCalendar(tuple(date(2024, 1, d) for d in range(3, 32, 4)), {1: "electricity-january"})
-    elif domain == "cycle_hire":
-        if split == "test":
-            return _SplitCalendar(tuple(date(2015, 10, d) for d in (1, 5, 9, 13)), {10: "cycle_hire-october"})
-        if split == "dev":
-            return _SplitCalendar(tuple(date(2015, 8, d) for d in (3, 4, 5, 6)), {8: "cycle_hire-august"})
-    raise ValueError(f"no fixed calendar for domain={domain!r} split={split!r}")
+_SPLIT_NOTES = {SEALED_SPLIT: " (no target hour inside a prompt window of another case of the domain; the most cases "
+                              "the data allows: benchmarks/sealed_split.py)"}
+
+
+def split_doc(domains: tuple[str, ...] | None = None) -> str:
+    """The split calendars of ``domains`` (default: the protocol's, :data:`fwgym.domains.DOMAINS`) in words,
+    one block per domain: its note, each evaluation split's cohorts and target days, the train rule."""
+    lines = []
+    for name in DOMAINS if domains is None else domains:
+        spec = get_domain(name)
+        lines.append(f"{name.replace('_', ' ')} ({spec.calendar_note or spec.title}; evaluated: "
+                     f"{spec.eval_series.describe(spec.quantity)})")
+        for split in _eval_splits(spec):
+            parts = [f"{cohort}: {_dates_text(ds)}" for cohort, ds in spec.calendars[split].items()]
+            lines.append(f"  {split:6s}: target days " + "; ".join(parts) + _SPLIT_NOTES.get(split, ""))
+        lines.append(f"  train : every target day whose window ends before the first {'/'.join(_eval_splits(spec))} "
+                     f"window begins (last train target day {_last_train_day(spec).isoformat()}; cohort {name}-train)")
+    return "\n".join(lines) + "\n"
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@lru_cache(maxsize=None)
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
 
 
 def target_start_hour(domain: str, target_date: date) -> int:
-    """Epoch hour of the target start: 00:00 UTC (electricity) or local London midnight (cycle hire)."""
-    if domain == "electricity":
-        return datetime_to_hour(datetime(target_date.year, target_date.month, target_date.day, tzinfo=timezone.utc))
-    if domain == "cycle_hire":
-        local = datetime(target_date.year, target_date.month, target_date.day, tzinfo=LONDON)
-        return datetime_to_hour(local.astimezone(timezone.utc))
-    raise ValueError(f"unknown domain {domain!r}")
+    """Epoch hour of the target start: local midnight of ``target_date`` in the domain's ``time_zone``
+    (00:00 UTC for electricity, London midnight for cycle hire).
+
+    Raises:
+        ValueError: unknown domain.
+    """
+    return _target_start(get_domain(domain), target_date)
+
+
+@lru_cache(maxsize=1 << 16)
+def _target_start(spec: Domain, target_date: date) -> int:
+    tz = spec.time_zone
+    local = datetime(target_date.year, target_date.month, target_date.day,
+                     tzinfo=timezone.utc if tz == "UTC" else _zone(tz))
+    return datetime_to_hour(local.astimezone(timezone.utc))
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -248,21 +240,23 @@ class Case:
 
 
 def make_case_id(domain: str, series_id: str, target_date: date, lead: str) -> str:
-    """Readable id embedding the TARGET date, e.g. ``elec-ISNE-2024-07-25-day_ahead``."""
-    return f"{DOMAIN_PREFIX[domain]}-{series_id}-{target_date.isoformat()}-{lead}"
+    """Readable id embedding the TARGET date and the domain's id prefix, e.g. ``elec-ISNE-2024-07-25-day_ahead``."""
+    return f"{get_domain(domain).id_prefix}-{series_id}-{target_date.isoformat()}-{lead}"
 
 
-_ID_RE = re.compile(r"^(elec|cycle)-([A-Za-z0-9_]+)-(\d{4}-\d{2}-\d{2})-(day_ahead|week_ahead)$")
+_ID_RE = re.compile(r"^([a-z][a-z0-9]*)-([A-Za-z0-9_]+)-(\d{4}-\d{2}-\d{2})-(day_ahead|week_ahead)$")
 
 
 def parse_case_id(case_id: str) -> tuple[str, str, date, str]:
     """Inverse of :func:`make_case_id`: ``(domain, series_id, target_date, lead)``.
 
     Raises:
-        ValueError: the id is not of the form ``<elec|cycle>-<series>-<YYYY-MM-DD>-<day_ahead|week_ahead>``.
+        ValueError: the id is not of the form ``<prefix>-<series>-<YYYY-MM-DD>-<day_ahead|week_ahead>`` with the
+            id prefix of a registered domain (``elec``, ``cycle``, ...).
     """
     m = _ID_RE.fullmatch(case_id) if isinstance(case_id, str) else None
-    if not m:
+    spec = domain_of_prefix(m.group(1)) if m else None
+    if not m or spec is None:
         raise ValueError(
             f"malformed case id {case_id!r}; expected e.g. 'elec-ISNE-2024-07-25-day_ahead' or 'cycle-191-2015-10-01-week_ahead'"
         )
@@ -270,31 +264,12 @@ def parse_case_id(case_id: str) -> tuple[str, str, date, str]:
         d = date.fromisoformat(m.group(3))
     except ValueError as exc:
         raise ValueError(f"malformed case id {case_id!r}: {exc}") from exc
-    return _PREFIX_DOMAIN[m.group(1)], m.group(2), d, m.group(4)
-
-
-@lru_cache(maxsize=None)
-def _london_midnights() -> np.ndarray:
-    start, stop = date(2014, 12, 1), date(2016, 2, 1)
-    days = [start + timedelta(days=i) for i in range((stop - start).days + 1)]
-    return np.array([target_start_hour("cycle_hire", d) for d in days], dtype=np.int64)
-
-
-def _has_zero_local_day(series: Series, start: int, n_hours: int, values: np.ndarray) -> bool:
-    mids = _london_midnights()
-    i0 = int(np.searchsorted(mids, start, side="left"))
-    csum = np.concatenate([[0.0], np.cumsum(values)])
-    for i in range(i0, len(mids) - 1):
-        a, b = int(mids[i]), int(mids[i + 1])
-        if b > start + n_hours:
-            break
-        if csum[b - start] - csum[a - start] == 0:
-            return True
-    return False
+    return spec.name, m.group(2), d, m.group(4)
 
 
 def case_quality(series: Series, target_start: int, lead: str) -> str | None:
-    """Return ``None`` when the case passes every quality filter, else the reason it is skipped."""
+    """Return ``None`` when the case passes every quality filter (the common ones, then the domain's
+    :attr:`~fwgym.domains.Domain.quality_rules`), else the reason it is skipped."""
     as_of = target_start - 24 * LEADS[lead]
     hist_start = as_of - GAP_HOURS - HISTORY_HOURS
     if not series.is_complete(hist_start, HISTORY_HOURS):
@@ -307,8 +282,10 @@ def case_quality(series: Series, target_start: int, lead: str) -> str | None:
         return "invalid_value"
     if not hist.mean() > 0:
         return "nonpositive_scale"
-    if series.domain == "cycle_hire" and _has_zero_local_day(series, hist_start, HISTORY_HOURS, hist):
-        return "inactive_history_day"
+    spec = get_domain(series.domain)
+    for rule in spec.quality_rules:
+        if rule.rejects(hist, hist_start, _zone(spec.time_zone)):
+            return rule.reason
     return None
 
 
@@ -317,44 +294,57 @@ def _window_start(domain: str, d: date, lead: str) -> int:
 
 
 def _first_eval_window_start(domain: str) -> int:
-    starts = [_window_start(domain, d, "week_ahead") for s in (DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT)
-              for d in _calendar(domain, s).dates]
-    return min(starts)
+    spec = get_domain(domain)
+    return min(_window_start(domain, d, "week_ahead") for s in spec.calendars for d in spec.split_dates(s))
+
+
+def eval_series(domain: str) -> tuple[str, ...]:
+    """The series the domain's evaluation splits use (its :attr:`~fwgym.domains.Domain.eval_series` applied
+    to its series and the first evaluation window), sorted by id (numerically when every id is a number).
+
+    Raises:
+        ValueError: unknown domain.
+    """
+    return _eval_series(get_domain(domain))
+
+
+@lru_cache(maxsize=None)
+def _eval_series(spec: Domain) -> tuple[str, ...]:
+    ids = spec.eval_series.select(load_series(spec.name), _first_eval_window_start(spec.name))
+    return tuple(sorted(ids, key=int) if all(i.isdigit() for i in ids) else sorted(ids))
 
 
 @lru_cache(maxsize=None)
 def busiest_stations(n: int = 20) -> tuple[str, ...]:
     """The ``n`` cycle-hire stations with most departures before the first dev/test window
-    (ties broken by lower numeric id)."""
-    series = load_series("cycle_hire")
-    cutoff = _first_eval_window_start("cycle_hire")
-    totals = []
-    for sid, s in series.items():
-        v = s.values[: max(0, cutoff - s.start_hour)]
-        totals.append((-float(np.nansum(v)), int(sid) if sid.isdigit() else 10**9, sid))
-    return tuple(t[2] for t in sorted(totals)[:n])
+    (ties broken by lower numeric id), in that order (:class:`fwgym.domains.BusiestSeries`)."""
+    from fwgym.domains import BusiestSeries
+
+    return BusiestSeries(n).select(load_series("cycle_hire"), _first_eval_window_start("cycle_hire"))
 
 
-def _eval_series(domain: str) -> list[str]:
-    return sorted(load_series(domain)) if domain == "electricity" else sorted(busiest_stations(), key=int)
-
-
-@lru_cache(maxsize=None)
 def build_cases(domain: str, split: str) -> tuple[Case, ...]:
     """All cases of ``domain`` in ``split``, sorted by (cohort, series, target date, lead).
 
     Args:
-        domain: ``"electricity"`` or ``"cycle_hire"``.
-        split: ``"train"``, ``"dev"``, ``"test"`` or ``"sealed"`` (:data:`SPLIT_DOC`).
+        domain: a registered domain (:func:`fwgym.domains.domain_names`).
+        split: ``"train"``, ``"dev"``, ``"test"`` or ``"sealed"`` (:data:`SPLITS`; the domain's calendar names
+            the evaluation splits it has).
 
     Raises:
-        ValueError: unknown domain or split.
+        ValueError: unknown domain or split, or a split the domain has no calendar for.
     """
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
+    return _build_cases(get_domain(domain), split)
+
+
+@lru_cache(maxsize=None)
+def _build_cases(spec: Domain, split: str) -> tuple[Case, ...]:
+    domain = spec.name
     series = load_series(domain)
     out: list[Case] = []
-    if split == "train":
+    if split == TRAIN_SPLIT:
         cutoff = _first_eval_window_start(domain)
         first = min(s.start_hour for s in series.values())
         d0 = (datetime(1970, 1, 1) + timedelta(hours=first)).date()
@@ -363,6 +353,7 @@ def build_cases(domain: str, split: str) -> tuple[Case, ...]:
             days.append(d0)
             d0 += timedelta(days=1)
         starts = np.array([target_start_hour(domain, d) for d in days], dtype=np.int64)
+        quick = not spec.quality_rules
         for sid in sorted(series):
             s = series[sid]
             for lead in LEADS:
@@ -370,13 +361,13 @@ def build_cases(domain: str, split: str) -> tuple[Case, ...]:
                 ok &= _complete_mask(s, starts, TARGET_HOURS)
                 for i in np.flatnonzero(ok):
                     # completeness is checked above (values are finite and >= 0 since load);
-                    # the remaining filters (scale > 0, inactive days) run per case
-                    _maybe_add(out, domain, s, days[i], lead, split, f"{domain}-train", quick=True)
+                    # the remaining filters (scale > 0, the domain's rules) run per case
+                    _maybe_add(out, domain, s, days[i], lead, split, f"{domain}-train", quick=quick)
     else:
-        cal = _calendar(domain, split)
-        for sid in _eval_series(domain):
-            for d, lead in cal.pairs():
-                _maybe_add(out, domain, series[sid], d, lead, split, cal.cohort_of_month[d.month])
+        pairs = spec.calendar_pairs(split, tuple(LEADS))
+        for sid in eval_series(domain):
+            for cohort, d, lead in pairs:
+                _maybe_add(out, domain, series[sid], d, lead, split, cohort)
     out.sort(key=lambda c: (c.cohort, c.series_id, c.target_date, c.lead))
     return tuple(out)
 
@@ -392,7 +383,7 @@ def _complete_mask(s: Series, starts: np.ndarray, n: int) -> np.ndarray:
 def _maybe_add(out: list, domain: str, s: Series, d: date, lead: str, split: str, cohort: str,
                quick: bool = False) -> None:
     start = target_start_hour(domain, d)
-    if quick and domain == "electricity":
+    if quick:  # complete, finite and >= 0 are known; no rule of the domain's own: only scale > 0 is left
         ok = s.window(start - 24 * LEADS[lead] - GAP_HOURS - HISTORY_HOURS, HISTORY_HOURS).sum() > 0
     else:
         ok = case_quality(s, start, lead) is None
@@ -400,9 +391,13 @@ def _maybe_add(out: list, domain: str, s: Series, d: date, lead: str, split: str
         out.append(Case(make_case_id(domain, s.series_id, d, lead), domain, s, lead, d, start, split, cohort))
 
 
-@lru_cache(maxsize=None)
 def _index(domain: str, split: str) -> dict[str, Case]:
-    return {c.case_id: c for c in build_cases(domain, split)}
+    return _spec_index(get_domain(domain), split)
+
+
+@lru_cache(maxsize=None)
+def _spec_index(spec: Domain, split: str) -> dict[str, Case]:
+    return {c.case_id: c for c in build_cases(spec.name, split)}
 
 
 def get_case(case_id: str, domain: str | None = None, split: str | None = None) -> Case:
@@ -415,7 +410,8 @@ def get_case(case_id: str, domain: str | None = None, split: str | None = None) 
     dom, sid, d, lead = parse_case_id(case_id)
     if domain is not None and dom != domain:
         raise ValueError(f"case {case_id!r} belongs to domain {dom!r}, not {domain!r}")
-    for sp in ([split] if split else SPLITS):
+    spec = get_domain(dom)
+    for sp in ([split] if split else [s for s in SPLITS if s == TRAIN_SPLIT or s in spec.calendars]):
         case = _index(dom, sp).get(case_id)
         if case is not None:
             return case
@@ -424,3 +420,7 @@ def get_case(case_id: str, domain: str | None = None, split: str | None = None) 
         f"case {case_id!r} is not in {where} of {dom}: either the date is not in the split calendar "
         "or its window has a missing hour (see `fwgym cases`)"
     )
+
+
+#: the protocol domains' split calendars in words (``fwgym cases -v``; :func:`split_doc` for others)
+SPLIT_DOC = split_doc()

@@ -8,35 +8,57 @@ formulas themselves are those of :mod:`fwgym.core.scoring` (R, S, CRPS, RCRPS) a
 (realised loss, perfect-demand floor, invalid loss); this module only wires a case, its scenario and
 the submission to them, so the env and the verifier cannot drift apart.
 
-This module knows cases, scenarios, the contract, the optimizer and the scoring formulas; no env,
-agent or CLI.
+This module knows cases, the contract, the optimizer, the scoring formulas and the task metrics
+(:mod:`fwgym.core.metrics`: ``S`` from ``R`` and the credits); no context code (a scenario is anything with
+the :class:`ScenarioEffect` attributes; the forecast task's RCRPS ``alpha`` is given, as sigma is:
+:func:`fwgym.context.alpha.case_alpha`), no env, agent or CLI.
 """
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 
 from fwgym.core.cases import Case
 from fwgym.core.contract import ForecastSubmission, Plan
+from fwgym.core.metrics import TASKS, task_metric
 from fwgym.core.optimizer import invalid_loss, perfect_demand_plan, realised_loss
-from fwgym.context.scenarios import Scenario
-from fwgym.core.scoring import BUDGET, case_score, rcrps_alpha, score_forecast
+from fwgym.core.scoring import BUDGET, case_score, score_forecast
 
-__all__ = ["TASKS", "realised_target", "score_submission"]
-
-#: the tasks an episode can have: submit 8 capacities, or a probabilistic forecast of the 24 target hours
-TASKS: tuple[str, ...] = ("decision", "forecast")
+__all__ = ["TASKS", "ScenarioEffect", "realised_target", "score_submission"]
 
 
-def realised_target(case: Case, scenario: Scenario | None) -> np.ndarray:
+class ScenarioEffect(Protocol):
+    """What the scorer reads of a context scenario (:class:`fwgym.context.scenarios.Scenario`): its family,
+    region of interest (bool (24,)), bounds (float (24,), NaN = unbounded, or None) and its effect on the
+    realised target."""
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def roi(self) -> np.ndarray: ...
+
+    @property
+    def lower(self) -> np.ndarray | None: ...
+
+    @property
+    def upper(self) -> np.ndarray | None: ...
+
+    def apply(self, target: np.ndarray) -> np.ndarray: ...
+
+
+def realised_target(case: Case, scenario: ScenarioEffect | None) -> np.ndarray:
     """HINDSIGHT: the 24 realised target values the case is scored on (raw units, float64 (24,)),
     transformed by the case's scenario when it has one (the context and forecast suites)."""
     t = case.target()
     return scenario.apply(t) if scenario is not None else np.array(t)
 
 
-def score_submission(case: Case, scenario: Scenario | None, task: str, submission: Plan | ForecastSubmission | None,
-                     credits: int, *, sigma: float, budget: int = BUDGET, credit_weight: float = 0.0,
-                     target: np.ndarray | None = None) -> dict:
+def score_submission(case: Case, scenario: ScenarioEffect | None, task: str,
+                     submission: Plan | ForecastSubmission | None, credits: int, *, sigma: float, budget: int = BUDGET,
+                     credit_weight: float = 0.0, target: np.ndarray | None = None,
+                     alpha: float | None = None) -> dict:
     """The score fields of one episode.
 
     Args:
@@ -52,6 +74,8 @@ def score_submission(case: Case, scenario: Scenario | None, task: str, submissio
         credit_weight: forecast episodes: weight of ``credits / B`` in ``S``.
         target: the realised target if the caller already holds it (must equal
             :func:`realised_target`; the env passes its episode's copy), else computed here.
+        alpha: forecast episodes: the RCRPS normaliser of the case's task family
+            (:func:`fwgym.context.alpha.case_alpha`; required there, ignored by decision episodes).
 
     Returns:
         decision: ``{"loss", "floor", "R", "S", "levels"}`` (loss and floor in units of the scale; an
@@ -60,7 +84,8 @@ def score_submission(case: Case, scenario: Scenario | None, task: str, submissio
         credit_weight * credits / B), "levels" (None)}``; an invalid forecast scores the cap 5.
 
     Raises:
-        ValueError: unknown task, a submission of the other task, non-finite inputs (:func:`fwgym.core.scoring.case_score`).
+        ValueError: unknown task, a submission of the other task, a forecast episode without ``alpha``,
+            non-finite inputs (:func:`fwgym.core.scoring.case_score`).
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
@@ -69,7 +94,10 @@ def score_submission(case: Case, scenario: Scenario | None, task: str, submissio
     if task == "forecast":
         if submission is not None and not isinstance(submission, ForecastSubmission):
             raise ValueError(f"a forecast episode scores a ForecastSubmission, got {type(submission).__name__}")
-        return _score_forecast(case, scenario, y, submission, credits, credit_weight, b)
+        if alpha is None:
+            raise ValueError("a forecast episode is scored with its task family's RCRPS alpha "
+                             "(fwgym.context.alpha.case_alpha); got alpha=None")
+        return _score_forecast(scenario, y, submission, credits, credit_weight, b, alpha)
     if submission is not None and not isinstance(submission, Plan):
         raise ValueError(f"a decision episode scores a Plan, got {type(submission).__name__}")
     if submission is not None:  # one compiled call: plan_loss and the perfect-demand floor on the realised cost table
@@ -82,14 +110,13 @@ def score_submission(case: Case, scenario: Scenario | None, task: str, submissio
             "levels": [float(x) for x in submission.levels] if submission is not None else None}
 
 
-def _score_forecast(case: Case, sc: Scenario | None, y: np.ndarray, sub: ForecastSubmission | None, credits: int,
-                    credit_weight: float, budget: int) -> dict:
+def _score_forecast(sc: ScenarioEffect | None, y: np.ndarray, sub: ForecastSubmission | None, credits: int,
+                    credit_weight: float, budget: int, alpha: float) -> dict:
     """RCRPS of the submitted forecast (:func:`fwgym.core.scoring.score_forecast`; an invalid forecast or a
-    non-finite score scores the cap 5)."""
-    alpha = rcrps_alpha(case.domain, case.series_id, None if sc is None else sc.family)
+    non-finite score scores the cap 5); ``S`` by the forecast task's metric."""
     roi, lower, upper = (sc.roi, sc.lower, sc.upper) if sc is not None else (None, None, None)
     res = score_forecast(sub, y, alpha, roi, lower, upper)
-    cost = credit_weight * credits / budget
+    s = task_metric("forecast", credit_weight).score(res["R"], credits, budget)
     # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite)
     return {"rcrps": res["rcrps"], "crps": res["crps"], "alpha": alpha, "loss": res["rcrps"], "floor": 0.0,
-            "R": res["R"], "S": res["R"] + cost, "levels": None}
+            "R": res["R"], "S": s, "levels": None}

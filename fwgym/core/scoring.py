@@ -18,18 +18,19 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from fwgym.core.metrics import DECISION_METRIC, RCRPS_CAP
 from fwgym.core.optimizer import QUANTILE_LEVELS
+from fwgym.domains import BUILTIN_DOMAINS, DOMAINS, get_domain
 
-__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
+__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_FILE_DOMAINS", "SIGMA_RELPATH", "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
            "pinball_loss", "crps_quantiles", "bound_violation", "rcrps", "rcrps_quantiles", "score_forecast",
-           "ALPHA_SCENARIO_SEED", "ALPHA_SCENARIO_CASES", "rcrps_alpha"]
+           "range_alpha"]
 
 BUDGET = 113_726  #: credits per case
 #: version of the scoring rules (every formula from a submission to loss, floor, R, S, CRPS and RCRPS:
@@ -37,8 +38,12 @@ BUDGET = 113_726  #: credits per case
 #: move a stored score; results of different scorer versions are never merged into one leaderboard.
 SCORER_VERSION = "1"
 SIGMA_PATH = Path(__file__).resolve().parents[1] / "config" / "sigma.json"
-#: values reported by the FWBench paper on its own data, for comparison only
-REFERENCE_SIGMA = {"electricity": 0.054206794827132906, "cycle_hire": 0.04340576638915502}
+#: values reported by the FWBench paper on its own data, for comparison only (each protocol domain's
+#: :attr:`~fwgym.domains.Domain.reference_sigma`)
+REFERENCE_SIGMA: dict[str, float] = {d: s for d in DOMAINS if (s := get_domain(d).reference_sigma) is not None}
+#: the domains whose sigma the packaged calibration file must hold: the built-in domains without a sigma of
+#: their own (:attr:`fwgym.domains.Domain.sigma`)
+SIGMA_FILE_DOMAINS: tuple[str, ...] = tuple(d for d, spec in BUILTIN_DOMAINS.items() if spec.sigma is None)
 
 
 #: the packaged sigma file, relative to the fwgym package (an entry of fwgym.data.SCORE_FILES)
@@ -52,8 +57,10 @@ def _is_packaged_sigma(p: Path) -> bool:
         return False
 
 
-def load_sigma(path: str | Path | None = None) -> dict[str, float]:
-    """Frozen per-domain sigma from ``fwgym/config/sigma.json`` (or ``path``).
+def load_sigma(path: str | Path | None = None, domains: Iterable[str] = ()) -> dict[str, float]:
+    """Frozen per-domain sigma from ``fwgym/config/sigma.json`` (or ``path``), plus the sigma of each of
+    ``domains`` the file does not hold, from its spec (:attr:`fwgym.domains.Domain.sigma`: a plug-in
+    domain's frozen calibration).
 
     The packaged file is sha256-checked against the data manifest (``fwgym/data/sha256.json``):
     an edited copy is refused (re-calibrate with ``fwgym calibrate-sigma --write``, which records
@@ -62,7 +69,8 @@ def load_sigma(path: str | Path | None = None) -> dict[str, float]:
     Raises:
         FileNotFoundError: no calibration file (run ``fwgym calibrate-sigma``).
         fwgym.data.DataIntegrityError: the packaged file fails its sha256 check (the message names it).
-        ValueError: the file lacks a domain or holds a non-positive value.
+        ValueError: the file lacks a domain or holds a non-positive value; a domain of ``domains`` that is
+            neither in the file nor has a sigma of its own (or is unknown).
     """
     p = Path(path) if path is not None else SIGMA_PATH
     if not p.is_file():
@@ -79,9 +87,17 @@ def load_sigma(path: str | Path | None = None) -> dict[str, float]:
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{p}: not a sigma calibration file ({type(exc).__name__}: {exc}); "
                          "expected {\"sigma\": {\"electricity\": x, \"cycle_hire\": y}}") from None
-    for d in ("electricity", "cycle_hire"):
+    for d in SIGMA_FILE_DOMAINS:
         if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
             raise ValueError(f"{p}: sigma for domain {d!r} missing or not > 0")
+    for d in domains:
+        if d not in sig:
+            own = get_domain(d).sigma
+            if own is None:
+                raise ValueError(f"domain {d!r} has no sigma: calibrate it on its dev split "
+                                 f"(fwgym.evaluation.calibration.calibrate_sigma(domains=[{d!r}])) and set its "
+                                 "Domain.sigma")
+            sig[d] = float(own)
     return sig
 
 
@@ -99,7 +115,7 @@ def write_sigma(text: str, path: str | Path | None = None) -> Path:
     p = Path(path) if path is not None else SIGMA_PATH
     probe = json.loads(text)
     sig = {str(d): float(v) for d, v in probe["sigma"].items()}
-    for d in ("electricity", "cycle_hire"):
+    for d in SIGMA_FILE_DOMAINS:
         if d not in sig or not (np.isfinite(sig[d]) and sig[d] > 0):
             raise ValueError(f"sigma for domain {d!r} missing or not > 0: refusing to write {p}")
     p.write_text(text)
@@ -111,7 +127,8 @@ def write_sigma(text: str, path: str | Path | None = None) -> Path:
 
 
 def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET) -> tuple[float, float]:
-    """``(R, S)`` of one case: ``R = (loss - floor)/sigma``, ``S = (R + credits/budget)/2``.
+    """``(R, S)`` of one decision case: ``R = (loss - floor)/sigma``, ``S = (R + credits/budget)/2``
+    (:data:`fwgym.core.metrics.DECISION_METRIC`).
 
     Raises:
         ValueError: sigma or budget not > 0, or a non-finite input.
@@ -125,7 +142,7 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
     if not finite:
         raise ValueError("loss, floor and credits must be finite numbers")
     r = (loss - floor) / sigma
-    return float(r), float(0.5 * (r + credits / budget))
+    return float(r), DECISION_METRIC.score(r, credits, budget)
 
 
 def case_weights(records: Sequence[Mapping]) -> np.ndarray:
@@ -214,8 +231,6 @@ def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "lo
 
 #: weight of the constraint-violation term in RCRPS
 RCRPS_BETA = 10.0
-#: RCRPS values are capped at this value when aggregated, for invalid forecasts, and for non-finite scores
-RCRPS_CAP = 5.0
 #: estimators of :func:`crps_ensemble`
 ESTIMATORS = ("nrg", "fair")
 
@@ -446,7 +461,7 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
         submission: a :class:`fwgym.core.contract.ForecastSubmission` (validated: finite, bounded by
             ``MAX_FORECAST_MAGNITUDE * scale``), or None for an invalid or missing forecast.
         y: (24,) realised (scenario) target, raw units.
-        alpha: the task family's normaliser (:func:`rcrps_alpha`).
+        alpha: the task family's normaliser (:func:`fwgym.context.alpha.rcrps_alpha`).
         roi, lower, upper: the scenario's region of interest and bounds (or None).
 
     Returns:
@@ -469,45 +484,15 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
     return {"rcrps": score, "R": min(score, RCRPS_CAP), "crps": crps_mean if math.isfinite(crps_mean) else None}
 
 
-#: seed of the scenarios drawn on train cases for :func:`rcrps_alpha` (fixed, as CiK's scaling seeds)
-ALPHA_SCENARIO_SEED = 0
-#: train cases (evenly spaced) per series on which a scenario family's alpha is measured (CiK: 25 instances)
-ALPHA_SCENARIO_CASES = 200
-
-
-def rcrps_alpha(domain: str, series_id: str, family: str | None = None) -> float:
-    """RCRPS normaliser ``alpha = 1 / mean target range`` of the task family (Context is Key §5.1).
-
-    A task family here is one series of one domain, with one scenario family (or none); the mean
-    range (max - min of the 24 target hours) is taken over that series' held-out **train**-split
-    cases, which all precede the dev and test periods. As in CiK (whose scaling takes the range of
-    each instance's future target, announced event included, over 25 instances), with a family the
-    range is that of the scenario's target: the family's scenario (seed
-    :data:`ALPHA_SCENARIO_SEED`) applied to each of :data:`ALPHA_SCENARIO_CASES` evenly spaced train
-    cases of the series (all of them if fewer; drawing a scenario costs ~0.1 ms, and the mean over
-    200 cases is within 2 % of the mean over all ~2,800 of an electricity series). Without a family,
-    every train case. Cached per (domain, series, family).
+def range_alpha(targets) -> float:
+    """RCRPS normaliser ``alpha = 1 / mean_i (max - min of target_i)`` of a task family's instances
+    (Context is Key §5.1), from their targets (float arrays, raw units). The instances are chosen by
+    :func:`fwgym.context.alpha.rcrps_alpha`.
 
     Raises:
-        ValueError: the series has no train case or a zero mean range; unknown family.
+        ValueError: no targets, or a mean range that is not > 0.
     """
-    return _alpha_cache(domain, series_id, family)
-
-
-@lru_cache(maxsize=None)
-def _alpha_cache(domain: str, series_id: str, family: str | None) -> float:
-    from fwgym.core.cases import build_cases
-
-    cases = [c for c in build_cases(domain, "train") if c.series_id == series_id]
-    if family is None:
-        ranges = [float(np.ptp(c.target())) for c in cases]
-    else:
-        from fwgym.context.scenarios import make_scenario
-
-        if len(cases) > ALPHA_SCENARIO_CASES:
-            cases = [cases[i] for i in np.unique(np.linspace(0, len(cases) - 1, ALPHA_SCENARIO_CASES).round().astype(int))]
-        ranges = [float(np.ptp(make_scenario(c, ALPHA_SCENARIO_SEED, family).apply(c.target()))) for c in cases]
+    ranges = [float(np.ptp(t)) for t in targets]
     if not ranges or not np.mean(ranges) > 0:
-        raise ValueError(f"no train cases with a positive target range for {domain}/{series_id}"
-                         + (f" ({family})" if family else ""))
+        raise ValueError("no targets with a positive mean range")
     return 1.0 / float(np.mean(ranges))

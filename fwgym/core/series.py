@@ -1,4 +1,4 @@
-"""Dense hourly series and UTC hour arithmetic.
+"""Dense hourly series, UTC hour arithmetic, and a domain's series (:func:`load_series`).
 
 Time is represented as integer *hours since 1970-01-01T00:00Z* ("epoch hours") everywhere on the
 hot path; ISO strings are produced only when a tool renders a result.
@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 
+import threading
+from pathlib import Path
+
 import numpy as np
 
 __all__ = ["EPOCH", "hour_to_datetime", "hour_to_iso", "datetime_to_hour", "iso_to_hour", "date_to_hour", "utc_weekday",
-           "utc_hour_of_day", "Series"]
+           "utc_hour_of_day", "Series", "load_series"]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -117,10 +120,10 @@ class Series:
     """One hourly series on a dense grid.
 
     Attributes:
-        series_id: EIA balancing-authority code (e.g. ``"ISNE"``) or TfL station id (e.g. ``"191"``).
-        domain: ``"electricity"`` or ``"cycle_hire"``.
+        series_id: the series' id in its domain (EIA balancing-authority code ``"ISNE"``, TfL station ``"191"``).
+        domain: the domain's name (:mod:`fwgym.domains`).
         name: human name (balancing authority or station).
-        unit: ``"MW"`` or ``"departures/hour"``.
+        unit: the domain's unit (``"MW"``, ``"departures/hour"``).
         start_hour: epoch hour of ``values[0]``.
         values: float64 array, one value per hour from ``start_hour``; NaN where the hour is missing.
             Read-only and shared between all environments of a process.
@@ -163,3 +166,47 @@ class Series:
                 f"window [{hour_to_iso(start_hour)}, +{n_hours} h) is outside series {self.series_id}"
             )
         return self.values[i : i + n_hours]
+
+
+_CACHE: dict[tuple[str, str], dict[str, Series]] = {}
+_LOCK = threading.Lock()
+
+
+def load_series(domain: str, data_dir: str | Path | None = None) -> dict[str, Series]:
+    """Every series of ``domain``: its data file (:attr:`fwgym.domains.Domain.series_file`) read, verified
+    and densified (:func:`fwgym.data.read_series_file`), named (the file's name column, else the domain's
+    ``series_names``, else the id) and in the domain's unit.
+
+    Args:
+        domain: a registered domain's name (:func:`fwgym.domains.domain_names`).
+        data_dir: directory holding the file (the same file name); defaults to the domain's file. The
+            sha256 check applies to any directory.
+
+    Returns:
+        ``{series_id: Series}`` in sorted id order. Cached per (domain, directory), so many environments in
+        one process share the same arrays (they are read-only).
+
+    Raises:
+        ValueError: unknown domain.
+        DataIntegrityError: the file is missing, fails its sha256 check, cannot be parsed, or holds
+            duplicate timestamps, non-hourly timestamps, or non-finite / negative values.
+    """
+    # imported here: this module (hour arithmetic, Series) is imported where the packaged data must not be
+    # (an isolated agent's worker refuses fwgym.data, fwgym.agents.isolation_worker.DENIED_MODULES)
+    from fwgym.data import read_series_file
+    from fwgym.domains import get_domain
+
+    spec = get_domain(domain)
+    path, digest = spec.series_file.resolve(data_dir)
+    key = (domain, str(path.resolve()))
+    with _LOCK:
+        cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    raw = read_series_file(path, digest)
+    names = dict(spec.series_names()) if spec.series_names is not None and any(r.name is None for r in raw.values()) \
+        else {}
+    out = {sid: Series(series_id=sid, domain=domain, name=r.name if r.name is not None else names.get(sid, sid),
+                       unit=spec.unit, start_hour=r.start_hour, values=r.values) for sid, r in raw.items()}
+    with _LOCK:
+        return _CACHE.setdefault(key, out)

@@ -8,8 +8,10 @@ licences and the required attribution text):
 * ``tfl_cycle_hire.parquet`` -- TfL cycle-hire hourly departures, 100 stations, 2015, counts,
   UTC hour start, zeros kept.
 
-Missing hours are absent rows. :func:`load_series` turns a file into dense per-series hourly
-arrays with NaN at missing hours (see :class:`fwgym.core.series.Series`).
+Missing hours are absent rows. :func:`read_series_file` turns a file into dense per-series hourly
+arrays with NaN at missing hours (:class:`RawSeries`); which file is which domain's, and in which unit,
+is the domain's spec (:mod:`fwgym.domains`), and :func:`fwgym.core.series.load_series` builds the
+:class:`~fwgym.core.series.Series` of a domain. This package knows files and digests only.
 
 Every packaged file that changes a score -- the two Parquet files, the balancing-authority names
 and zones (``balancing_authorities.csv``, ``balancing_authority_zones.csv``: names enter the
@@ -28,30 +30,22 @@ import json
 import os
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from fwgym.errors import DataIntegrityError
-from fwgym.core.series import Series
 
-__all__ = ["DATA_DIR", "PACKAGE_DIR", "MANIFEST_PATH", "DATA_FILES", "DOMAINS", "SCORE_FILES", "DataIntegrityError",
+__all__ = ["DATA_DIR", "PACKAGE_DIR", "MANIFEST_PATH", "SCORE_FILES", "NAME_COLUMNS", "DataIntegrityError", "RawSeries",
            "sha256_file", "verify_file", "expected_sha256", "verified_bytes", "verify_packaged", "record_sha256",
-           "read_csv_rows", "load_series"]
+           "read_csv_rows", "read_series_file"]
 
 DATA_DIR = Path(__file__).resolve().parent
 #: the fwgym package directory: the paths of :data:`SCORE_FILES` are relative to it
 PACKAGE_DIR = DATA_DIR.parent
 #: the sha256 manifest of :data:`SCORE_FILES`
 MANIFEST_PATH = DATA_DIR / "sha256.json"
-
-#: domain -> (file name, unit); the file's digest is in the manifest (``data/<file name>``)
-DATA_FILES: dict[str, tuple[str, str]] = {
-    "electricity": ("eia930_demand.parquet", "MW"),
-    "cycle_hire": ("tfl_cycle_hire.parquet", "departures/hour"),
-}
-
-DOMAINS: tuple[str, ...] = tuple(DATA_FILES)
 
 #: every packaged file that changes a score (paths relative to :data:`PACKAGE_DIR`), each listed in the manifest
 SCORE_FILES: tuple[str, ...] = (
@@ -62,7 +56,23 @@ SCORE_FILES: tuple[str, ...] = (
     "data/tfl_cycle_hire.parquet",
 )
 
-_CACHE: dict[tuple[str, str], dict[str, Series]] = {}
+#: columns of a series file that name its series (the first present is read)
+NAME_COLUMNS: tuple[str, ...] = ("station_name", "name")
+
+
+@dataclass(frozen=True, eq=False)
+class RawSeries:
+    """One series of a data file as read: its id, its name (from the file's name column, else ``None``),
+    the epoch hour of its first value and its dense hourly values (float64, NaN at missing hours,
+    read-only). :func:`fwgym.core.series.load_series` makes a :class:`~fwgym.core.series.Series` of it."""
+
+    series_id: str
+    name: str | None
+    start_hour: int
+    values: np.ndarray
+
+
+_CACHE: dict[tuple[str, str], dict[str, RawSeries]] = {}
 _LOCK = threading.Lock()
 
 
@@ -226,95 +236,83 @@ def _primitive_numpy(column, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=len(arr), offset=arr.offset * width).copy()
 
 
-def _domain_entry(domain: str) -> tuple[str, str, str]:
-    """``(file name, sha256, unit)`` of a domain's Parquet file."""
-    if domain not in DATA_FILES:
-        raise ValueError(f"unknown domain {domain!r}; expected one of {list(DATA_FILES)}")
-    name, unit = DATA_FILES[domain]
-    return name, expected_sha256(f"data/{name}"), unit
-
-
-def _ba_names() -> dict[str, str]:
-    return {row["series_id"]: row["name"] for row in read_csv_rows("data/balancing_authorities.csv")}
-
-
-def load_series(domain: str, data_dir: str | Path | None = None) -> dict[str, Series]:
-    """Load, verify and densify every series of ``domain``.
+def read_series_file(path: str | Path, sha256: str) -> dict[str, RawSeries]:
+    """Read, verify and densify a long-format hourly Parquet file (columns ``series_id``, ``timestamp``
+    (UTC hour starts), ``value``, optionally ``station_name`` or ``name``). Missing hours are absent rows.
 
     Args:
-        domain: ``"electricity"`` or ``"cycle_hire"``.
-        data_dir: directory holding the Parquet file; defaults to the copy shipped in the package.
-            The sha256 check applies to any directory.
+        path: the file.
+        sha256: its expected digest (checked before the file is parsed).
 
     Returns:
-        ``{series_id: Series}`` in sorted id order. Results are cached per (domain, directory), so
-        many environments in one process share the same arrays (they are read-only).
+        ``{series_id: RawSeries}`` in sorted id order; each ``values`` array is float64, dense from
+        ``start_hour`` (epoch hours), NaN at missing hours, read-only. Results are cached per (path,
+        digest): the arrays are shared by every caller of a process.
 
     Raises:
-        ValueError: unknown domain.
         DataIntegrityError: the file is missing, fails its sha256 check, cannot be parsed, or holds
             duplicate timestamps, non-hourly timestamps, or non-finite / negative values.
     """
-    file_name, digest, unit = _domain_entry(domain)
-    directory = Path(data_dir) if data_dir is not None else DATA_DIR
-    key = (domain, str(directory.resolve()))
+    path = Path(path)
+    key = (str(path.resolve()), sha256)
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        path = directory / file_name
-        verify_file(path, digest)
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            # ParquetFile.read without the pandas metadata: pq.read_table would import pandas (~75 MB RSS).
-            # The parse runs on the system allocator, which hands its temporaries back (Arrow's default
-            # mimalloc pool keeps ~15 MB of them); the previous default pool is restored afterwards.
-            previous_pool = pa.default_memory_pool()
-            pa.set_memory_pool(pa.system_memory_pool())
-            try:
-                table = pq.ParquetFile(path).read(use_threads=False, use_pandas_metadata=False)
-                enc = table.column("series_id").combine_chunks().dictionary_encode()
-                codes = _primitive_numpy(enc.indices, np.int64)
-                labels = [str(x) for x in enc.dictionary.to_pylist()]
-                if not pa.types.is_timestamp(table.column("timestamp").type):
-                    raise TypeError(f"column 'timestamp' has type {table.column('timestamp').type}, expected a timestamp")
-                micro = _primitive_numpy(table.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()), np.int64)
-                values = _primitive_numpy(table.column("value").cast(pa.float64()), np.float64)
-                names_col = table.column("station_name") if "station_name" in table.column_names else None
-            finally:
-                pa.set_memory_pool(previous_pool)
-        except Exception as exc:  # pyarrow raises several exception types for bad files
-            raise DataIntegrityError(f"data file {path} could not be read as Parquet: {exc}") from exc
-        if len(codes) == 0:
-            raise DataIntegrityError(f"data file {path} holds no rows")
-        if np.any(micro % 3_600_000_000 != 0):
-            raise DataIntegrityError(f"data file {path} has timestamps that are not on the hour")
-        hours = micro // 3_600_000_000
-        if not np.all(np.isfinite(values)) or np.any(values < 0):
-            raise DataIntegrityError(f"data file {path} holds NaN, infinite or negative values")
-        bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
-        starts = np.concatenate([[0], bounds])
-        ends = np.concatenate([bounds, [len(codes)]])
-        if len(starts) != len(labels):
-            raise DataIntegrityError(f"data file {path} is not sorted by series_id (a series appears in several runs)")
-        ba_names = _ba_names() if domain == "electricity" else {}
-        out: dict[str, Series] = {}
-        for s, e in zip(starts, ends):
-            sid = labels[codes[s]]
-            h = hours[s:e]
-            if np.any(np.diff(h) <= 0):
-                raise DataIntegrityError(
-                    f"data file {path}: series {sid} has duplicate or unsorted timestamps"
-                )
-            dense = np.full(int(h[-1] - h[0] + 1), np.nan)
-            dense[h - h[0]] = values[s:e]
-            dense.flags.writeable = False
-            name = str(names_col[int(s)].as_py()) if names_col is not None else ba_names.get(sid, sid)
-            out[sid] = Series(series_id=sid, domain=domain, name=name, unit=unit,
-                              start_hour=int(h[0]), values=dense)
-        out = dict(sorted(out.items()))
-        del table, enc, codes, values, micro, hours
-        _release_memory()
+        out = _read(path, sha256)
         _CACHE[key] = out
         return out
+
+
+def _read(path: Path, digest: str) -> dict[str, RawSeries]:  # noqa: C901 - one pass of checks over a parsed file
+    verify_file(path, digest)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        # ParquetFile.read without the pandas metadata: pq.read_table would import pandas (~75 MB RSS).
+        # The parse runs on the system allocator, which hands its temporaries back (Arrow's default
+        # mimalloc pool keeps ~15 MB of them); the previous default pool is restored afterwards.
+        previous_pool = pa.default_memory_pool()
+        pa.set_memory_pool(pa.system_memory_pool())
+        try:
+            table = pq.ParquetFile(path).read(use_threads=False, use_pandas_metadata=False)
+            enc = table.column("series_id").combine_chunks().dictionary_encode()
+            codes = _primitive_numpy(enc.indices, np.int64)
+            labels = [str(x) for x in enc.dictionary.to_pylist()]
+            if not pa.types.is_timestamp(table.column("timestamp").type):
+                raise TypeError(f"column 'timestamp' has type {table.column('timestamp').type}, expected a timestamp")
+            micro = _primitive_numpy(table.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()), np.int64)
+            values = _primitive_numpy(table.column("value").cast(pa.float64()), np.float64)
+            name_field = next((c for c in NAME_COLUMNS if c in table.column_names), None)
+            names_col = table.column(name_field) if name_field is not None else None
+        finally:
+            pa.set_memory_pool(previous_pool)
+    except Exception as exc:  # pyarrow raises several exception types for bad files
+        raise DataIntegrityError(f"data file {path} could not be read as Parquet: {exc}") from exc
+    if len(codes) == 0:
+        raise DataIntegrityError(f"data file {path} holds no rows")
+    if np.any(micro % 3_600_000_000 != 0):
+        raise DataIntegrityError(f"data file {path} has timestamps that are not on the hour")
+    hours = micro // 3_600_000_000
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise DataIntegrityError(f"data file {path} holds NaN, infinite or negative values")
+    bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(codes)]])
+    if len(starts) != len(labels):
+        raise DataIntegrityError(f"data file {path} is not sorted by series_id (a series appears in several runs)")
+    out: dict[str, RawSeries] = {}
+    for s, e in zip(starts, ends):
+        sid = labels[codes[s]]
+        h = hours[s:e]
+        if np.any(np.diff(h) <= 0):
+            raise DataIntegrityError(f"data file {path}: series {sid} has duplicate or unsorted timestamps")
+        dense = np.full(int(h[-1] - h[0] + 1), np.nan)
+        dense[h - h[0]] = values[s:e]
+        dense.flags.writeable = False
+        name = str(names_col[int(s)].as_py()) if names_col is not None else None
+        out[sid] = RawSeries(series_id=sid, name=name, start_hour=int(h[0]), values=dense)
+    out = dict(sorted(out.items()))
+    del table, enc, codes, values, micro, hours
+    _release_memory()
+    return out

@@ -14,17 +14,34 @@ test split unless told otherwise). A ``case_id`` of another split than the env's
   (:class:`~fwgym.rl.vector.MacroVectorEnv`, its ``vector_entry_point``):
   ``gym.make_vec("FWBench-RL-Macro-v0", num_envs=N)``.
 """
-from fwgym.envs.fwbench import FWBenchEnv
+from typing import Any, Sequence
 
-ENV_IDS: dict[str, dict] = {
-    "FWBench-Electricity-v0": {"domain": "electricity", "split": "train"},
-    "FWBench-CycleHire-v0": {"domain": "cycle_hire", "split": "train"},
-    "FWBench-v0": {"domain": ("electricity", "cycle_hire"), "split": "train"},
-    "FWBench-Electricity-Context-v0": {"domain": "electricity", "split": "train", "scenarios": True},
-    "FWBench-CycleHire-Context-v0": {"domain": "cycle_hire", "split": "train", "scenarios": True},
-    "FWBench-Electricity-Forecast-v0": {"domain": "electricity", "split": "train", "scenarios": True, "task": "forecast"},
-    "FWBench-CycleHire-Forecast-v0": {"domain": "cycle_hire", "split": "train", "scenarios": True, "task": "forecast"},
-}
+from fwgym.domains import DOMAINS, domain_names, get_domain
+from fwgym.envs.fwbench import FWBenchEnv
+from fwgym.suites import SUITES
+
+
+def env_ids(domains: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``{env id: FWBenchEnv kwargs}`` of each suite (:mod:`fwgym.suites`) on each of ``domains`` (default: the
+    protocol's, :data:`fwgym.domains.DOMAINS`), train split: ``FWBench-<Domain.env_name><Suite.id_suffix>-v0``;
+    with the protocol's domains also ``FWBench-v0``, the decision suite on both together (its domains are the
+    protocol's, whatever else is registered)."""
+    names = DOMAINS if domains is None else tuple(domains)
+    out: dict[str, dict[str, Any]] = {}
+    for suite in SUITES.values():
+        for d in names:
+            spec = get_domain(d)
+            if suite.scenarios and not spec.scenario_families:
+                continue  # a domain without scenario families has no context or forecast suite
+            out[suite.env_id(spec.env_name)] = {"domain": d, "split": "train", **suite.env_kwargs}
+        if suite.name == "decision" and domains is None:
+            out["FWBench-v0"] = {"domain": tuple(DOMAINS), "split": "train"}
+    return out
+
+
+#: the raw tool-call env ids of the protocol's domains and their FWBenchEnv kwargs (one per suite and
+#: domain, and ``FWBench-v0``); :func:`register_envs` also registers those of other registered domains
+ENV_IDS: dict[str, dict[str, Any]] = env_ids()
 
 #: settings of the RL ids, chosen on the DEV split (benchmarks/README.md, "RL defaults"; script
 #: benchmarks/rl_defaults.py): PPO 20k steps x 4 seeds, dev S 0.451 with all 403 features and all
@@ -41,10 +58,12 @@ _VECTOR_ENTRY_POINTS = {"FWBench-RL-Macro-v0": "fwgym.rl.vector:MacroVectorEnv"}
 
 
 def register_envs() -> None:
-    """Register every fwgym id with Gymnasium (idempotent)."""
+    """Register every fwgym id with Gymnasium (idempotent): :data:`ENV_IDS`, the ids of every other registered
+    domain (:func:`env_ids`; call it again after :func:`fwgym.domains.register_domain`) and :data:`RL_ENV_IDS`."""
     import gymnasium as gym
 
-    for env_id, kwargs in ENV_IDS.items():
+    others = [d for d in domain_names() if d not in DOMAINS]
+    for env_id, kwargs in {**ENV_IDS, **(env_ids(others) if others else {})}.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point="fwgym.envs.fwbench:FWBenchEnv", kwargs=dict(kwargs))
     for env_id, kwargs in RL_ENV_IDS.items():
@@ -53,4 +72,4 @@ def register_envs() -> None:
                          vector_entry_point=_VECTOR_ENTRY_POINTS.get(env_id))
 
 
-__all__ = ["FWBenchEnv", "ENV_IDS", "RL_ENV_IDS", "RL_DEFAULTS", "register_envs"]
+__all__ = ["FWBenchEnv", "ENV_IDS", "env_ids", "RL_ENV_IDS", "RL_DEFAULTS", "register_envs"]

@@ -49,15 +49,17 @@ from gymnasium import spaces
 from fwgym.core.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
 from fwgym.context.text import render_context
 from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
-from fwgym.data import DOMAINS
+from fwgym.domains import domain_names
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models, get_forecaster
 from fwgym.forecasters.store import active_store, open_store
 from fwgym.core.optimizer import QUANTILE_LEVELS, perfect_demand_plan
+from fwgym.context.alpha import case_alpha
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.series import hour_to_iso
+from fwgym.core.metrics import TASKS, task_metric
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
@@ -178,9 +180,9 @@ class FWBenchEnv(gym.Env):
         forecast_store=None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
-        bad = [d for d in domains if d not in DOMAINS]
+        bad = [d for d in domains if d not in domain_names()]
         if bad or not domains:
-            raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(DOMAINS)}")
+            raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(domain_names())}")
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
         if lead is not None and lead not in LEADS:
@@ -204,12 +206,14 @@ class FWBenchEnv(gym.Env):
         store = self.forecast_store if self.forecast_store is not None else active_store()
         if store is not None:  # refuse a store that cannot serve now, not in the middle of an episode
             store.attach({m: forecasters.get(m) or get_forecaster(m) for m in models if m in store.models})
-        if task not in ("decision", "forecast"):
+        if task not in TASKS:
             raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")
         if not (np.isfinite(credit_weight) and credit_weight >= 0):
             raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
+        #: the task's metric: S = r_weight * R + credit_weight * credits / B (the scorer's and the dense reward's)
+        self.metric = task_metric(task, self.credit_weight)
         if forecast_timeout is not None:
             seconds = float(forecast_timeout) if is_number(forecast_timeout) else math.nan
             if not 0 < seconds <= threading.TIMEOUT_MAX:
@@ -229,7 +233,7 @@ class FWBenchEnv(gym.Env):
         if not isinstance(text_observations, (bool, np.bool_)):
             raise ValueError(f"text_observations must be True or False, got {text_observations!r}")
         self.text_observations = bool(text_observations)
-        self.sigma = dict(sigma) if sigma is not None else load_sigma()
+        self.sigma = dict(sigma) if sigma is not None else load_sigma(domains=domains)
 
         pool: list[Case] = [c for d in domains for c in build_cases(d, split) if lead is None or c.lead == lead]
         if case_ids is not None:
@@ -491,12 +495,11 @@ class FWBenchEnv(gym.Env):
         submission = ep.submission if valid else None
         outcome.update(score_submission(case, ep.scenario, self.task, submission, ep.spent,
                                         sigma=self.sigma[case.domain], budget=self.budget,
-                                        credit_weight=self.credit_weight, target=ep.target()))
+                                        credit_weight=self.credit_weight, target=ep.target(),
+                                        alpha=case_alpha(case, ep.scenario) if self.task == "forecast" else None))
         outcome["submission"] = _submission_json(submission)
-        if self.task == "forecast":
-            reward = -outcome["R"] if self.reward_mode == "dense" else -outcome["S"]  # dense: credits paid when charged
-        else:
-            reward = -0.5 * outcome["R"] if self.reward_mode == "dense" else -outcome["S"]
+        # dense: the credit part of S was paid when the credits were charged (_credit_reward), the R part is paid now
+        reward = -(self.metric.r_weight * outcome["R"]) if self.reward_mode == "dense" else -outcome["S"]
         self._outcome = outcome
         result = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
             "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
@@ -533,8 +536,7 @@ class FWBenchEnv(gym.Env):
         """Dense reward for ``credits`` just charged: the credit part of S (0 in terminal mode)."""
         if self.reward_mode != "dense" or not credits:
             return 0.0
-        weight = self.credit_weight if self.task == "forecast" else 0.5
-        return -weight * credits / (self.budget or BUDGET)
+        return -self.metric.credit_cost(credits, self.budget or BUDGET)
 
     def _forecast_crps(self) -> dict:
         """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""

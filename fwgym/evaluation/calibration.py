@@ -11,13 +11,12 @@ frozen values in the last binary digit).
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from fwgym.core.cases import DEV_SPLIT, TRAIN_SPLIT
-from fwgym.data import DOMAINS
 from fwgym.evaluation.leaderboard import DEFAULT_REFERENCE
 from fwgym.evaluation.runner import evaluate
-from fwgym.core.scoring import REFERENCE_SIGMA, aggregate
+from fwgym.core.scoring import REFERENCE_SIGMA, SIGMA_FILE_DOMAINS, aggregate
 
 __all__ = ["CALIBRATION_SPLITS", "SIGMA_POLICY", "calibrate_sigma", "sigma_config"]
 
@@ -28,7 +27,7 @@ SIGMA_POLICY = DEFAULT_REFERENCE
 
 
 def calibrate_sigma(split: str = DEV_SPLIT, policy: str = SIGMA_POLICY, workers: int = 1,
-                    progress: bool = True) -> dict:
+                    progress: bool = True, domains: Sequence[str] | None = None) -> dict:
     """Per-domain sigma = case-weighted mean excess loss (loss - floor) of ``policy`` on ``split``.
 
     Every case of the split is evaluated (:func:`fwgym.evaluation.evaluate`, sigma 1: sigma enters
@@ -38,6 +37,9 @@ def calibrate_sigma(split: str = DEV_SPLIT, policy: str = SIGMA_POLICY, workers:
     Args:
         split: one of :data:`CALIBRATION_SPLITS`. policy: a policy name (default :data:`SIGMA_POLICY`).
         workers: local processes. progress: show a progress bar.
+        domains: the domains to calibrate (default: those the packaged calibration file holds,
+            :data:`fwgym.core.scoring.SIGMA_FILE_DOMAINS`; a plug-in domain's value goes into its
+            :attr:`fwgym.domains.Domain.sigma`).
 
     Returns:
         ``{"sigma": {domain: value}, "policy", "split", "cases": {domain: n}}`` (sigma in units of
@@ -49,9 +51,10 @@ def calibrate_sigma(split: str = DEV_SPLIT, policy: str = SIGMA_POLICY, workers:
     if split not in CALIBRATION_SPLITS:
         raise ValueError(f"sigma is calibrated on a split before the test period {list(CALIBRATION_SPLITS)}, "
                          f"got {split!r}")
-    ones = {d: 1.0 for d in DOMAINS}  # sigma does not enter loss or floor
+    domains = tuple(SIGMA_FILE_DOMAINS if domains is None else domains)
+    ones = {d: 1.0 for d in domains}  # sigma does not enter loss or floor
     out: dict = {"sigma": {}, "policy": policy, "split": split, "cases": {}}
-    for d in DOMAINS:
+    for d in domains:
         recs = evaluate([policy], split=split, domains=[d], workers=workers, progress=progress, sigma=ones)
         excess = [{**r, "excess": r["loss"] - r["floor"]} for r in recs]
         out["sigma"][d] = aggregate(excess, fields=("excess",))["excess"]

@@ -37,7 +37,8 @@ import numpy as np
 
 from fwgym.core.cases import HISTORY_HOURS
 from fwgym.core.contract import TARGET_HOURS
-from fwgym.data import DOMAINS, sha256_file
+from fwgym.data import sha256_file
+from fwgym.domains import DOMAINS
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "FILES", "SCHEMA", "MANIFEST_FILE", "export_cases", "read_manifest"]
 

@@ -1,5 +1,5 @@
 """The leaderboard: one row per policy from result records (DESIGN §5), and its forms: Markdown, CSV,
-LaTeX (booktabs) and JSON, labelled with the suite's metric names (:func:`fwgym.core.metrics.suite_metric`).
+LaTeX (booktabs) and JSON, labelled with the suite's metric names (:func:`fwgym.suites.suite_metric`).
 
 Rows aggregate with the cohort weights of :func:`fwgym.core.scoring.case_weights`, carry per-cohort and
 per-lead breakdowns and, against a reference policy (:func:`reference_policy`), the paired
@@ -18,18 +18,18 @@ from typing import Iterable, Mapping, Sequence
 
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, paired_bootstrap
 from fwgym.evaluation.records import by_policy, check_result_set
-from fwgym.core.metrics import suite_metric
+from fwgym.suites import reference_policies, suite_metric
 from fwgym.core.scoring import aggregate
 from fwgym.validation import is_int
 
 __all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
            "Table", "leaderboard_table", "breakdown_tables", "markdown_table", "latex_table", "latex_escape",
            "format_leaderboard", "format_breakdowns", "format_latex", "format_json", "format_csv", "write_csv",
-           "credit_weight_of_rows", "mark_rows"]
+           "mark_rows"]
 
 #: policies the intervals compare against by default, the first present wins: the protocol's sigma
 #: policy (hour-of-day empirical) and its forecast-task twin that submits the same samples
-REFERENCE_POLICIES: tuple[str, ...] = ("hour_of_day_empirical", "hour_of_day_empirical_samples")
+REFERENCE_POLICIES: tuple[str, ...] = reference_policies()
 #: default reference policy of the paired bootstrap intervals (the protocol's sigma policy)
 DEFAULT_REFERENCE = REFERENCE_POLICIES[0]
 #: ``reference_policy(..., AUTO)``: choose the default reference
@@ -150,7 +150,7 @@ def _ci(row: Mapping, m: str, digits: int) -> str:
 
 def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table:
     """The main table of :func:`leaderboard` rows: policy, S, R, the suite's loss (decision loss, or
-    RCRPS in the forecast suite: :func:`fwgym.core.metrics.suite_metric`), credits, calls, valid/n, the mean
+    RCRPS in the forecast suite: :func:`fwgym.suites.suite_metric`), credits, calls, valid/n, the mean
     tokens per case when a row has token counts (LLM agents) and, when the rows carry a reference, the
     paired-bootstrap 95% intervals of ``ΔS`` and ``Δ<loss>``.
 
@@ -285,31 +285,23 @@ def format_latex(rows: Sequence[Mapping], suite: str = "decision", comment: str 
     return latex_table(Table(table.title, tuple(head), table.align, table.rows), comment)
 
 
-def format_json(rows: Sequence[Mapping], suite: str = "decision", **about) -> str:
+def format_json(rows: Sequence[Mapping], suite: str = "decision", credit_weight: float | None = None, **about) -> str:
     """:func:`leaderboard` rows as a JSON document: ``{"suite", "metric": {"loss", "R", "formula"},
     **about, "rows": [...]}`` with every column of every row (``None`` as ``null``), indented.
 
     Args:
+        suite, credit_weight: the run's suite and (forecast suite) credit weight, as its manifest states
+            them (:attr:`fwgym.evaluation.ResultSet.settings`).
         about: further JSON-safe fields to state (e.g. ``split``, ``reference``, ``n_boot``, ``seed``).
 
     Raises:
         ValueError: an unknown suite, or a non-finite number in a row (JSON has no NaN).
     """
-    metric = suite_metric(suite, credit_weight_of_rows(rows) if suite == "forecast" else None)
+    metric = suite_metric(suite, credit_weight)
     doc = {"suite": suite, "metric": {"loss": metric.loss_name, "loss_description": metric.loss_label,
                                       "R": metric.R_name, "formula": metric.formula},
            **about, "rows": [dict(r) for r in rows]}
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
-
-
-def credit_weight_of_rows(rows: Sequence[Mapping]) -> float | None:
-    """The forecast suite's credit weight ``w`` of :func:`leaderboard` rows (``S = R + w * credits / B``
-    of the aggregates, from a row that spent credits; ``None`` when none did). Aggregates are weighted
-    means of the records, so ``w`` passes through them."""
-    from fwgym.core.metrics import credit_weight_of
-
-    return credit_weight_of([{"S": r["S"], "R": r["R"], "credits": r["credits"]} for r in rows
-                             if r.get("credits")]) if rows else None
 
 
 def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False) -> list[dict]:

@@ -50,6 +50,8 @@ from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
 from fwgym.jsonl import iter_jsonl, write_jsonl
 from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
+from fwgym.domains import domain_names
+from fwgym.suites import SUITE_NAMES, SUITES
 from fwgym.validation import is_int, is_number
 
 __all__ = ["RESULTS_FILE", "ALLOW_UNVERIFIED_FLAG", "ALLOW_PARTIAL_FLAG", "ResultSource", "ResultSet", "load_source", "load_results",
@@ -59,12 +61,14 @@ UNKNOWN = "unknown"
 
 
 def infer_suite(records: Iterable[Mapping]) -> str:
-    """The suite a record set comes from: ``forecast`` (records with ``rcrps``), ``context`` (records with a
-    scenario) or ``decision``."""
+    """The suite of records that no manifest names (a bare ``results.jsonl`` or a manifest-less run read
+    with ``allow_unverified``, marked UNVERIFIED; a run's manifest always names its suite): the suite whose
+    task and scenarios the records' fields show (:mod:`fwgym.suites`: ``rcrps`` only in forecast-task
+    records, a ``scenario`` only with scenarios)."""
     recs = list(records)
-    if any("rcrps" in r for r in recs):
-        return "forecast"
-    return "context" if any(r.get("scenario") is not None for r in recs) else "decision"
+    task = "forecast" if any("rcrps" in r for r in recs) else "decision"
+    scenarios = task == "forecast" or any(r.get("scenario") is not None for r in recs)
+    return next(s.name for s in SUITES.values() if s.task == task and s.scenarios == scenarios)
 
 
 @dataclass
@@ -133,7 +137,7 @@ def _check_settings(settings: Mapping, where: Path) -> None:
 
     sigma = settings.get("sigma")
     problems = []
-    if settings.get("suite") not in ("decision", "context", "forecast"):
+    if settings.get("suite") not in SUITE_NAMES:
         problems.append(f"suite {settings.get('suite')!r}")
     split = settings.get("split")
     if not (isinstance(split, str) or (isinstance(split, list) and split and all(isinstance(s, str) for s in split))):
@@ -211,9 +215,9 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
         version = str(st.get("fwgym_version", UNKNOWN))
     else:
         meta = _legacy_meta(p.parent) if p.name == RESULTS_FILE else {}
-        suite = meta.get("suite") if meta.get("suite") in ("decision", "context", "forecast") else infer_suite(records)
+        suite = meta.get("suite") if meta.get("suite") in SUITE_NAMES else infer_suite(records)
         splits = sorted({r["split"] for r in records})
-        settings = RunSettings(suite=suite, split=splits[0] if len(splits) == 1 else splits, sigma=load_sigma(),
+        settings = RunSettings(suite=suite, split=splits[0] if len(splits) == 1 else splits, sigma=load_sigma(domains={r["domain"] for r in records}),
                                budget=BUDGET, scenario_seed=0, credit_weight=0.0, forecast_pool=list(PRICED_MODELS),
                                scorer_version=SCORER_VERSION, fwgym_version=UNKNOWN)
         declared_subset = not ((meta.get("results") or {}).get("coverage") or {}).get("complete", True)
@@ -341,7 +345,8 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     versions = sorted({s.fwgym_version for s in sources})
     if len(versions) > 1:
         notes.append(f"MIXED fwgym versions {', '.join(versions)} (--allow-mixed-versions)")
-    if first.settings.get("sigma") != load_sigma():
+    if first.settings.get("sigma") != load_sigma(domains=[d for d in first.settings.get("sigma") or {}
+                                                          if d in domain_names()]):
         notes.append(f"sigma {first.settings.get('sigma')} is not the packaged calibration")
     seen: dict[tuple[str, str], Path] = {}
     for src in sources:
@@ -417,7 +422,7 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
     env = environment()
     splits = sorted({r["split"] for r in stored})
     settings = {"suite": meta.get("suite") or infer_suite(stored), "split": splits[0] if len(splits) == 1 else splits,
-                "sigma": meta.get("sigma") or load_sigma(), "budget": meta.get("budget", BUDGET),
+                "sigma": meta.get("sigma") or load_sigma(domains={r["domain"] for r in stored}), "budget": meta.get("budget", BUDGET),
                 "scenario_seed": meta.get("scenario_seed", 0), "credit_weight": meta.get("credit_weight", 0.0),
                 "forecast_pool": list(meta.get("forecast_pool") or PRICED_MODELS), "policies": list(groups),
                 "fwgym_version": env["fwgym_version"], "scorer_version": SCORER_VERSION}

@@ -18,29 +18,28 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Iterable, Sequence
+from types import MappingProxyType
+from typing import Callable, Iterable, Mapping, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import (DEFAULT_POLICIES, FORECAST_TASK_POLICIES, check_policy_name, make_policy,
                                      policy_models)
 from fwgym.core.cases import TEST_SPLIT, build_cases
-from fwgym.data import DOMAINS
+from fwgym.domains import DOMAINS, domain_names
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
 from fwgym.evaluation.rundir import RunDir, append_record, episode_id
 from fwgym.ray_session import ray_session
+from fwgym.suites import SUITES as SUITE_SPECS
 from fwgym.validation import check_int
 
 __all__ = ["SUITES", "select_cases", "policy_label", "policy_labels", "evaluate", "run_preflight"]
 
-#: environment settings of the three evaluation suites (``fwgym evaluate --suite``)
-SUITES: dict[str, dict] = {
-    "decision": {},
-    "context": {"scenarios": True},
-    "forecast": {"scenarios": True, "task": "forecast"},
-}
+#: environment settings of the evaluation suites (``fwgym evaluate --suite``): each suite's
+#: :attr:`fwgym.suites.Suite.env_kwargs` (the suites themselves are :data:`fwgym.suites.SUITES`)
+SUITES: Mapping[str, dict] = MappingProxyType({name: s.env_kwargs for name, s in SUITE_SPECS.items()})
 
 
 def select_cases(split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS, lead: str | None = None,
@@ -59,8 +58,8 @@ def select_cases(split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS, lead
     wanted = set(case_ids) if case_ids is not None else None
     out = []
     for d in domains:
-        if d not in DOMAINS:
-            raise ValueError(f"unknown domain {d!r}; expected some of {list(DOMAINS)}")
+        if d not in domain_names():
+            raise ValueError(f"unknown domain {d!r}; expected some of {list(domain_names())}")
         cases = [c for c in build_cases(d, split) if (lead is None or c.lead == lead)
                  and (wanted is None or c.case_id in wanted)]
         if limit is not None and len(cases) > limit:

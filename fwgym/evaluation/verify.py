@@ -36,9 +36,11 @@ import numpy as np
 from fwgym.core.cases import build_cases
 from fwgym.core.contract import GRID, PlanError, validate_forecast, validate_levels
 from fwgym.evaluation.records import is_scored
+from fwgym.context.alpha import case_alpha
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET
+from fwgym.suites import get_suite
 from fwgym.validation import is_int, is_number
 
 __all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_record", "rescore"]
@@ -58,11 +60,11 @@ class RunSettings(dict):
 
     @property
     def task(self) -> str:
-        return "forecast" if self["suite"] == "forecast" else "decision"
+        return get_suite(self["suite"]).task
 
     @property
     def scenarios(self) -> bool:
-        return self["suite"] in ("context", "forecast")
+        return get_suite(self["suite"]).scenarios
 
 
 @lru_cache(maxsize=None)
@@ -123,7 +125,8 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
         _forecast_submission(record, case, valid)
     sigma = settings["sigma"][domain]
     return score_submission(case, scenario, task, submission, credits, sigma=sigma, budget=budget,
-                            credit_weight=float(settings.get("credit_weight", 0.0)))
+                            credit_weight=float(settings.get("credit_weight", 0.0)),
+                            alpha=case_alpha(case, scenario) if task == "forecast" else None)
 
 
 def _decision_submission(record: Mapping, case, valid: bool):

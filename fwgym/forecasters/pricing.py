@@ -63,7 +63,7 @@ def pricing_cases(per_domain: int = DEFAULT_CASES, split: str = "dev") -> list[s
         ValueError: ``per_domain`` < 1 or unknown split.
     """
     from fwgym.core.cases import build_cases
-    from fwgym.data import DOMAINS
+    from fwgym.domains import DOMAINS
 
     per_domain = check_int("per_domain", per_domain, minimum=1)
     ids = []

@@ -21,7 +21,7 @@ never change the global pyplot backend. The output format follows the file exten
 (:func:`suite_metric`): the decision and context suites score ``S = (R + c/B) / 2`` with
 ``R = (loss - F) / sigma``, the forecast suite ``S = R + w * c/B`` with ``R = min(RCRPS, 5)``.
 """
-from fwgym.core.metrics import SUITE_NAMES, SuiteMetric, credit_weight_of, infer_suite, suite_metric
+from fwgym.suites import SUITE_NAMES, SuiteMetric, suite_metric
 from fwgym.plots.case import case_figure, draw_case, fit_limits, format_time_axes, plot_case
 from fwgym.plots.data import ORACLE_NAMES, CaseData, case_data, frontier_points, policy_kind, results_suite, suite_env
 from fwgym.plots.forecast import forecast_band, policy_forecast_band, submitted_forecast
@@ -32,6 +32,6 @@ from fwgym.plots.tools import plot_tools, tools_figure
 
 __all__ = ["plot_frontier", "plot_case", "plot_tools", "frontier_figure", "frontier_points", "case_figure", "tools_figure",
            "save_figure", "mark_figure", "figure_style", "figure_width", "policy_kind", "suite_metric", "SuiteMetric",
-           "infer_suite", "results_suite", "credit_weight_of", "case_data", "CaseData", "draw_case", "format_time_axes",
+           "results_suite", "case_data", "CaseData", "draw_case", "format_time_axes",
            "submitted_forecast", "forecast_band", "policy_forecast_band", "fit_limits", "text_sizes", "suite_env", "FORMATS",
            "STYLES", "PAPER_WIDTHS", "SCREEN_WIDTHS", "SAVE_DPI", "MIN_FONT_PT", "SUITE_NAMES", "ORACLE_NAMES"]

@@ -10,7 +10,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from fwgym.core.cases import CHART_HISTORY_HOURS
-from fwgym.core.metrics import infer_suite, suite_metric
+from fwgym.domains import get_domain
+from fwgym.suites import DEFAULT_SUITE, get_suite, suite_metric
 from fwgym.plots.data import CaseData, case_data
 from fwgym.plots.forecast import forecast_band, policy_forecast_band, submitted_forecast
 from fwgym.plots.style import (STYLES, check_path, figure_style, figure_width, freeze_ticks, legend_ncol, new_figure,
@@ -187,7 +188,7 @@ def draw_case(ax, zx, data: CaseData, record: dict, *, history_hours: int = CHAR
             data_artists[a_].append(art)
         key("raw series (no scenario)", "#7f7f7f", "dash", art)
     target_label = ("scored target (with scenario)" if data.scenario is not None
-                    else "realised demand (hindsight)" if case.domain == "electricity" else "realised departures (hindsight)")
+                    else get_domain(case.domain).target_label)
     for a_ in axes:
         art, = a_.plot(centre, y, color="black", lw=1.1, marker=".", ms=3.5 if a_ is zx else 2)
         shown[a_].append(y)
@@ -235,7 +236,7 @@ def case_figure(records: Sequence[dict], case_id: str, policy: str, roi=None, qu
                          + (f" (policies on that case: {have})" if have else " (case not in the results)"))
     if not 1 <= history_hours <= HISTORY_HOURS:
         raise ValueError(f"history_hours must be in 1..{HISTORY_HOURS}, got {history_hours}")
-    suite = infer_suite([rec], suite)
+    suite = get_suite(suite or DEFAULT_SUITE).name
     metric = suite_metric(suite)
     data = case_data(rec, suite)
     case = data.case
@@ -320,7 +321,7 @@ def plot_case(records: Sequence[dict], case_id: str, policy: str, path: str | Pa
             edges, a middle column the median). Default: the policy's own distribution when it is a
             fixed classical or available priced policy, else none.
         history_hours: hours of visible history shown before the cut-off (1..336).
-        suite: the record's suite (default: :func:`infer_suite`; their run manifest names it).
+        suite: the record's suite, as its run manifest names it (default the decision suite).
         traces: agent trace JSONL file(s) (:mod:`fwgym.traces`): the forecasts the policy bought
             on this case are drawn, and in the forecast suite its submitted forecast.
         zoom: add a target-day panel (default: week-ahead cases only).

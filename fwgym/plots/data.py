@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from fwgym.core.metrics import SuiteMetric, credit_weight_of, infer_suite, suite_metric
+from fwgym.suites import DEFAULT_SUITE, SuiteMetric, get_suite, suite_metric
 from fwgym.core.scoring import BUDGET, aggregate
 
 
@@ -65,10 +65,10 @@ def policy_kind(name: str, credits: float = 0.0) -> str:
 
 def panel_sets(records: Sequence[dict], panels: str) -> list[tuple[str, list[dict], bool]]:
     """``[(label, records, exact), ...]``: exact = one domain (equal-S lines exact)."""
-    from fwgym.data import DOMAINS
+    from fwgym.domains import domain_names
 
     present = {r["domain"] for r in records}
-    domains = [d for d in DOMAINS if d in present] + sorted(present - set(DOMAINS))
+    domains = [d for d in domain_names() if d in present] + sorted(present - set(domain_names()))
     if panels not in ("auto", "all", "domains", "both"):
         raise ValueError(f"panels must be 'auto', 'all', 'domains' or 'both', got {panels!r}")
     one = [("all cases" if len(domains) > 1 else domains[0], list(records), len(domains) == 1)]
@@ -117,9 +117,7 @@ def frontier_points(records: Sequence[dict], suite: str | None = None, reference
     from fwgym.evaluation import BOOT_SEED, N_BOOT, check_result_set, reference_policy
 
     check_result_set(records)
-    suite = infer_suite(records, suite)
-    w = credit_weight if credit_weight is not None else credit_weight_of(records, budget) if suite == "forecast" else None
-    metric = suite_metric(suite, w)
+    metric = suite_metric(suite or DEFAULT_SUITE, credit_weight)
     pts = panel_points(records, metric)
     names = sorted(q["policy"] for q in pts)
     reference = reference_policy(names, reference)
@@ -178,20 +176,17 @@ _ENVS: dict = {}
 
 
 def suite_env(domain: str, split: str, suite: str = "decision"):
-    """The :class:`~fwgym.envs.fwbench.FWBenchEnv` of a suite (``fwgym.evaluation.SUITES`` settings),
+    """The :class:`~fwgym.envs.fwbench.FWBenchEnv` of a suite (its :attr:`fwgym.suites.Suite.env_kwargs`),
     one per (domain, split, suite) in this process, for re-reading cases after a run.
 
     Raises:
         ValueError: an unknown suite, domain or split.
     """
     from fwgym.envs.fwbench import FWBenchEnv
-    from fwgym.evaluation import SUITES
-
-    if suite not in SUITES:
-        raise ValueError(f"unknown suite {suite!r}; expected one of {list(SUITES)}")
+    spec = get_suite(suite)
     key = (domain, split, suite)
     if key not in _ENVS:
-        _ENVS[key] = FWBenchEnv(domain=domain, split=split, **SUITES[suite])
+        _ENVS[key] = FWBenchEnv(domain=domain, split=split, **spec.env_kwargs)
     return _ENVS[key]
 
 
@@ -201,7 +196,7 @@ def case_data(record: dict, suite: str = "decision") -> CaseData:
 
     Args:
         record: a result record (``case_id``, ``domain``, ``split``).
-        suite: the suite the record was scored in (:data:`fwgym.evaluation.SUITES`).
+        suite: the suite the record was scored in (:data:`fwgym.suites.SUITES`).
 
     Raises:
         ValueError: an unknown suite or case.

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fwgym.core.metrics import SuiteMetric, credit_weight_of, infer_suite, suite_metric
+from fwgym.suites import DEFAULT_SUITE, SuiteMetric, suite_metric
 from fwgym.core.scoring import BUDGET, aggregate
 from fwgym.plots.data import intervals, panel_points, panel_sets, policy_kind
 from fwgym.plots.style import (STYLES, check_path, figure_style, figure_width, freeze_ticks, legend_ncol, mark_figure,
@@ -79,9 +79,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
     from fwgym.evaluation import BOOT_SEED, N_BOOT, by_policy, check_result_set, reference_policy
 
     check_result_set(records)
-    suite = infer_suite(records, suite)
-    w = credit_weight if credit_weight is not None else credit_weight_of(records, budget) if suite == "forecast" else None
-    metric = suite_metric(suite, w)
+    metric = suite_metric(suite or DEFAULT_SUITE, credit_weight)
     groups = by_policy(records)
     totals = {p: aggregate(rs, fields=("S", "credits")) for p, rs in groups.items()}
     order = sorted(groups, key=lambda p: (totals[p]["S"], p))  # rank by S: the key's numbers
@@ -333,14 +331,14 @@ def plot_frontier(records: Sequence[dict], path: str | Path, title: str | None =
         panels: ``"all"`` (one panel of every case), ``"domains"`` (one per domain), ``"both"``, or
             ``"auto"`` (``"all"`` in one column, else the all-cases panel plus one per domain when
             several are present).
-        suite: the records' suite (default: :func:`infer_suite`; their run manifest names it,
-            see :func:`results_suite`).
+        suite: the records' suite, as their run manifest names it (:attr:`fwgym.evaluation.ResultSet.settings`,
+            :func:`results_suite`; default the decision suite).
         style: ``"paper"`` or ``"screen"`` (:data:`STYLES`). columns: 1 (3.3 in wide in the paper
             style) or 2 (7.0 in); default 1 for one panel, else 2.
         reference: policy the intervals are paired with (``"auto"``: hour_of_day_empirical or its
             samples variant when present; ``None``: no intervals).
         n_boot, seed: bootstrap draws and seed (default the protocol's 10,000 and 1701).
-        credit_weight: the forecast suite's ``w`` (default: recovered from the records, else 0).
+        credit_weight: the forecast suite's ``w``, as the run manifest states it (default 0).
         height: figure height in inches (default from the number of policies).
         labels: ``"names"`` (policy names beside the points), ``"numbers"`` (each point numbered by
             its rank by S, the names in the legend) or ``"auto"`` (names when they fit the width).

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from fwgym.core.cases import CHART_HISTORY_HOURS
-from fwgym.plots import submitted_forecast, suite_metric
+from fwgym.plots import submitted_forecast
+from fwgym.suites import suite_metric
 from fwgym.report import charts
 from fwgym.traces import (bands_from_calls, calls_from_log, calls_from_trace, load_traces, trace_results,
                                  transcript)
@@ -112,10 +113,26 @@ def _environment():
     return env
 
 
+def cohort_weights_text(records: Sequence[Mapping]) -> str:
+    """The aggregation's cohort shares of ``records`` in words (FWBench protocol §5.3: each domain present an
+    equal share, each cohort an equal share of its domain): ``"each electricity cohort 1/6, cycle hire 1/2"``."""
+    from fractions import Fraction
+
+    cohorts: dict[str, set[str]] = {}
+    for r in records:
+        cohorts.setdefault(r["domain"], set()).add(r["cohort"])
+    parts = []
+    for d, cs in cohorts.items():
+        w = Fraction(1, len(cohorts) * len(cs))
+        name = d.replace("_", " ")
+        parts.append(f"each {name} cohort {w}" if len(cs) > 1 else f"{name} {w}")
+    return ", ".join(parts)
+
+
 def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str]]:
     """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
     suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
-    ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
+    ``credit_weight``, ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
 
     Raises:
         ValueError: sources of different suites or settings, edited records, as :func:`fwgym.evaluation.load_results`.
@@ -124,8 +141,9 @@ def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -
 
     rs = load_results(paths, allow_partial=True, allow_unverified=allow_unverified)
     suite = rs.settings["suite"]
+    credit_weight = rs.settings.get("credit_weight")
     metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
-              "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
+              "credit_weight": credit_weight, "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
               "split": src.settings.get("split"), "verified": src.verified} for src in rs.sources]
     return rs.records, metas, list(rs.notes)
 
@@ -436,7 +454,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     splits = sorted({r["split"] for r in records})
     domains = sorted({r["domain"] for r in records})
     suite = next(iter({m["suite"] for m in metas}), "decision")
-    credit_weight = plots.credit_weight_of(records) if suite == "forecast" else None
+    credit_weight = metas[0].get("credit_weight") if metas else None  # the manifest's, never recovered from S
     metric = suite_metric(suite, credit_weight)
     split_txt = "/".join(splits)
     frontiers = []
@@ -457,7 +475,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
                      + (title or f"fwgym benchmark report: {'/'.join(splits)} split"),
             "version": __version__, "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reference": reference, "n_boot": n_boot, "seed": seed, "suite": suite, "metric": metric,
-            "budget": BUDGET}
+            "budget": BUDGET, "cohort_weights": cohort_weights_text(records)}
     pages: dict[str, str] = {p: f"policies/{slug(p)}.html" for p in order}
 
     # -- choose and write episode pages --------------------------------------------------------

@@ -70,20 +70,28 @@ import numpy as np
 from gymnasium import spaces
 
 from fwgym.core.cases import HISTORY_HOURS, LEADS, parse_case_id
-from fwgym.data import DOMAINS
+from fwgym.domains import DOMAINS, domain_names
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.core.series import iso_to_hour
 from fwgym.core.tariff import credits_for
 from fwgym.tools import parse_action, ToolCall
 
-__all__ = ["FEATURE_VERSION", "CATALOG_CALL", "HISTORY_MAX", "LOSS_MAX", "PRICE_MAX", "MODEL_FIELDS", "METHOD_FIELDS",
+__all__ = ["FEATURE_SCHEMA", "FEATURE_DOMAINS", "FEATURE_VERSION", "check_feature_version", "CATALOG_CALL", "HISTORY_MAX", "LOSS_MAX", "PRICE_MAX", "MODEL_FIELDS", "METHOD_FIELDS",
            "WEEKDAYS", "FEATURE_NAMES", "N_FEATURES", "feature_index", "FEATURE_SETS", "resolve_features",
            "feature_space", "CaseMeta", "EpisodeTracker", "feature_vector", "check_raw_env", "start_episode",
            "FeatureObservation"]
 
-#: bumped whenever the meaning or order of a feature changes (stored with trained models)
-FEATURE_VERSION = 1
+#: bumped whenever the meaning or order of a feature changes
+FEATURE_SCHEMA = 1
+#: the domains with a one-hot slot: every domain registered when this module is first imported, the
+#: protocol's first (:func:`fwgym.domains.domain_names`); register plug-in domains before importing fwgym.rl
+FEATURE_DOMAINS: tuple[str, ...] = domain_names()
+#: the feature version stored with trained models (:func:`check_feature_version`): :data:`FEATURE_SCHEMA`
+#: when the slots are the protocol's two domains, else ``"<schema>+<domain>+..."`` naming every further slot
+#: (a policy trained with other domain slots has another input layout)
+FEATURE_VERSION: int | str = FEATURE_SCHEMA if FEATURE_DOMAINS == DOMAINS else \
+    f"{FEATURE_SCHEMA}+" + "+".join(d for d in FEATURE_DOMAINS if d not in DOMAINS)
 #: the call every feature-based episode makes right after ``reset`` (free; counts as one call)
 CATALOG_CALL: dict = {"tool": "catalog", "args": {}}
 
@@ -100,7 +108,7 @@ _TERMINAL_CODES = ("invalid_submission", "call_limit_exceeded", "abstained")
 def _names() -> tuple[str, ...]:
     names = [f"history_{i:03d}" for i in range(HISTORY_HOURS)]
     names += ["as_of_hour_sin", "as_of_hour_cos"] + [f"target_weekday_{d}" for d in WEEKDAYS]
-    names += ["target_doy_sin", "target_doy_cos"] + [f"lead_{lead}" for lead in LEADS] + [f"domain_{d}" for d in DOMAINS]
+    names += ["target_doy_sin", "target_doy_cos"] + [f"lead_{lead}" for lead in LEADS] + [f"domain_{d}" for d in FEATURE_DOMAINS]
     names += ["log_scale", "budget_left_frac", "calls_left_frac"]
     names += [f"model_{m}_{f}" for m in PRICED_MODELS for f in MODEL_FIELDS]
     names += [f"method_{m}_{f}" for m in CLASSICAL_METHODS for f in METHOD_FIELDS]
@@ -112,6 +120,24 @@ def _names() -> tuple[str, ...]:
 FEATURE_NAMES: tuple[str, ...] = _names()
 N_FEATURES = len(FEATURE_NAMES)
 _INDEX = {n: i for i, n in enumerate(FEATURE_NAMES)}
+
+
+def check_feature_version(stored: Any, where: str = "the policy") -> None:
+    """Refuse a trained model whose stored ``feature_version`` is not this process's :data:`FEATURE_VERSION`.
+
+    Raises:
+        ValueError: the versions differ; the message names both and, when they differ in their domain
+            slots, the domains each has.
+    """
+    if stored == FEATURE_VERSION:
+        return
+    msg = f"{where}: trained on fwgym features v{stored}; this fwgym computes v{FEATURE_VERSION}"
+    schema = str(stored).split("+")[0]
+    if schema == str(FEATURE_SCHEMA):
+        theirs = [*DOMAINS, *str(stored).split("+")[1:]]
+        msg += (f" (the same features with other domain one-hot slots: the policy has {theirs}, this process "
+                f"{list(FEATURE_DOMAINS)}; register the same domains, in the same order, before importing fwgym.rl)")
+    raise ValueError(msg)
 
 
 def feature_index(name: str) -> int:
@@ -417,7 +443,7 @@ _TAIL = HISTORY_HOURS  # features 336..351 (calendar, lead, domain, scale), offs
 _T_HOUR = (_I["as_of_hour_sin"] - _TAIL, _I["as_of_hour_cos"] - _TAIL)
 _T_DOY = (_I["target_doy_sin"] - _TAIL, _I["target_doy_cos"] - _TAIL)
 _T_WEEKDAY = tuple(_I_WEEKDAY[d] - _TAIL for d in WEEKDAYS)
-_T_ONE_HOT = {**{lead: _I[f"lead_{lead}"] - _TAIL for lead in LEADS}, **{d: _I[f"domain_{d}"] - _TAIL for d in DOMAINS}}
+_T_ONE_HOT = {**{lead: _I[f"lead_{lead}"] - _TAIL for lead in LEADS}, **{d: _I[f"domain_{d}"] - _TAIL for d in FEATURE_DOMAINS}}
 _T_LOG_SCALE = _I["log_scale"] - _TAIL
 
 
@@ -440,6 +466,10 @@ def _static_vector(tracker: EpisodeTracker) -> np.ndarray:
     for name in (meta.lead, meta.domain):
         if name in _T_ONE_HOT:
             tail[_T_ONE_HOT[name]] = 1.0
+        elif name == meta.domain:
+            raise ValueError(f"domain {name!r} has no feature slot (the slots are {list(FEATURE_DOMAINS)}): it was "
+                             "registered after fwgym.rl.features was imported; register plug-in domains first (or "
+                             "through the fwgym.domains entry point)")
     log_scale = (math.log10(max(meta.scale, 1e-12)) + 2.0) / 8.0
     tail[_T_LOG_SCALE] = min(max(log_scale, 0.0), 1.0) if math.isfinite(log_scale) else 0.0
     x[_TAIL:_DYNAMIC] = tail

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from fwgym.core.contract import ForecastSubmission
 from fwgym.core.optimizer import QUANTILE_LEVELS
-from fwgym.core.scoring import (RCRPS_CAP, bound_violation, crps_ensemble, crps_quantiles, pinball_loss, rcrps, rcrps_alpha,
+from fwgym.context.alpha import rcrps_alpha
+from fwgym.core.scoring import (RCRPS_CAP, bound_violation, crps_ensemble, crps_quantiles, pinball_loss, rcrps,
                            rcrps_quantiles, score_forecast)
 
 SAMPLES = np.array([[9, 12, 15, 16], [10, 11, 13, 17], [11, 13, 14, 15], [8, 12, 16, 18], [10, 14, 12, 16]], float)

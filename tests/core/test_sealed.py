@@ -13,7 +13,7 @@ import pytest
 
 from fwgym.context.text import prompt_windows
 from fwgym.core.cases import LEADS, SPLITS, build_cases, case_quality, get_case, target_start_hour
-from fwgym.data import load_series
+from fwgym.core.series import load_series
 
 DOMAINS = ("electricity", "cycle_hire")
 

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import fwgym.data as fdata
-from fwgym.data import DataIntegrityError, load_series
+from fwgym.core.series import load_series
+from fwgym.data import DataIntegrityError
 
 PKG_DATA = Path(fdata.__file__).resolve().parent
 FILES = {"electricity": "eia930_demand.parquet", "cycle_hire": "tfl_cycle_hire.parquet"}
@@ -186,7 +187,7 @@ def test_integrity_error_is_runtime_error():
 
 def test_loading_the_data_does_not_import_pandas():
     # pandas costs ~75 MB of RSS per process (issue 8: one env < 300 MB); the loader reads Arrow buffers
-    code = ("import sys; from fwgym.data import load_series; load_series('electricity'); load_series('cycle_hire'); "
+    code = ("import sys; from fwgym.core.series import load_series; load_series('electricity'); load_series('cycle_hire'); "
             "from fwgym.envs.fwbench import FWBenchEnv; e = FWBenchEnv(('electricity', 'cycle_hire'), split='test'); e.reset(seed=0); "
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

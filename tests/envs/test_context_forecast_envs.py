@@ -10,7 +10,8 @@ from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.core.optimizer import QUANTILE_LEVELS
-from fwgym.core.scoring import crps_quantiles, rcrps_alpha, rcrps_quantiles
+from fwgym.context.alpha import rcrps_alpha
+from fwgym.core.scoring import crps_quantiles, rcrps_quantiles
 
 
 def test_context_env_scores_the_transformed_target():

@@ -175,9 +175,7 @@ def test_equal_s_lines_follow_each_suites_formula(run_dir, forecast_dir):
     variant = [{**r, "policy": "priced_variant", "credits": 5000, "S": r["R"] + 0.5 * 5000 / BUDGET} for r in frecs
                if r["policy"] == "hour_of_day_empirical_samples"]
     allf = frecs + variant
-    assert plots.credit_weight_of(allf) == pytest.approx(0.5) and plots.credit_weight_of(frecs) is None
-    assert plots.infer_suite(allf, "forecast") == "forecast"
-    fig = plots.frontier_figure(allf, suite="forecast", reference=None, panels="all")
+    fig = plots.frontier_figure(allf, suite="forecast", credit_weight=0.5, reference=None, panels="all")
     lines = _equal_s_lines(fig)
     assert lines
     for s, (x, y) in lines.items():
@@ -186,8 +184,9 @@ def test_equal_s_lines_follow_each_suites_formula(run_dir, forecast_dir):
     assert (fm.y_field, fm.r_weight, fm.credit_weight, fm.has_floor) == ("R", 1.0, 0.5, False)
     assert "RCRPS" in fm.y_label and fm.formula.startswith("S = R + 0.5")
     assert any(a.get_ylabel() == fm.y_label for a in fig.get_axes())
-    with pytest.raises(ValueError, match="disagree"):
-        plots.credit_weight_of(allf + [{**variant[0], "policy": "w2", "S": variant[0]["R"] + 5000 / BUDGET}])
+    # the weight is the manifest's, never recovered from S: without it the lines are those of w = 0 (S = R)
+    for s, (x, y) in _equal_s_lines(plots.frontier_figure(allf, suite="forecast", reference=None, panels="all")).items():
+        np.testing.assert_allclose(y, np.full_like(x, s), rtol=1e-12)
 
 
 def test_frontier_intervals_are_the_paired_bootstrap(run_dir):
@@ -316,10 +315,8 @@ def test_submitted_forecast_and_band():
 
 def test_suite_helpers(tmp_path, run_dir):
     out, recs = run_dir
-    assert plots.infer_suite(recs) == "decision" and plots.infer_suite([{"rcrps": 0.1}]) == "forecast"
-    assert plots.infer_suite([{"scenario": "heavy_rain"}]) == "context"
     with pytest.raises(ValueError, match="unknown suite"):
-        plots.infer_suite(recs, "nope")
+        plots.frontier_points(recs, suite="nope")
     assert plots.results_suite(out) == "decision"  # the manifest of results written without a suite names the decision suite
     for name, suite in (("a", "forecast"), ("b", "context")):
         (tmp_path / name).mkdir()

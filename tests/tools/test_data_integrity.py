@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fwgym.data as fdata
-from fwgym.core import cases
+from fwgym.core import cases, series
+from fwgym.domains import electricity
 from fwgym.context import text as context
 from fwgym.context import scenarios
 from fwgym.core import tariff
@@ -116,7 +117,9 @@ def test_other_failures_of_a_handler_are_still_results(make_episode):
 def fresh_caches(monkeypatch):
     """Nothing read from the packaged files is cached (series, cases, zones, context), so they are read again."""
     monkeypatch.setattr(fdata, "_CACHE", {})
-    cached = [getattr(m, n) for m in (cases, scenarios, context) for n, f in vars(m).items() if hasattr(f, "cache_clear")]
+    monkeypatch.setattr(series, "_CACHE", {})
+    cached = [getattr(m, n) for m in (cases, scenarios, context, electricity) for n, f in vars(m).items()
+              if hasattr(f, "cache_clear")]
     for f in cached:
         f.cache_clear()
     yield
