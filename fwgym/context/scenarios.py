@@ -199,6 +199,20 @@ def _utc_span(case: Case, roi: np.ndarray) -> str:
     return f"{fa:%H:%M}-{fb:%H:%M} UTC"
 
 
+def _register_domain_plugins(domain: str) -> None:
+    """Register the families a domain brings itself (:attr:`fwgym.domains.Domain.scenario_plugins`), once."""
+    for plugin in get_domain(domain).scenario_plugins:
+        if _PLUGIN_FAMILIES.get(plugin.name) is not plugin:
+            register_scenario_family(plugin, replace=True)
+
+
+def _eligible(family: str, case: Case) -> bool:
+    """Whether a family fits the case: built-in and registered families without ``eligible`` always do."""
+    plugin = _PLUGIN_FAMILIES.get(family) if family not in BUILTIN_FAMILIES else None
+    check = getattr(plugin, "eligible", None)
+    return bool(check(case)) if check is not None else True
+
+
 def make_scenario(case: Case, seed: int = 0, family: str | None = None) -> Scenario:
     """The scenario of ``case`` (deterministic in ``case.case_id`` and ``seed``).
 
@@ -214,15 +228,21 @@ def make_scenario(case: Case, seed: int = 0, family: str | None = None) -> Scena
     if not fams:
         raise ValueError(f"domain {case.domain!r} has no scenario families (Domain.scenario_families): it has no "
                          "context or forecast suite")
+    _register_domain_plugins(case.domain)
+    fitting = tuple(f for f in fams if _eligible(f, case))
     key = zlib.crc32(f"{case.case_id}|{seed}".encode())
     rng = np.random.default_rng(key)
-    fam = family or fams[key % len(fams)]
+    fam = family or fitting[key % len(fitting)]
     if fam not in fams:
         raise ValueError(f"unknown scenario family {fam!r} for {case.domain}; expected one of {list(fams)}")
+    if fam not in fitting:
+        raise ValueError(f"scenario family {fam!r} does not fit case {case.case_id} (fitting: {list(fitting)})")
     plugin = _PLUGIN_FAMILIES.get(fam) if fam not in BUILTIN_FAMILIES else None
     if plugin is not None:
         sc = plugin.draw(case, rng)
-        if not isinstance(sc, Scenario) or sc.family != fam:
+        if not isinstance(sc, Scenario):  # a domain's own family returns the parts (fwgym.domains.ScenarioPlugin)
+            sc = Scenario(fam, sc.text, np.asarray(sc.roi, dtype=bool), sc.lower, sc.upper, dict(sc.params))
+        if sc.family != fam:
             raise ValueError(f"scenario family {fam!r}: draw() must return a Scenario of family {fam!r}")
         return sc
     if fam not in BUILTIN_FAMILIES:

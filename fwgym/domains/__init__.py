@@ -23,10 +23,10 @@ from fwgym.domains.cycle_hire import CYCLE_HIRE
 from fwgym.domains.electricity import ELECTRICITY
 from fwgym.domains.rules import AllSeries, BusiestSeries, NoInactiveLocalDay, local_midnights
 from fwgym.domains.spec import (NON_TRAIN_SPLITS, REQUIRED_SPLITS, DataFile, Domain, HistoryFacts, HolidayCalendar,
-                                QualityRule, SameMonthLastYear, SeriesSelection, WeeksBeforeHistory)
+                                QualityRule, SameMonthLastYear, ScenarioPlugin, SeriesSelection, WeeksBeforeHistory)
 
 __all__ = ["Domain", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts",
-           "SeriesSelection", "QualityRule", "AllSeries", "BusiestSeries", "NoInactiveLocalDay", "local_midnights",
+           "SeriesSelection", "QualityRule", "ScenarioPlugin", "AllSeries", "BusiestSeries", "NoInactiveLocalDay", "local_midnights",
            "NON_TRAIN_SPLITS", "REQUIRED_SPLITS", "DOMAINS", "BUILTIN_DOMAINS", "ENTRY_POINT_GROUP", "DomainError",
            "register_domain", "unregister_domain", "get_domain", "domain_names", "registered_domains",
            "domain_of_prefix", "load_entry_points"]
@@ -147,22 +147,66 @@ def domain_names() -> tuple[str, ...]:
     return tuple(registered_domains())
 
 
+_NOT_DOMAINS = frozenset({"spec", "rules", *BUILTIN_DOMAINS})
+
+
+def optional_domains() -> tuple[str, ...]:
+    """The opt-in domains that ship with fwgym: the modules of this package other than the spec, the rules and
+    the built-in domains (``pedestrian``). They are not registered until asked for: :func:`get_domain` of the
+    name, :func:`load_optional_domains`, or importing the module (which registers its domain), so that the
+    protocol's defaults (``FWBench-v0``, the RL feature slots) stay the protocol's."""
+    import pkgutil
+
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_DOMAINS))
+
+
+def load_optional_domains() -> tuple[str, ...]:
+    """Import (so register) every opt-in domain of :func:`optional_domains`; returns their names."""
+    import importlib
+
+    names = optional_domains()
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}")
+    return names
+
+
 def get_domain(name: str) -> Domain:
-    """The registered domain called ``name``.
+    """The registered domain called ``name`` (an opt-in domain of :func:`optional_domains` is imported, so
+    registered, the first time it is asked for).
 
     Raises:
-        ValueError: an unknown domain (the message lists the registered ones).
+        ValueError: an unknown domain (the message lists the registered and the opt-in ones).
     """
     with _LOCK:
         found = _REGISTRY.get(name) if isinstance(name, str) else None
         if found is None:
             _load_entry_points_locked()
             found = _REGISTRY.get(name) if isinstance(name, str) else None
+        if found is None and isinstance(name, str) and name in optional_domains():
+            import importlib
+
+            importlib.import_module(f"{__name__}.{name}")
+            found = _REGISTRY.get(name)
     if found is None:
-        raise ValueError(f"unknown domain {name!r}; expected one of {list(domain_names())}")
+        known = list(dict.fromkeys([*domain_names(), *optional_domains()]))
+        raise ValueError(f"unknown domain {name!r}; expected one of {known}")
     return found
 
 
+def is_domain(name: str) -> bool:
+    """Whether ``name`` is a registered or an opt-in domain (an opt-in one is registered by the check)."""
+    try:
+        get_domain(name)
+    except ValueError:
+        return False
+    return True
+
+
 def domain_of_prefix(prefix: str) -> Domain | None:
-    """The registered domain whose case ids start with ``prefix`` (``"elec"``), or None."""
-    return next((d for d in registered_domains().values() if d.id_prefix == prefix), None)
+    """The registered domain whose case ids start with ``prefix`` (``"elec"``), or None (an opt-in domain is
+    registered first if no registered one has the prefix: a case id names its domain in any process)."""
+    found = next((d for d in registered_domains().values() if d.id_prefix == prefix), None)
+    if found is None and optional_domains():
+        load_optional_domains()
+        found = next((d for d in registered_domains().values() if d.id_prefix == prefix), None)
+    return found

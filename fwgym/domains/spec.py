@@ -28,7 +28,7 @@ import numpy as np
 import fwgym.data as _data
 
 __all__ = ["CohortDates", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
-           "SeriesSelection", "QualityRule", "Domain", "NON_TRAIN_SPLITS", "REQUIRED_SPLITS"]
+           "SeriesSelection", "QualityRule", "ScenarioPlugin", "Domain", "NON_TRAIN_SPLITS", "REQUIRED_SPLITS"]
 
 #: the splits a domain's calendar may name (every split but ``train``, which is derived: every target day
 #: whose window ends before the first window of these splits begins); ``sealed`` is reserved for the split
@@ -154,6 +154,24 @@ def _cohort_dates(domain: str, split: str, cohort: str, dates) -> CohortDates:
     return _dates(domain, where, dates)
 
 
+class ScenarioPlugin(Protocol):
+    """A scenario family a domain brings (:attr:`Domain.scenario_plugins`), defined without importing
+    :mod:`fwgym.context`: ``draw(case, rng)`` returns the scenario's parts (any object with ``text``, ``roi``
+    (bool (24,)), ``lower``, ``upper`` (float (24,) or None) and ``params`` (a dict); the context wraps them in
+    a :class:`fwgym.context.scenarios.Scenario` of family ``name``), ``apply(scenario, target)`` the scenario's
+    target (float64 (24,)) from the realised one and the scenario's ``roi`` and ``params``, and
+    ``eligible(case)`` whether the family fits a case (the context draws a case's family among the eligible
+    ones; a family that always fits returns True)."""
+
+    name: str
+
+    def eligible(self, case) -> bool: ...
+
+    def draw(self, case, rng: np.random.Generator): ...
+
+    def apply(self, scenario, target: np.ndarray) -> np.ndarray: ...
+
+
 def _check_zone(name: str, what: str) -> None:
     try:
         ZoneInfo(name)
@@ -201,9 +219,11 @@ class Domain:
         history_facts: the statistics from outside the visible window the context states.
         holidays: the public holidays the context states.
         scenario_families: the names of the domain's context scenario families (built-in ones of
-            :mod:`fwgym.context.scenarios` or registered with
-            :func:`fwgym.context.scenarios.register_scenario_family`); empty: the domain has no context or
-            forecast suite.
+            :mod:`fwgym.context.scenarios`, registered with :func:`fwgym.context.scenarios.register_scenario_family`,
+            or brought by ``scenario_plugins``); empty: the domain has no context or forecast suite.
+        scenario_plugins: family implementations the domain brings itself (:class:`ScenarioPlugin`), so that a
+            domain module inside fwgym, which may not import :mod:`fwgym.context`, can define its own families;
+            :mod:`fwgym.context.scenarios` registers them the first time it draws a scenario of the domain.
         sigma: the frozen sigma_d (decision-loss scale) of a plug-in domain; ``None`` for a domain whose sigma
             is in the packaged calibration (``fwgym/config/sigma.json``, ``fwgym calibrate-sigma --write``).
         reference_sigma: a published sigma for comparison (the FWBench paper's), or None.
@@ -232,6 +252,7 @@ class Domain:
     series_names: Callable[[], Mapping[str, str]] | None = None
     history_facts: HistoryFacts = field(default_factory=WeeksBeforeHistory)
     scenario_families: tuple[str, ...] = ()
+    scenario_plugins: tuple["ScenarioPlugin", ...] = ()
     sigma: float | None = None
     reference_sigma: float | None = None
     target_label: str = "realised target (hindsight)"
@@ -256,6 +277,10 @@ class Domain:
             raise ValueError(f"domain {self.name!r}: its calendar lacks the {missing} split(s)")
         object.__setattr__(self, "calendars", MappingProxyType(frozen))
         object.__setattr__(self, "scenario_families", tuple(self.scenario_families))
+        object.__setattr__(self, "scenario_plugins", tuple(self.scenario_plugins))
+        stray = [f.name for f in self.scenario_plugins if f.name not in self.scenario_families]
+        if stray:
+            raise ValueError(f"domain {self.name!r}: scenario_plugins {stray} are not in its scenario_families")
         object.__setattr__(self, "quality_rules", tuple(self.quality_rules))
         if self.sigma is not None and not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma)
                                            and self.sigma > 0):

@@ -6,6 +6,11 @@ Data: ``akl_pedestrian_counts.parquet`` beside this module (sha256-checked on lo
 2019-01-01 06:00 to 2026-01-01 05:00 local. Scenario notes: :mod:`fwgym.domains.pedestrian.scenarios`
 (``notes.json``). Documentation: ``docs/pedestrian.md``.
 
+Opt-in, not protocol: the domain is registered when this module is imported (``import fwgym.domains.pedestrian``,
+or any lookup of the name ``pedestrian``: :func:`fwgym.domains.get_domain`, ``fwgym evaluate --domain pedestrian``);
+``FWBench-v0`` and the protocol ids keep their two domains. Env ids: ``FWBench-Pedestrian-v0``, ``-Context-v0``,
+``-Forecast-v0`` (:func:`fwgym.envs.register_envs` after registration; the import does it).
+
 Cases follow the protocol's rules (DESIGN §2): ``as_of`` is local Auckland midnight (11:00 UTC in daylight
 saving time, 12:00 in standard time), the target is the 24 hours from local midnight of the target date
 (from midnight to 01:00 of the next day on the 23-hour day, to 23:00 on the 25-hour day), leads 1 and 7 days,
@@ -18,22 +23,23 @@ target hour is present. Calendars (held-back years; :data:`CALENDARS`):
 * ``sealed``: the test cohorts' months, (date, lead) pairs chosen so that no target lies in another case's
   visible history (the integer program of ``benchmarks/sealed_split.py``; 666 cases);
 * ``train``: every target day whose window ends before the first dev, test or sealed window begins
-  (2019-01-16 .. 2024-01-11).
+  (2019-01-17 .. 2024-01-11).
 """
 from __future__ import annotations
 
-import threading
 from datetime import date
 from functools import lru_cache
 
-import numpy as np
-
-from fwgym.data import verify_file
+from fwgym.data import RawSeries, read_series_file
+from fwgym.domains import register_domain
+from fwgym.domains.rules import AllSeries
+from fwgym.domains.spec import DataFile, Domain, HolidayCalendar, SameMonthLastYear
+from fwgym.domains.pedestrian.scenarios import FAMILIES, PLUGINS
 from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, PACKAGED_FILE, PACKAGED_SHA256, SENSORS,
-                                             UNIT, SensorSeries, local_midnight_hour)
+                                             UNIT, local_midnight_hour)
 
 __all__ = ["AUCKLAND", "ATTRIBUTION", "DOMAIN", "UNIT", "SENSORS", "ID_PREFIX", "COHORTS", "CALENDARS",
-           "SEALED_DATES", "load_series", "local_midnight_hour", "holidays_on"]
+           "SEALED_DATES", "SIGMA", "PEDESTRIAN", "load_series", "local_midnight_hour", "holidays_on"]
 
 #: case ids: ``ped-<sensor id>-<target date>-<lead>``
 ID_PREFIX = "ped"
@@ -60,6 +66,24 @@ SEALED_DATES: dict[str, tuple[date, ...]] = {
                    + _days(2025, 11, 30, 30)),
 }
 
+#: sigma_pedestrian: the hour-of-day policy's mean excess loss on the dev split
+#: (``fwgym calibrate-sigma --domain pedestrian``)
+SIGMA: float = 0.038978396193516
+
+
+def _by_cohort(dates) -> dict[str, tuple[date, ...]]:
+    return {c: tuple(d for d in dates if d.month == m) for m, c in COHORTS.items()}
+
+
+def _facts(series_id: str) -> dict[str, str]:
+    return {"area": SENSORS[series_id][1]}
+
+
+def load_series() -> dict[str, RawSeries]:
+    """The 18 packaged series as read (sha256-checked; :func:`fwgym.data.read_series_file`): dense hourly float64
+    arrays from the first UTC hour, NaN at missing hours, read-only, cached per process."""
+    return read_series_file(PACKAGED_FILE, PACKAGED_SHA256)
+
 
 @lru_cache(maxsize=8)
 def _holiday_calendar(year: int):
@@ -75,46 +99,26 @@ def holidays_on(day: date) -> list[str]:
     return [] if name is None else [n.strip() for n in str(name).split(";")]
 
 
-_LOCK = threading.Lock()
+PEDESTRIAN = Domain(
+    name=DOMAIN, env_name="Pedestrian", id_prefix=ID_PREFIX, title="Auckland city-centre pedestrian counts",
+    unit=UNIT, quantity="footfall", series_file=DataFile(PACKAGED_FILE, PACKAGED_SHA256),
+    time_zone="Pacific/Auckland",
+    calendars={
+        "test": _by_cohort(CALENDARS["test"]),
+        "dev": _by_cohort(CALENDARS["dev"]),
+        "sealed": {c: {lead: tuple(d for d in ds if d.month == m) for lead, ds in SEALED_DATES.items()}
+                   for m, c in COHORTS.items()},
+    },
+    eval_series=AllSeries(),
+    series_text=("hourly pedestrian counts (people counted per hour, both directions) at the {name} sensor in {area}, "
+                 "Auckland city centre (Heart of the City Auckland's counters; series {sid}); local time zone "
+                 "Pacific/Auckland"),
+    series_facts=_facts,
+    history_facts=SameMonthLastYear(), holidays=HolidayCalendar("NZ", "New Zealand (Auckland)", subdiv="AUK"),
+    scenario_families=FAMILIES, scenario_plugins=PLUGINS, sigma=SIGMA,
+    target_label="realised footfall (hindsight)",
+    calendar_note=("Heart of the City Auckland, 18 city-centre sensors, 2019-2025 (opt-in, not protocol); a "
+                   "sensor/date/lead enters only if its window is complete"),
+)
 
-
-def _column(column, dtype) -> np.ndarray:
-    """A null-free primitive Arrow (chunked) array as a NumPy copy, read through its data buffer."""
-    import pyarrow as pa
-
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    width = np.dtype(dtype).itemsize
-    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * width).copy()
-_SERIES: dict[str, SensorSeries] = {}
-
-
-def load_series() -> dict[str, SensorSeries]:
-    """The 18 packaged series (``akl_pedestrian_counts.parquet``, sha256-checked), dense hourly float64 arrays
-    from the first UTC hour with NaN at missing hours (read-only, cached per process).
-
-    Raises:
-        fwgym.errors.DataIntegrityError: the file is missing or fails its sha256 check.
-    """
-    import pyarrow.parquet as pq
-
-    with _LOCK:
-        if _SERIES:
-            return _SERIES
-        verify_file(PACKAGED_FILE, PACKAGED_SHA256)
-        table = pq.ParquetFile(PACKAGED_FILE).read(use_threads=False, use_pandas_metadata=False)
-        enc = table.column("series_id").combine_chunks().dictionary_encode()
-        labels = [str(x) for x in enc.dictionary.to_pylist()]
-        codes = _column(enc.indices, np.int32)
-        hours = _column(table.column("timestamp").cast("int64"), np.int64) // 3_600_000_000
-        values = _column(table.column("value"), np.float64)
-        first = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
-        names = {labels[codes[i]]: str(table.column("name")[int(i)].as_py()) for i in first}
-        ids = [labels[c] for c in codes[first]]
-        start, n = int(hours.min()), int(hours.max() - hours.min() + 1)
-        bounds = list(first) + [len(codes)]
-        for sid, a, b in zip(ids, bounds[:-1], bounds[1:]):
-            dense = np.full(n, np.nan)
-            dense[hours[a:b] - start] = values[a:b]
-            dense.flags.writeable = False
-            _SERIES[sid] = SensorSeries(sid, names[sid], start, dense)
-        return _SERIES
+register_domain(PEDESTRIAN, replace=True)

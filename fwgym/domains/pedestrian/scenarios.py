@@ -28,14 +28,15 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from fwgym.domains.pedestrian.source import AUCKLAND, SENSORS, hour_to_datetime, local_midnight_hour
 
 __all__ = ["FAMILIES", "HELDOUT_SPLITS", "NOTES_PATH", "notes", "LocalTime", "Count", "Factor", "Share", "Ratio", "Passengers",
-           "PedestrianScenario", "eligible_families", "make_scenario"]
+           "PedestrianScenario", "apply_effect", "eligible_families", "draw", "PedestrianFamily", "PLUGINS",
+           "make_scenario"]
 
 FAMILIES: tuple[str, ...] = ("event_crowd", "street_closure", "rain_warning", "public_holiday", "cruise_ship")
 #: splits whose notes use the held-out skeletons only
@@ -173,30 +174,62 @@ class Passengers:
 
 @dataclass(frozen=True)
 class PedestrianScenario:
-    """An announced event and its effect on the target.
+    """An announced event and its effect on the target (the parts :mod:`fwgym.context.scenarios` wraps in its
+    ``Scenario``: :class:`fwgym.domains.ScenarioPlugin`).
 
     Attributes:
         family: one of :data:`FAMILIES`. text: the note shown to agents. roi: bool (24,), the hours it names.
-        lower, upper: float (24,) bounds (NaN where unbounded) or None. context_types: CiK context types
-        (``c_f``, ``c_h``, ``c_causal``, ``distractor``). register: the skeleton's register. skeleton: its index
-        in ``notes.json``. params: the effect's parameters (for analysis; not shown to agents).
+        lower, upper: float (24,) bounds (NaN where unbounded) or None.
+        params: the effect (``op``: ``scale`` by ``factor``, ``zero``, ``scale_by_hour`` by ``by_hour`` (24,),
+            ``add`` ``extra_per_hour``) and its inputs, the CiK ``context_types`` (``c_f``, ``c_h``, ``c_causal``,
+            ``distractor``), the skeleton's ``register`` and index ``skeleton`` in ``notes.json`` (for analysis;
+            not shown to agents).
     """
 
     family: str
     text: str
     roi: np.ndarray
-    context_types: tuple[str, ...]
-    register: str
-    skeleton: int
-    params: dict = field(default_factory=dict)
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
-    _effect: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False, compare=False)
+    params: dict = field(default_factory=dict)
+
+    @property
+    def context_types(self) -> tuple[str, ...]:
+        return tuple(self.params.get("context_types", ()))
+
+    @property
+    def register(self) -> str:
+        return str(self.params.get("register", ""))
+
+    @property
+    def skeleton(self) -> int:
+        return int(self.params.get("skeleton", -1))
 
     def apply(self, target: np.ndarray) -> np.ndarray:
         """The scenario's target (float64 (24,), non-negative integers): the realised target transformed."""
-        y = np.array(target, dtype=np.float64)
-        return self._effect(y) if self._effect is not None else y
+        return apply_effect(self, target)
+
+
+def apply_effect(scenario, target: np.ndarray) -> np.ndarray:
+    """The target of a pedestrian scenario (any object with ``roi`` and ``params``; float64 (24,)).
+
+    Raises:
+        ValueError: an unknown ``op``.
+    """
+    y = np.array(target, dtype=np.float64)
+    m, p = np.asarray(scenario.roi, dtype=bool), scenario.params
+    op = p.get("op")
+    if op == "scale":
+        y[m] = np.rint(y[m] * float(p["factor"]))
+    elif op == "zero":
+        y[m] = 0.0
+    elif op == "scale_by_hour":
+        y[m] = np.rint(y[m] * np.asarray(p["by_hour"], dtype=np.float64)[m])
+    elif op == "add":
+        y[m] = y[m] + float(p["extra_per_hour"])
+    else:
+        raise ValueError(f"unknown pedestrian scenario effect {op!r}")
+    return y
 
 
 def _local_hours(target_start: int) -> np.ndarray:
@@ -284,8 +317,8 @@ def _pick(rng: np.random.Generator, seq):
     return seq[int(rng.integers(len(seq)))]
 
 
-def _family_params(fam: str, case, rng: np.random.Generator, lh: np.ndarray) -> tuple[dict, dict, np.ndarray, Callable]:
-    """``(format fields, params, roi, effect)`` of family ``fam``."""
+def _family_params(fam: str, case, rng: np.random.Generator, lh: np.ndarray) -> tuple[dict, dict, np.ndarray]:
+    """``(format fields, params, roi)`` of family ``fam``."""
     area = _area(case.series.series_id)
     if fam == "event_crowd":
         start, n = int(rng.integers(20, 23)), int(rng.integers(2, 4))
@@ -294,27 +327,27 @@ def _family_params(fam: str, case, rng: np.random.Generator, lh: np.ndarray) -> 
         venue, code = _pick(rng, _VENUES.get(area, _VENUES["the mid-city"]))
         roi = _roi(lh, start, stop)
         fields = {"event": _pick(rng, _EVENTS), "venue": venue, "venue_code": code, "factor": Factor(factor)}
-        return fields, {"factor": factor}, roi, lambda y: np.where(roi, np.rint(y * factor), y)
+        return fields, {"op": "scale", "factor": factor}, roi
     if fam == "street_closure":
         start, n = int(rng.integers(7, 15)), int(rng.integers(3, 7))
         stop = start + n
         works = _pick(rng, _WORKS)
         roi = _roi(lh, start, stop)
         fields = {"works": works, "works_title": works[0].upper() + works[1:], "street": _street(case.series.name)}
-        return fields, {"factor": 0.0}, roi, lambda y: np.where(roi, 0.0, y)
+        return fields, {"op": "zero", "factor": 0.0}, roi
     if fam == "rain_warning":
         start, n = int(rng.integers(7, 16)), int(rng.integers(3, 7))
         stop = start + n
         share = float(_pick(rng, (0.6, 0.7, 0.75, 0.8)))
         roi = _roi(lh, start, stop)
-        return {"share": Share(share)}, {"factor": share}, roi, lambda y: np.where(roi, np.rint(y * share), y)
+        return {"share": Share(share)}, {"op": "scale", "factor": share}, roi
     if fam == "public_holiday":
         start, stop = int(rng.integers(7, 9)), int(rng.integers(18, 21))
         ratio = _holiday_ratio(case)
         roi = _roi(lh, start, stop)
         by_hour = ratio[lh]  # the reference days are whole 24-hour days from local midnight: index = local hour
         fields = {"reason": _pick(rng, _REASONS)}
-        return fields, {"ratio": ratio.tolist()}, roi, lambda y: np.where(roi, np.rint(y * by_hour), y)
+        return fields, {"op": "scale_by_hour", "ratio": ratio.tolist(), "by_hour": by_hour.tolist()}, roi
     # cruise_ship
     start, stop = int(rng.integers(8, 10)), int(rng.integers(16, 19))
     passengers = int(_pick(rng, (1800, 2400, 3000, 3600, 4200, 4800, 5400)))
@@ -324,8 +357,7 @@ def _family_params(fam: str, case, rng: np.random.Generator, lh: np.ndarray) -> 
     wharf, code = _pick(rng, _WHARVES)
     fields = {"ship": _pick(rng, _SHIPS), "wharf": wharf, "wharf_code": code, "passengers": Passengers(passengers),
               "ratio": Ratio(one_in)}
-    return fields, {"passengers": passengers, "one_in": one_in, "extra_per_hour": extra}, roi, \
-        lambda y: np.where(roi, y + extra, y)
+    return fields, {"op": "add", "passengers": passengers, "one_in": one_in, "extra_per_hour": extra}, roi
 
 
 def _window_text(fam_fields: dict, case, roi: np.ndarray, lh: np.ndarray) -> dict:
@@ -345,12 +377,50 @@ def _window_text(fam_fields: dict, case, roi: np.ndarray, lh: np.ndarray) -> dic
     }
 
 
-def make_scenario(case, seed: int = 0, family: str | None = None) -> PedestrianScenario:
-    """The scenario of a pedestrian ``case`` (deterministic in ``case.case_id``, ``seed`` and the split).
+def draw(case, fam: str, rng: np.random.Generator) -> PedestrianScenario:
+    """The scenario of family ``fam`` for ``case``, drawn with ``rng`` (the note's skeleton from the case's split:
+    held-out ones for test and sealed)."""
+    lh = _local_hours(case.target_start)
+    fam_fields, params, roi = _family_params(fam, case, rng, lh)
+    heldout = case.split in HELDOUT_SPLITS
+    spec = notes()["families"][fam]
+    choices = [i for i, s in enumerate(spec["skeletons"]) if s["heldout"] == heldout]
+    k = int(_pick(rng, choices))
+    fields = _window_text(fam_fields, case, roi, lh)
+    text = spec["skeletons"][k]["text"].format(**fields)
+    types = list(spec["context_types"])
+    if rng.random() < 1 / 3:
+        extra = [d for d in notes()["distractors"] if d["heldout"] == heldout]
+        text += " " + _pick(rng, extra)["text"].format(**fields)
+        types.append("distractor")
+    params.update(context_types=types, register=spec["skeletons"][k]["register"], skeleton=k)
+    upper = np.where(roi, 0.0, np.nan) if fam == "street_closure" else None
+    return PedestrianScenario(fam, text, roi, None, upper, params)
 
-    Args:
-        case: a pedestrian case (its visible history sets the public-holiday ratio; never its target).
-        seed: scenario seed. family: force a family (default: drawn among :func:`eligible_families`).
+
+@dataclass(frozen=True)
+class PedestrianFamily:
+    """One family as a :class:`fwgym.domains.ScenarioPlugin` (the domain's ``scenario_plugins``)."""
+
+    name: str
+
+    def eligible(self, case) -> bool:
+        return self.name in eligible_families(case)
+
+    def draw(self, case, rng: np.random.Generator) -> PedestrianScenario:
+        return draw(case, self.name, rng)
+
+    def apply(self, scenario, target: np.ndarray) -> np.ndarray:
+        return apply_effect(scenario, target)
+
+
+#: the domain's scenario plugins, in :data:`FAMILIES` order
+PLUGINS: tuple[PedestrianFamily, ...] = tuple(PedestrianFamily(f) for f in FAMILIES)
+
+
+def make_scenario(case, seed: int = 0, family: str | None = None) -> PedestrianScenario:
+    """The scenario of a pedestrian ``case``, as :func:`fwgym.context.scenarios.make_scenario` draws it (the same
+    family choice among the eligible ones and the same generator: deterministic in ``case.case_id`` and ``seed``).
 
     Raises:
         ValueError: ``family`` unknown or not eligible for the case.
@@ -361,18 +431,4 @@ def make_scenario(case, seed: int = 0, family: str | None = None) -> PedestrianS
     fam = family or fams[key % len(fams)]
     if fam not in fams:
         raise ValueError(f"scenario family {fam!r} does not fit case {case.case_id} (eligible: {list(fams)})")
-    lh = _local_hours(case.target_start)
-    fam_fields, params, roi, effect = _family_params(fam, case, rng, lh)
-    heldout = case.split in HELDOUT_SPLITS
-    spec = notes()["families"][fam]
-    choices = [i for i, s in enumerate(spec["skeletons"]) if s["heldout"] == heldout]
-    k = int(_pick(rng, choices))
-    fields = _window_text(fam_fields, case, roi, lh)
-    text = spec["skeletons"][k]["text"].format(**fields)
-    types = tuple(spec["context_types"])
-    if rng.random() < 1 / 3:
-        extra = [d for d in notes()["distractors"] if d["heldout"] == heldout]
-        text += " " + _pick(rng, extra)["text"].format(**fields)
-        types += ("distractor",)
-    upper = np.where(roi, 0.0, np.nan) if fam == "street_closure" else None
-    return PedestrianScenario(fam, text, roi, types, spec["skeletons"][k]["register"], k, params, None, upper, effect)
+    return draw(case, fam, rng)
