@@ -37,7 +37,7 @@ from fwgym.core.series import hour_to_datetime
 from fwgym.domains import BUILTIN_DOMAINS, get_domain
 from fwgym.domains.electricity import ba_zones
 
-__all__ = ["BUILTIN_FAMILIES", "families", "ba_zones", "local_zone", "local_hours", "Scenario", "ScenarioFamily",
+__all__ = ["BUILTIN_FAMILIES", "families", "fits", "ba_zones", "local_zone", "local_hours", "Scenario", "ScenarioFamily",
            "register_scenario_family", "make_scenario"]
 
 #: the families of fwgym's domains (drawn and applied below)
@@ -204,6 +204,13 @@ def _register_domain_plugins(domain: str) -> None:
     for plugin in get_domain(domain).scenario_plugins:
         if _PLUGIN_FAMILIES.get(plugin.name) is not plugin:
             register_scenario_family(plugin, replace=True)
+
+
+def fits(case: Case, family: str) -> bool:
+    """Whether scenario ``family`` fits ``case`` (a domain's own family may fit only some cases, e.g. a cruise ship
+    only in the cruise season; built-in and registered families without ``eligible`` fit every case)."""
+    _register_domain_plugins(case.domain)
+    return _eligible(family, case)
 
 
 def _eligible(family: str, case: Case) -> bool:

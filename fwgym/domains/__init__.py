@@ -152,21 +152,37 @@ _NOT_DOMAINS = frozenset({"spec", "rules", *BUILTIN_DOMAINS})
 
 def optional_domains() -> tuple[str, ...]:
     """The opt-in domains that ship with fwgym: the modules of this package other than the spec, the rules and
-    the built-in domains (``pedestrian``). They are not registered until asked for: :func:`get_domain` of the
-    name, :func:`load_optional_domains`, or importing the module (which registers its domain), so that the
-    protocol's defaults (``FWBench-v0``, the RL feature slots) stay the protocol's."""
+    the built-in domains (``pedestrian``), each defining ``SPEC``, its :class:`Domain`. They are not registered
+    until asked for (:func:`get_domain` of the name, :func:`load_optional_domains`), so that the protocol's
+    defaults (``FWBench-v0``, the RL feature slots) stay the protocol's."""
     import pkgutil
 
     return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_DOMAINS))
 
 
-def load_optional_domains() -> tuple[str, ...]:
-    """Import (so register) every opt-in domain of :func:`optional_domains`; returns their names."""
+def _register_optional_locked(name: str) -> Domain:
+    """Import the opt-in domain module ``name`` and register its ``SPEC`` (a :class:`Domain` called ``name``).
+
+    Raises:
+        DomainError: the module has no such ``SPEC``.
+    """
     import importlib
 
+    spec = getattr(importlib.import_module(f"{__name__}.{name}"), "SPEC", None)
+    if not isinstance(spec, Domain) or spec.name != name:
+        raise DomainError(f"opt-in domain module {__name__}.{name} must define SPEC, the Domain {name!r}")
+    if _REGISTRY.get(name) is not spec:
+        register_domain(spec, replace=True)
+    return spec
+
+
+def load_optional_domains() -> tuple[str, ...]:
+    """Register every opt-in domain of :func:`optional_domains` (importing its module); returns their names."""
     names = optional_domains()
-    for name in names:
-        importlib.import_module(f"{__name__}.{name}")
+    with _LOCK:
+        for name in names:
+            if name not in _REGISTRY:
+                _register_optional_locked(name)
     return names
 
 
@@ -183,10 +199,7 @@ def get_domain(name: str) -> Domain:
             _load_entry_points_locked()
             found = _REGISTRY.get(name) if isinstance(name, str) else None
         if found is None and isinstance(name, str) and name in optional_domains():
-            import importlib
-
-            importlib.import_module(f"{__name__}.{name}")
-            found = _REGISTRY.get(name)
+            found = _register_optional_locked(name)
     if found is None:
         known = list(dict.fromkeys([*domain_names(), *optional_domains()]))
         raise ValueError(f"unknown domain {name!r}; expected one of {known}")

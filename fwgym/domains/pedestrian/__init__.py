@@ -6,10 +6,11 @@ Data: ``akl_pedestrian_counts.parquet`` beside this module (sha256-checked on lo
 2019-01-01 06:00 to 2026-01-01 05:00 local. Scenario notes: :mod:`fwgym.domains.pedestrian.scenarios`
 (``notes.json``). Documentation: ``docs/pedestrian.md``.
 
-Opt-in, not protocol: the domain is registered when this module is imported (``import fwgym.domains.pedestrian``,
-or any lookup of the name ``pedestrian``: :func:`fwgym.domains.get_domain`, ``fwgym evaluate --domain pedestrian``);
-``FWBench-v0`` and the protocol ids keep their two domains. Env ids: ``FWBench-Pedestrian-v0``, ``-Context-v0``,
-``-Forecast-v0`` (:func:`fwgym.envs.register_envs` after registration; the import does it).
+Opt-in, not protocol: the domain is registered the first time its name is asked for
+(``fwgym.domains.get_domain("pedestrian")``, ``gym.make("FWBench-Pedestrian-v0")``, ``fwgym evaluate --domain
+pedestrian``), never by ``import fwgym``; ``FWBench-v0`` and the protocol ids keep their two domains, and the RL
+feature slots stay the protocol's unless it is registered before :mod:`fwgym.rl` is imported. Env ids (registered
+by ``import fwgym``): ``FWBench-Pedestrian-v0``, ``FWBench-Pedestrian-Context-v0``, ``FWBench-Pedestrian-Forecast-v0``.
 
 Cases follow the protocol's rules (DESIGN §2): ``as_of`` is local Auckland midnight (11:00 UTC in daylight
 saving time, 12:00 in standard time), the target is the 24 hours from local midnight of the target date
@@ -31,7 +32,6 @@ from datetime import date
 from functools import lru_cache
 
 from fwgym.data import RawSeries, read_series_file
-from fwgym.domains import register_domain
 from fwgym.domains.rules import AllSeries
 from fwgym.domains.spec import DataFile, Domain, HolidayCalendar, SameMonthLastYear
 from fwgym.domains.pedestrian.scenarios import FAMILIES, PLUGINS
@@ -39,7 +39,7 @@ from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, PACK
                                              UNIT, local_midnight_hour)
 
 __all__ = ["AUCKLAND", "ATTRIBUTION", "DOMAIN", "UNIT", "SENSORS", "ID_PREFIX", "COHORTS", "CALENDARS",
-           "SEALED_DATES", "SIGMA", "PEDESTRIAN", "load_series", "local_midnight_hour", "holidays_on"]
+           "SEALED_DATES", "SIGMA", "PEDESTRIAN", "SPEC", "load_series", "local_midnight_hour", "holidays_on"]
 
 #: case ids: ``ped-<sensor id>-<target date>-<lead>``
 ID_PREFIX = "ped"
@@ -120,5 +120,5 @@ PEDESTRIAN = Domain(
     calendar_note=("Heart of the City Auckland, 18 city-centre sensors, 2019-2025 (opt-in, not protocol); a "
                    "sensor/date/lead enters only if its window is complete"),
 )
-
-register_domain(PEDESTRIAN, replace=True)
+#: what :func:`fwgym.domains.get_domain` registers the first time the name ``pedestrian`` is asked for
+SPEC = PEDESTRIAN
