@@ -134,6 +134,9 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
+    from fwgym.domains import get_domain
+
+    get_domain(TARGET_DOMAIN)  # register the opt-in domain before fwgym.rl is imported (its feature slots)
     from fwgym.agents.sb3 import SB3Agent
     from fwgym.core.scoring import aggregate
     from fwgym.evaluation import evaluate, paired_bootstrap

@@ -29,12 +29,11 @@ target hour is present. Calendars (held-back years; :data:`CALENDARS`):
 from __future__ import annotations
 
 from datetime import date
-from functools import lru_cache
 
 from fwgym.data import RawSeries, read_series_file
 from fwgym.domains.rules import AllSeries
 from fwgym.domains.spec import DataFile, Domain, HolidayCalendar, SameMonthLastYear
-from fwgym.domains.pedestrian.scenarios import FAMILIES, PLUGINS
+from fwgym.domains.pedestrian.scenarios import FAMILIES, PLUGINS, holidays_on
 from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, PACKAGED_FILE, PACKAGED_SHA256, SENSORS,
                                              UNIT, local_midnight_hour)
 
@@ -83,20 +82,6 @@ def load_series() -> dict[str, RawSeries]:
     """The 18 packaged series as read (sha256-checked; :func:`fwgym.data.read_series_file`): dense hourly float64
     arrays from the first UTC hour, NaN at missing hours, read-only, cached per process."""
     return read_series_file(PACKAGED_FILE, PACKAGED_SHA256)
-
-
-@lru_cache(maxsize=8)
-def _holiday_calendar(year: int):
-    import holidays
-
-    return holidays.NZ(subdiv="AUK", years=[year - 1, year, year + 1])
-
-
-def holidays_on(day: date) -> list[str]:
-    """Names of the public holidays in Auckland on ``day`` (national and Auckland Anniversary Day;
-    the ``holidays`` package's New Zealand calendar, subdivision AUK)."""
-    name = _holiday_calendar(day.year).get(day)
-    return [] if name is None else [n.strip() for n in str(name).split(";")]
 
 
 PEDESTRIAN = Domain(

@@ -35,7 +35,7 @@ import numpy as np
 from fwgym.domains.pedestrian.source import AUCKLAND, SENSORS, hour_to_datetime, local_midnight_hour
 
 __all__ = ["FAMILIES", "HELDOUT_SPLITS", "NOTES_PATH", "notes", "LocalTime", "Count", "Factor", "Share", "Ratio", "Passengers",
-           "PedestrianScenario", "apply_effect", "eligible_families", "draw", "PedestrianFamily", "PLUGINS",
+           "PedestrianScenario", "apply_effect", "holidays_on", "eligible_families", "draw", "PedestrianFamily", "PLUGINS",
            "make_scenario"]
 
 FAMILIES: tuple[str, ...] = ("event_crowd", "street_closure", "rain_warning", "public_holiday", "cruise_ship")
@@ -299,11 +299,23 @@ def _holiday_ratio(case) -> np.ndarray | None:
     return (sun + 1.0) / (wd + 1.0)
 
 
+@lru_cache(maxsize=8)
+def _holiday_calendar(year: int):
+    import holidays
+
+    return holidays.NZ(subdiv="AUK", years=[year - 1, year, year + 1])
+
+
+def holidays_on(day: date) -> list[str]:
+    """Names of the public holidays in Auckland on ``day`` (national and Auckland Anniversary Day;
+    the ``holidays`` package's New Zealand calendar, subdivision AUK)."""
+    name = _holiday_calendar(day.year).get(day)
+    return [] if name is None else [n.strip() for n in str(name).split(";")]
+
+
 def eligible_families(case) -> tuple[str, ...]:
     """Families that fit ``case``: cruise ships only in the cruise season (October-April), a one-off public
     holiday only on a weekday that is not already one (with a whole Sunday and weekday in the history)."""
-    from fwgym.domains.pedestrian import holidays_on
-
     out = ["event_crowd", "street_closure", "rain_warning"]
     td = case.target_date
     if td.weekday() < 5 and not holidays_on(td) and _holiday_ratio(case) is not None:
