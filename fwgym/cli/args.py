@@ -97,7 +97,8 @@ def domains(value: str) -> list[str]:
         get_domain(value)
     except ValueError:
         known = list(dict.fromkeys([*domain_names(), *optional_domains()]))
-        raise argparse.ArgumentTypeError(f"domain must be 'all', '{ALL_DOMAINS}' or one of {known}") from None
+        raise argparse.ArgumentTypeError(f"domain must be 'all' or one of {known} (or '{ALL_DOMAINS}': every "
+                                         "domain, opt-in ones included)") from None
     return [value]
 
 

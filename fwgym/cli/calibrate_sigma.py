@@ -34,8 +34,8 @@ def run(args) -> int:
         raise SystemExit(f"fwgym calibrate-sigma: error: {outside} are not in the packaged sigma file "
                          f"({list(SIGMA_FILE_DOMAINS)}): set the printed value as the domain's Domain.sigma "
                          "(or pass --output to write a file of your own)")
-    result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress,
-                             domains=args.domain)
+    only = {"domains": args.domain} if args.domain else {}
+    result = calibrate_sigma(split=args.split, workers=args.workers, progress=not args.no_progress, **only)
     text = sigma_config(result)
     print(text)
     if args.write:

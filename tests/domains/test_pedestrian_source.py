@@ -362,7 +362,7 @@ def test_packaged_file_is_the_converted_source(screened):
     assert list(packaged) == list(built)
     for sid, s in built.items():
         p = packaged[sid]
-        assert (p.start_hour, p.name, p.unit, p.domain) == (s.start_hour, s.name, s.unit, s.domain)
+        assert (p.start_hour, p.name) == (s.start_hour, s.name)
         np.testing.assert_array_equal(p.values, s.values)
 
 
@@ -372,14 +372,12 @@ def test_rebuild_is_byte_identical(tmp_path, screened):
     assert P.write_parquet(series, tmp_path / "x.parquet") == P.PACKAGED_SHA256
 
 
-def test_edited_packaged_file_refused(tmp_path, monkeypatch):
-    import fwgym.domains.pedestrian as D
+def test_edited_packaged_file_refused(tmp_path):
+    from fwgym.data import read_series_file
 
     copy = tmp_path / "akl_pedestrian_counts.parquet"
     data = bytearray(P.PACKAGED_FILE.read_bytes())
     data[len(data) // 2] ^= 1
     copy.write_bytes(bytes(data))
-    monkeypatch.setattr(D, "PACKAGED_FILE", copy)
-    monkeypatch.setattr(D, "_SERIES", {})
     with pytest.raises(DataIntegrityError, match="sha256"):
-        D.load_series()
+        read_series_file(copy, P.PACKAGED_SHA256)
