@@ -67,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """Print a table of case counts (cohort x lead) and the total."""
-    from fwgym.core.cases import SPLIT_DOC, build_cases
+    from fwgym.core.cases import build_cases, split_doc
     from fwgym.cli.tables import print_table
     from fwgym.evaluation.leaderboard import Table
 
@@ -84,7 +84,7 @@ def run(args) -> int:
     print_table(Table(None, ("cohort", *LEADS, "total"), ("l",) + ("r",) * (len(LEADS) + 1), tuple(rows)), args.format)
     print()
     if args.verbose:
-        print(SPLIT_DOC)
+        print(split_doc(tuple(args.domain)))  # the calendars of the domains asked for (the protocol's by default)
     return 0
 
 
