@@ -94,3 +94,14 @@ def test_a_worker_protects_the_domain_files_in_the_fwgym_it_finds(tmp_path):
     got = sandbox.default_protected([str(other)], ["domains/pedestrian/akl_pedestrian_counts.parquet"])
     assert got == [os.path.realpath(other / "data"), os.path.realpath(other / "config"),
                    os.path.realpath(other / "domains" / "pedestrian" / "akl_pedestrian_counts.parquet")]
+
+
+def test_the_import_guard_denies_the_pedestrian_modules():
+    """Hosted code may not import the domain (its data loader) nor its scenario families (fwgym.domains and
+    fwgym.context are denied, with everything below them)."""
+    from fwgym.isolation.protocol import DENIED_MODULES
+    from fwgym.isolation.worker import ImportGuard
+
+    guard = ImportGuard(DENIED_MODULES)
+    for name in ("fwgym.domains.pedestrian", "fwgym.domains.pedestrian.source", "fwgym.context.pedestrian"):
+        assert guard.refuses(name), name
