@@ -12,6 +12,11 @@ outside the package::
 
 or by an entry point of the ``fwgym.domains`` group (a :class:`Domain`, or a callable returning one),
 loaded the first time the registry is read. See ``docs/domains.md`` for a worked example.
+
+Opt-in domains ship with fwgym but are not the protocol's (:func:`optional_domains`: ``pedestrian``,
+``docs/pedestrian.md``): a module of this package defining ``SPEC``, registered the first time its name is looked
+up (:func:`get_domain`, :func:`is_domain`, :func:`domain_of_prefix`), so the protocol's defaults stay the protocol's.
+:func:`data_paths` lists every domain's data files (what an isolated agent may never read).
 """
 from __future__ import annotations
 
