@@ -74,24 +74,39 @@ def positive_float(value: str) -> float:
     return x
 
 
+#: ``--domain`` value of every domain: the protocol's, then every registered and opt-in one (not the protocol)
+ALL_DOMAINS = "all-domains"
+
+
 def domains(value: str) -> list[str]:
-    """``--domain``: ``"all"`` (the protocol's domains, :data:`fwgym.domains.DOMAINS`) or one registered
-    domain's name, as a list.
+    """``--domain``: ``"all"`` (the protocol's domains, :data:`fwgym.domains.DOMAINS`), ``"all-domains"``
+    (:data:`ALL_DOMAINS`: every registered and opt-in domain; opt-in, not the protocol) or one domain's name
+    (an opt-in domain such as ``pedestrian`` is registered by the lookup), as a list.
 
     Raises:
         argparse.ArgumentTypeError: anything else.
     """
+    from fwgym.domains import get_domain, load_optional_domains, optional_domains
+
     if value == "all":
         return list(DOMAINS)
-    if value not in domain_names():
-        raise argparse.ArgumentTypeError(f"domain must be 'all' or one of {list(domain_names())}")
+    if value == ALL_DOMAINS:
+        load_optional_domains()
+        return list(domain_names())
+    try:
+        get_domain(value)
+    except ValueError:
+        known = list(dict.fromkeys([*domain_names(), *optional_domains()]))
+        raise argparse.ArgumentTypeError(f"domain must be 'all' or one of {known} (or '{ALL_DOMAINS}': every "
+                                         "domain, opt-in ones included)") from None
     return [value]
 
 
 def add_domain_argument(parser: argparse.ArgumentParser) -> None:
-    """``--domain all|electricity|cycle_hire`` (default: every domain)."""
+    """``--domain all|all-domains|<domain>`` (default: the protocol's domains)."""
     parser.add_argument("--domain", type=domains, default=list(DOMAINS),
-                        help=f"all (default: the protocol's {', '.join(DOMAINS)}) or one domain (fwgym.domains)")
+                        help=f"all (default: the protocol's {', '.join(DOMAINS)}), {ALL_DOMAINS} (every domain, "
+                             "opt-in ones included: not the protocol) or one domain (fwgym.domains)")
 
 
 def json_object(value: str | None, option: str) -> dict | None:
@@ -122,5 +137,5 @@ def add_arguments_once(group, options: Iterable[tuple[tuple[str, ...], dict]]) -
             pass  # added by another kind
 
 
-__all__ = ["positive_int", "nonnegative_int", "int_range", "positive_float", "domains", "add_domain_argument",
+__all__ = ["positive_int", "nonnegative_int", "int_range", "positive_float", "ALL_DOMAINS", "domains", "add_domain_argument",
            "json_object", "add_arguments_once"]

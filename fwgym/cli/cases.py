@@ -67,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """Print a table of case counts (cohort x lead) and the total."""
-    from fwgym.core.cases import SPLIT_DOC, build_cases
+    from fwgym.core.cases import SPLIT_DOC, build_cases, split_doc
+    from fwgym.domains import DOMAINS
     from fwgym.cli.tables import print_table
     from fwgym.evaluation.leaderboard import Table
 
@@ -84,7 +85,8 @@ def run(args) -> int:
     print_table(Table(None, ("cohort", *LEADS, "total"), ("l",) + ("r",) * (len(LEADS) + 1), tuple(rows)), args.format)
     print()
     if args.verbose:
-        print(SPLIT_DOC)
+        others = tuple(d for d in args.domain if d not in DOMAINS)
+        print(SPLIT_DOC + (split_doc(others) if others else ""))  # the protocol's calendars, and any other asked for
     return 0
 
 

@@ -54,7 +54,11 @@ class Draw:
 @dataclass(frozen=True)
 class Family:
     """A scenario family: ``draw(case, rng, local_hours) -> Draw`` and its core sentences per pool
-    (templates with ``{place}``, ``{date}``, ``{span}``, ``{qty}`` and the family's own slots)."""
+    (templates with ``{place}``, ``{date}``, ``{span}``, ``{qty}`` and the family's own slots).
+
+    ``fits(case) -> bool``: whether the family fits a case (a cruise ship only in the cruise season); a case's
+    family is drawn among the families that fit it, and a family forced on a case it does not fit is refused
+    (:func:`fwgym.context.scenarios.make_scenario`). ``None`` (the default): it fits every case."""
 
     name: str
     domain: str
@@ -63,6 +67,7 @@ class Family:
     draw: Callable[[Case, np.random.Generator, np.ndarray], Draw]
     cores: dict[str, tuple[str, ...]]
     event: str  # a short description, for distractor sentences about another place or date
+    fits: Callable[[Case], bool] | None = None
 
 
 def apply_ops(target: np.ndarray, ops: list, integer: bool) -> np.ndarray:

@@ -10,7 +10,10 @@ phrasings (:mod:`fwgym.context.phrasing`); test and sealed cases use a pool of w
 train and dev cases. The event is drawn first from its own random stream and the note written after it
 from another, so no wording changes an effect. The note states the event, never a realised value.
 
-Cycle-hire values stay non-negative integers; electricity values stay >= 0.
+A family may fit only some cases (:attr:`fwgym.context.families.Family.fits`: the pedestrian domain's
+cruise ship only in the cruise season); a case's family is drawn among those that fit it (:func:`fits`).
+
+Cycle-hire and pedestrian values stay non-negative integers; electricity values stay >= 0.
 """
 from __future__ import annotations
 
@@ -21,13 +24,14 @@ import numpy as np
 
 from fwgym.context.families import CYCLE_HIRE_FAMILIES, ELECTRICITY_FAMILIES, Family, apply_ops
 from fwgym.context.notes import render_note
+from fwgym.context.pedestrian import PEDESTRIAN_FAMILIES
 from fwgym.context.zones import ba_zones, local_zone
 from fwgym.core.cases import Case
 from fwgym.core.series import hour_to_datetime
 from fwgym.domains import get_domain
 
 __all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario", "register_families",
-           "family_spec", "skeleton_ids"]
+           "family_spec", "fits", "skeleton_ids"]
 
 _REGISTRY: dict[str, dict[str, Family]] = {}
 
@@ -50,6 +54,7 @@ def register_families(domain: str, families) -> None:
 FAMILIES: dict[str, tuple[str, ...]] = {}
 register_families("electricity", ELECTRICITY_FAMILIES)
 register_families("cycle_hire", CYCLE_HIRE_FAMILIES)
+register_families("pedestrian", PEDESTRIAN_FAMILIES)  # the opt-in domain's (registering families registers no domain)
 
 
 def family_spec(domain: str, name: str) -> Family:
@@ -63,6 +68,17 @@ def family_spec(domain: str, name: str) -> Family:
     except KeyError:
         raise ValueError(f"unknown scenario family {name!r} for {domain}; expected one of "
                          f"{list(FAMILIES.get(domain, ()))}") from None
+
+
+def fits(case: Case, family: str) -> bool:
+    """Whether scenario ``family`` of the case's domain fits ``case`` (:attr:`~fwgym.context.families.Family.fits`;
+    a family without ``fits`` fits every case).
+
+    Raises:
+        ValueError: unknown family for the case's domain.
+    """
+    check = family_spec(case.domain, family).fits
+    return True if check is None else bool(check(case))
 
 
 def local_hours(case: Case) -> np.ndarray:
@@ -126,19 +142,30 @@ def make_scenario(case: Case, seed: int = 0, family: str | None = None, *, phras
     Args:
         case: the case (its visible history sets magnitudes such as caps; never its target).
         seed: scenario seed.
-        family: force a family (default: chosen from the case id and seed).
+        family: force a family (default: chosen from the case id and seed among the domain's families that fit
+            the case, :func:`fits`).
         phrasing: force parts of the writing (``{"span": form, "register": i, "core": i, "length": ...,
             "distractor": ...}``, :func:`fwgym.context.notes.render_note`); the effect never depends on it.
 
     Raises:
-        ValueError: unknown family for the case's domain; a phrasing of the other pool.
+        ValueError: unknown family for the case's domain; a forced family that does not fit the case; no family
+            fits it; a phrasing of the other pool.
     """
     names = get_domain(case.domain).scenario_families  # the domain lists its families; this registry holds them
     if not names:
         raise ValueError(f"domain {case.domain!r} has no scenario families (Domain.scenario_families): it has no "
                          "context or forecast suite")
     key = zlib.crc32(f"{case.case_id}|{seed}".encode())
-    name = family or names[key % len(names)]
+    if family is None:
+        fitting = [n for n in names if fits(case, n)]  # every family, unless some fit only some cases
+        if not fitting:
+            raise ValueError(f"no scenario family of {case.domain!r} fits case {case.case_id} (families: {list(names)})")
+        name = fitting[key % len(fitting)]
+    elif not fits(case, family):
+        raise ValueError(f"scenario family {family!r} does not fit case {case.case_id} (fitting: "
+                         f"{[n for n in names if fits(case, n)]})")
+    else:
+        name = family
     spec = family_spec(case.domain, name)
     lh = local_hours(case)
     draw = spec.draw(case, np.random.default_rng([key, 1]), lh)  # the event: its own stream

@@ -12,6 +12,11 @@ outside the package::
 
 or by an entry point of the ``fwgym.domains`` group (a :class:`Domain`, or a callable returning one),
 loaded the first time the registry is read. See ``docs/domains.md`` for a worked example.
+
+Opt-in domains ship with fwgym but are not the protocol's (:func:`optional_domains`: ``pedestrian``,
+``docs/pedestrian.md``): a module of this package defining ``SPEC``, registered the first time its name is looked
+up (:func:`get_domain`, :func:`is_domain`, :func:`domain_of_prefix`), so the protocol's defaults stay the protocol's.
+:func:`data_paths` lists every domain's data files (what an isolated agent may never read).
 """
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ __all__ = ["Domain", "DataFile", "HolidayCalendar", "NoteText", "SameMonthLastYe
            "SeriesSelection", "QualityRule", "AllSeries", "BusiestSeries", "NoInactiveLocalDay", "local_midnights",
            "NON_TRAIN_SPLITS", "REQUIRED_SPLITS", "DOMAINS", "BUILTIN_DOMAINS", "ENTRY_POINT_GROUP", "DomainError",
            "register_domain", "unregister_domain", "get_domain", "domain_names", "registered_domains",
-           "domain_of_prefix", "load_entry_points"]
+           "domain_of_prefix", "load_entry_points", "is_domain", "optional_domains", "load_optional_domains",
+           "data_paths"]
 
 #: the domains of the FWBench protocol, in protocol order: ``fwgym evaluate``'s default domains and
 #: ``FWBench-v0`` (adding a domain never changes them)
@@ -147,22 +153,96 @@ def domain_names() -> tuple[str, ...]:
     return tuple(registered_domains())
 
 
-def get_domain(name: str) -> Domain:
-    """The registered domain called ``name``.
+_NOT_DOMAINS = frozenset({"spec", "rules", *BUILTIN_DOMAINS})
+
+
+def optional_domains() -> tuple[str, ...]:
+    """The opt-in domains that ship with fwgym: the modules of this package other than the spec, the rules and
+    the built-in domains (``pedestrian``), each defining ``SPEC``, its :class:`Domain`. They are not registered
+    until asked for (:func:`get_domain` of the name, :func:`load_optional_domains`), so that the protocol's
+    defaults (``FWBench-v0``, the RL feature slots) stay the protocol's."""
+    import pkgutil
+
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_DOMAINS))
+
+
+def _register_optional_locked(name: str) -> Domain:
+    """Import the opt-in domain module ``name`` and register its ``SPEC`` (a :class:`Domain` called ``name``).
 
     Raises:
-        ValueError: an unknown domain (the message lists the registered ones).
+        DomainError: the module has no such ``SPEC``.
+    """
+    import importlib
+
+    spec = getattr(importlib.import_module(f"{__name__}.{name}"), "SPEC", None)
+    if not isinstance(spec, Domain) or spec.name != name:
+        raise DomainError(f"opt-in domain module {__name__}.{name} must define SPEC, the Domain {name!r}")
+    if _REGISTRY.get(name) is not spec:
+        register_domain(spec, replace=True)
+    return spec
+
+
+def load_optional_domains() -> tuple[str, ...]:
+    """Register every opt-in domain of :func:`optional_domains` (importing its module); returns their names."""
+    names = optional_domains()
+    with _LOCK:
+        for name in names:
+            if name not in _REGISTRY:
+                _register_optional_locked(name)
+    return names
+
+
+def get_domain(name: str) -> Domain:
+    """The registered domain called ``name`` (an opt-in domain of :func:`optional_domains` is imported, so
+    registered, the first time it is asked for).
+
+    Raises:
+        ValueError: an unknown domain (the message lists the registered and the opt-in ones).
     """
     with _LOCK:
         found = _REGISTRY.get(name) if isinstance(name, str) else None
         if found is None:
             _load_entry_points_locked()
             found = _REGISTRY.get(name) if isinstance(name, str) else None
+        if found is None and isinstance(name, str) and name in optional_domains():
+            found = _register_optional_locked(name)
     if found is None:
-        raise ValueError(f"unknown domain {name!r}; expected one of {list(domain_names())}")
+        known = list(dict.fromkeys([*domain_names(), *optional_domains()]))
+        raise ValueError(f"unknown domain {name!r}; expected one of {known}")
     return found
 
 
+def is_domain(name: str) -> bool:
+    """Whether ``name`` is a registered or an opt-in domain (an opt-in one is registered by the check)."""
+    try:
+        get_domain(name)
+    except ValueError:
+        return False
+    return True
+
+
 def domain_of_prefix(prefix: str) -> Domain | None:
-    """The registered domain whose case ids start with ``prefix`` (``"elec"``), or None."""
-    return next((d for d in registered_domains().values() if d.id_prefix == prefix), None)
+    """The registered domain whose case ids start with ``prefix`` (``"elec"``), or None (an opt-in domain is
+    registered first if no registered one has the prefix: a case id names its domain in any process)."""
+    found = next((d for d in registered_domains().values() if d.id_prefix == prefix), None)
+    if found is None and optional_domains():
+        load_optional_domains()
+        found = next((d for d in registered_domains().values() if d.id_prefix == prefix), None)
+    return found
+
+
+def data_paths() -> tuple[str, ...]:
+    """Every file that changes a score (:meth:`Domain.files`: the series file and ``extra_files``) of every
+    registered domain and of every opt-in domain that ships with fwgym (read from its module's ``SPEC``, not
+    registered), as absolute paths with symlinks resolved, sorted: what an isolated agent must never read
+    (:func:`fwgym.isolation.remote.sandbox_protected`)."""
+    import importlib
+    import os
+
+    specs = list(registered_domains().values())
+    for name in optional_domains():
+        if name not in _REGISTRY:
+            spec = getattr(importlib.import_module(f"{__name__}.{name}"), "SPEC", None)
+            if isinstance(spec, Domain):
+                specs.append(spec)
+    return tuple(sorted({os.path.realpath(f.location) for d in specs for f in d.files()}))

@@ -60,6 +60,11 @@ class DataFile:
         """Whether the file is one of fwgym's (a relative path: checked against the data manifest)."""
         return not Path(self.path).is_absolute() and self.sha256 is None
 
+    @property
+    def location(self) -> Path:
+        """Where the file is (a packaged one below fwgym's package folder), without reading it or its digest."""
+        return Path(self.path) if not self.packaged else _data.PACKAGE_DIR / self.path
+
     def resolve(self, data_dir: str | Path | None = None) -> tuple[Path, str]:
         """``(path, sha256)`` of the file (in ``data_dir`` instead, when given: the same file name there).
 
@@ -68,7 +73,7 @@ class DataFile:
             fwgym.data.DataIntegrityError: the data manifest is missing or malformed.
         """
         digest = self.sha256 if self.sha256 is not None else _data.expected_sha256(str(self.path))
-        path = Path(self.path) if not self.packaged else _data.PACKAGE_DIR / self.path
+        path = self.location
         return (Path(data_dir) / path.name if data_dir is not None else path), digest
 
 

@@ -16,7 +16,7 @@ test split unless told otherwise). A ``case_id`` of another split than the env's
 """
 from typing import Any, Sequence
 
-from fwgym.domains import DOMAINS, domain_names, get_domain
+from fwgym.domains import DOMAINS, domain_names, get_domain, optional_domains
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.suites import SUITES
 
@@ -57,13 +57,30 @@ RL_ENV_IDS: dict[str, dict] = {
 _VECTOR_ENTRY_POINTS = {"FWBench-RL-Macro-v0": "fwgym.rl.vector:MacroVectorEnv"}
 
 
+def opt_in_env_ids() -> dict[str, dict[str, Any]]:
+    """``{env id: FWBenchEnv kwargs}`` of every suite on each opt-in domain that ships with fwgym and is not
+    registered yet (:func:`fwgym.domains.optional_domains`: ``FWBench-Pedestrian-v0``, ...). The ids exist from
+    ``import fwgym`` on, but the domain is registered only when such an env is made (the env looks its domain up
+    by name), so the protocol's defaults stay the protocol's. Env name: the domain name in title case without
+    ``_`` (its :attr:`~fwgym.domains.Domain.env_name`, checked by a test)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in optional_domains():
+        if name in domain_names():
+            continue
+        env_name = "".join(part.title() for part in name.split("_"))
+        for suite in SUITES.values():
+            out[suite.env_id(env_name)] = {"domain": name, "split": "train", **suite.env_kwargs}
+    return out
+
+
 def register_envs() -> None:
     """Register every fwgym id with Gymnasium (idempotent): :data:`ENV_IDS`, the ids of every other registered
-    domain (:func:`env_ids`; call it again after :func:`fwgym.domains.register_domain`) and :data:`RL_ENV_IDS`."""
+    domain (:func:`env_ids`; call it again after :func:`fwgym.domains.register_domain`), those of the opt-in
+    domains (:func:`opt_in_env_ids`) and :data:`RL_ENV_IDS`."""
     import gymnasium as gym
 
     others = [d for d in domain_names() if d not in DOMAINS]
-    for env_id, kwargs in {**ENV_IDS, **(env_ids(others) if others else {})}.items():
+    for env_id, kwargs in {**ENV_IDS, **(env_ids(others) if others else {}), **opt_in_env_ids()}.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point="fwgym.envs.fwbench:FWBenchEnv", kwargs=dict(kwargs))
     for env_id, kwargs in RL_ENV_IDS.items():
@@ -72,4 +89,4 @@ def register_envs() -> None:
                          vector_entry_point=_VECTOR_ENTRY_POINTS.get(env_id))
 
 
-__all__ = ["FWBenchEnv", "ENV_IDS", "env_ids", "RL_ENV_IDS", "RL_DEFAULTS", "register_envs"]
+__all__ = ["FWBenchEnv", "ENV_IDS", "env_ids", "opt_in_env_ids", "RL_ENV_IDS", "RL_DEFAULTS", "register_envs"]

@@ -50,7 +50,7 @@ from gymnasium import spaces
 from fwgym.core.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
 from fwgym.context.text import render_context
 from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
-from fwgym.domains import domain_names
+from fwgym.domains import domain_names, is_domain
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
@@ -196,7 +196,7 @@ class FWBenchEnv(gym.Env):
         forecast_store=None,
     ):
         domains = (domain,) if isinstance(domain, str) else tuple(domain)
-        bad = [d for d in domains if d not in domain_names()]
+        bad = [d for d in domains if not is_domain(d)]
         if bad or not domains:
             raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(domain_names())}")
         if split not in SPLITS:

@@ -67,6 +67,8 @@ def sigma_config(result: Mapping) -> str:
     :func:`fwgym.core.scoring.load_sigma`) for a :func:`calibrate_sigma` result: the result, the FWBench
     paper's reference values (``reference_fwbench_paper``, for comparison) and the command that
     reproduces it, as indented JSON with sorted keys."""
+    doms = list(result["sigma"])
+    only = f" --domain {doms[0]}" if len(doms) == 1 and doms[0] not in SIGMA_FILE_DOMAINS else ""
     config = {**result, "reference_fwbench_paper": REFERENCE_SIGMA,
-              "command": f"fwgym calibrate-sigma --split {result['split']}"}
+              "command": f"fwgym calibrate-sigma --split {result['split']}{only}"}
     return json.dumps(config, indent=2, sort_keys=True) + "\n"

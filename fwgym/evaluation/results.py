@@ -52,7 +52,7 @@ from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
 from fwgym.jsonl import iter_jsonl, read_json, write_jsonl
 from fwgym.core.cases import SEALED_SPLIT
 from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
-from fwgym.domains import domain_names
+from fwgym.domains import is_domain
 from fwgym.suites import SUITE_NAMES, infer_suite
 from fwgym.validation import is_int, is_number
 
@@ -375,7 +375,7 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     if len(versions) > 1:
         notes.append(f"MIXED fwgym versions {', '.join(versions)} (--allow-mixed-versions)")
     if first.settings.get("sigma") != load_sigma(domains=[d for d in first.settings.get("sigma") or {}
-                                                          if d in domain_names()]):
+                                                          if is_domain(d)]):
         notes.append(f"sigma {first.settings.get('sigma')} is not the packaged calibration")
     seen: dict[tuple[str, str], Path] = {}
     for src in sources:

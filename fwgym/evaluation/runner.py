@@ -26,7 +26,7 @@ from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import (DEFAULT_POLICIES, FORECAST_TASK_POLICIES, check_policy_name, make_policy,
                                      policy_models)
 from fwgym.core.cases import TEST_SPLIT, build_cases
-from fwgym.domains import DOMAINS, domain_names
+from fwgym.domains import DOMAINS, domain_names, is_domain
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters.registry import check_models
 from fwgym.evaluation.records import check_record
@@ -59,7 +59,7 @@ def select_cases(split: str = TEST_SPLIT, domains: Sequence[str] = DOMAINS, lead
     wanted = set(case_ids) if case_ids is not None else None
     out = []
     for d in domains:
-        if d not in domain_names():
+        if not is_domain(d):
             raise ValueError(f"unknown domain {d!r}; expected some of {list(domain_names())}")
         cases = [c for c in build_cases(d, split) if (lead is None or c.lead == lead)
                  and (wanted is None or c.case_id in wanted)]

@@ -134,6 +134,7 @@ class RemoteObject:
         if self.isolation["apply"]:
             box = {"read": _paths(read_paths, "read_paths"), "write": _paths(write_paths, "write_paths"),
                    "protected": sandbox_protected(), "package_dirs": [PACKAGE_DIR],
+                   "package_paths": package_data_paths(),
                    "full": self.isolation["isolation"] == "sandbox"}
         self._spec = {"target": self.target, "kwargs": plain_data(dict(kwargs or {})), "cwd": os.getcwd(),
                       "fwgym_version": _fwgym_version(), "guard": bool(guard), "denied": list(DENIED_MODULES),
@@ -246,5 +247,17 @@ class RemoteObject:
 
 def sandbox_protected() -> list[str]:
     """The paths every sandboxed worker started now is kept from: :func:`fwgym.isolation.sandbox.protect`'s
-    (the run directory, the forecast store) and fwgym's packaged data and config in this process."""
-    return sorted(set(sandbox.protected_paths()) | set(sandbox.default_protected([PACKAGE_DIR])))
+    (the run directory, the forecast store), fwgym's packaged data and config in this process, and every
+    domain's data files (:func:`fwgym.domains.data_paths`: the registered domains' and the opt-in ones')."""
+    from fwgym.domains import data_paths
+
+    return sorted(set(sandbox.protected_paths()) | set(sandbox.default_protected([PACKAGE_DIR])) | set(data_paths()))
+
+
+def package_data_paths() -> list[str]:
+    """The domains' data files inside fwgym's package folder, relative to it (the worker protects them in the
+    fwgym it finds too, :func:`fwgym.isolation.sandbox.default_protected`)."""
+    from fwgym.domains import data_paths
+
+    root = os.path.realpath(PACKAGE_DIR)
+    return sorted(os.path.relpath(p, root) for p in data_paths() if p.startswith(root + os.sep))

@@ -23,7 +23,9 @@ hosted code starts):
   and may write only in its private temporary directory (``TMPDIR``, removed when the worker ends) and the
   paths named on purpose (``write``: ``--agent-write PATH``). **Never**, whatever the lists above say, the
   *protected* paths: fwgym's packaged data and config (``fwgym/data``, ``fwgym/config``: the realised
-  targets), the run directory and the forecast store of the run (:func:`protect`). A protected path inside
+  targets), every domain's data files (the evaluator names them: an opt-in domain's packaged file such as
+  ``fwgym/domains/pedestrian/*.parquet``, a plug-in domain's file anywhere), the run directory and the
+  forecast store of the run (:func:`protect`). A protected path inside
   an allowed tree is carved out (the tree's other entries are allowed one by one).
 * **Processes** (ABI 1+): no ``ptrace`` of a process outside the sandbox, so ``/proc/<pid>/environ``,
   ``mem``, ``maps``, ``fd`` of the evaluator are refused even to root; ``/proc/<pid>/cmdline`` and the
@@ -56,7 +58,7 @@ import sys
 import threading
 from typing import Iterable, NamedTuple, Sequence
 
-__all__ = ["FULL_ABI", "SandboxUnavailable", "landlock_abi", "status", "protect", "protected_paths",
+__all__ = ["FULL_ABI", "PACKAGE_PROTECTED", "SandboxUnavailable", "landlock_abi", "status", "protect", "protected_paths",
            "protect_evaluator", "default_protected", "plan", "apply", "Rule"]
 
 #: the Landlock ABI from which a worker counts as sandboxed: files, ptrace and signal scoping (Linux 6.12)
@@ -163,9 +165,16 @@ def protected_paths() -> list[str]:
         return list(_PROTECTED)
 
 
-def default_protected(package_dirs: Iterable[str]) -> list[str]:
-    """fwgym's packaged data and config folders below each of ``package_dirs`` (fwgym's package folders)."""
-    return [os.path.realpath(os.path.join(d, sub)) for d in package_dirs for sub in ("data", "config")]
+#: the folders of fwgym's package that are always protected (the realised targets and sigma)
+PACKAGE_PROTECTED = ("data", "config")
+
+
+def default_protected(package_dirs: Iterable[str], package_paths: Iterable[str] = ()) -> list[str]:
+    """fwgym's packaged data and config folders below each of ``package_dirs`` (fwgym's package folders), and
+    ``package_paths`` below each (paths relative to the package: a domain's packaged data file, e.g.
+    ``domains/pedestrian/akl_pedestrian_counts.parquet``, in whichever copy of fwgym the worker finds)."""
+    subs = (*PACKAGE_PROTECTED, *package_paths)
+    return [os.path.realpath(os.path.join(d, sub)) for d in package_dirs for sub in subs]
 
 
 _EVALUATOR_PROTECTED = False

@@ -332,8 +332,9 @@ def apply_sandbox(box: dict) -> dict:
     found = importlib.util.find_spec("fwgym") if "fwgym" not in sys.modules else sys.modules["fwgym"].__spec__
     here = list(found.submodule_search_locations or ()) if found is not None else []
     package_dirs = sorted(set(here) | set(box.get("package_dirs") or ()))
+    protected = [*(box.get("protected") or ()), *sandbox.default_protected(package_dirs, box.get("package_paths") or ())]
     planned = sandbox.plan(sys_path=list(sys.path), package_dirs=package_dirs, read=box.get("read") or (),
-                           write=box.get("write") or (), protected=box.get("protected") or ())
+                           write=box.get("write") or (), protected=protected)
     applied = sandbox.apply(planned.rules, abi)
     sandbox.listed_finders(planned.listings)  # the code-only folders on sys.path are not listable any more
     return {"applied": True, **applied}

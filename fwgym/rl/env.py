@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 
-from fwgym.domains import DOMAINS, domain_names
+from fwgym.domains import DOMAINS, is_domain
 from fwgym.rl.features import FeatureObservation
 from fwgym.rl.macro import MacroActionWrapper
 
@@ -109,7 +109,7 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
 
         keep = set(busiest_stations())
         wanted = set(env_kwargs.pop("case_ids")) if env_kwargs.get("case_ids") is not None else None
-        env_kwargs["case_ids"] = [c.case_id for d in domains if d in domain_names() for c in build_cases(d, split)
+        env_kwargs["case_ids"] = [c.case_id for d in domains if is_domain(d) for c in build_cases(d, split)
                                   if (d != "cycle_hire" or c.series_id in keep) and (wanted is None or c.case_id in wanted)]
     env_kwargs.setdefault("text_observations", False)
     env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)
