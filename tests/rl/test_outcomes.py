@@ -5,6 +5,10 @@ the same table with processes and in one process."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 import shutil
 import warnings
 
@@ -258,3 +262,31 @@ def test_a_partial_table_holds_the_cases_evaluate_plays_with_the_same_limit():
         assert _evenly_spaced(cases, limit) == [cid for _, cid in select_cases("dev", limit=limit)]
     with pytest.raises(TableError, match="limit"):
         _evenly_spaced(cases, 0)
+
+
+def test_every_module_an_episode_runs_is_in_the_table_fingerprint():
+    """A table is stale when the code that computes an outcome changes: every fwgym module that playing macro episodes
+    imports must be fingerprinted (:data:`CODE_ROOMS`, :data:`RL_MODULES`, :data:`ROOT_MODULES`) or be one of the RL
+    room's storage modules (covered by the table format's version). ``domains`` was missing (its calendars and
+    quality rules define the cases)."""
+    code = (
+        "import sys\n"
+        "from fwgym.rl import make_rl_env\n"
+        "env = make_rl_env(split='dev', variant='macro', outcome_table=False)\n"
+        "for seed in range(3):\n"
+        "    env.reset(seed=seed); env.step(0)\n"
+        "print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items()\n"
+        "                         if n.startswith('fwgym') and getattr(m, '__file__', None))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"}, cwd=str(identity_module.PACKAGE_DIR.parent))
+    pkg = identity_module.PACKAGE_DIR
+    storage = ("rl/outcomes/", "rl/infos.py", "rl/values.py", "rl/recorded.py", "rl/vector.py", "rl/table_env.py",
+               "rl/__init__.py")
+    missing = []
+    for line in out.stdout.split():
+        rel = Path(line).resolve().relative_to(pkg).as_posix()
+        covered = (rel.split("/")[0] in identity_module.CODE_ROOMS or rel in identity_module.RL_MODULES
+                   or rel in identity_module.ROOT_MODULES or rel.startswith(storage))
+        if not covered:
+            missing.append(rel)
+    assert missing == [], f"modules an RL episode runs that no table fingerprint covers: {missing}"

@@ -26,12 +26,13 @@ __all__ = ["CODE_ROOMS", "RL_MODULES", "ROOT_MODULES", "table_identity", "table_
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 #: the package rooms whose source an RL episode runs (a change in any of their files makes a table stale)
-CODE_ROOMS = ("core", "context", "data", "envs", "forecasters", "tools", "config")
+CODE_ROOMS = ("core", "context", "data", "domains", "envs", "forecasters", "tools", "config")
 #: the modules of the RL room that compute an outcome (the wrappers, features and menus); the modules that store and
 #: serve tables (outcomes/, infos, values, recorded, vector, table_env) are covered by the table format's version
 RL_MODULES = ("rl/env.py", "rl/features.py", "rl/macro.py", "rl/tracker.py")
 #: package-root modules an episode imports
-ROOT_MODULES = ("__init__.py", "errors.py", "validation.py", "version.py", "jsonl.py", "traces.py", "ray_session.py")
+ROOT_MODULES = ("__init__.py", "errors.py", "validation.py", "version.py", "jsonl.py", "traces.py", "ray_session.py",
+                "suites.py")
 _SUFFIXES = (".py", ".json")
 
 
