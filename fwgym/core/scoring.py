@@ -26,7 +26,7 @@ import numpy as np
 
 from fwgym.core.optimizer import QUANTILE_LEVELS
 
-__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
+__all__ = ["BUDGET", "LOSS_WEIGHT", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
            "pinball_loss", "crps_quantiles", "bound_violation", "rcrps", "rcrps_quantiles", "score_forecast",
            "ALPHA_SCENARIO_SEED", "ALPHA_SCENARIO_CASES", "rcrps_alpha"]
@@ -110,14 +110,23 @@ def write_sigma(text: str, path: str | Path | None = None) -> Path:
     return p
 
 
-def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET) -> tuple[float, float]:
-    """``(R, S)`` of one case: ``R = (loss - floor)/sigma``, ``S = (R + credits/budget)/2``.
+#: the protocol's weight W of R in S = W*R + (1 - W)*credits/budget (S = (R + c/B)/2, protocol §5.2)
+LOSS_WEIGHT = 0.5
+
+
+def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET,
+               loss_weight: float = LOSS_WEIGHT) -> tuple[float, float]:
+    """``(R, S)`` of one case: ``R = (loss - floor)/sigma``, ``S = W*R + (1 - W)*credits/budget`` with the
+    loss weight ``W`` (the protocol's 1/2: ``S = (R + credits/budget)/2``; other weights re-score saved
+    decisions for the paper's loss-cost sensitivity analysis, §4.5).
 
     Raises:
-        ValueError: sigma or budget not > 0, or a non-finite input.
+        ValueError: sigma or budget not > 0, a loss weight outside [0, 1], or a non-finite input.
     """
     if not sigma > 0 or not budget > 0:
         raise ValueError(f"sigma and budget must be > 0 (got {sigma!r}, {budget!r})")
+    if not (isinstance(loss_weight, (int, float)) and 0.0 <= loss_weight <= 1.0):
+        raise ValueError(f"loss_weight must be a number in [0, 1], got {loss_weight!r}")
     try:
         finite = all(math.isfinite(x) for x in (loss, floor, credits))
     except (TypeError, OverflowError):  # not a number, or an int beyond float range
@@ -125,7 +134,9 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
     if not finite:
         raise ValueError("loss, floor and credits must be finite numbers")
     r = (loss - floor) / sigma
-    return float(r), float(0.5 * (r + credits / budget))
+    if loss_weight == LOSS_WEIGHT:  # the protocol's S, computed as it always was (bit for bit)
+        return float(r), float(0.5 * (r + credits / budget))
+    return float(r), float(loss_weight * r + (1.0 - loss_weight) * credits / budget)
 
 
 def case_weights(records: Sequence[Mapping]) -> np.ndarray:

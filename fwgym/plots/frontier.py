@@ -130,8 +130,9 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
                                                                            marker="|", ms=5)
         ncol = legend_ncol(probe, list(entries), fs, width)
         legend_h = (math.ceil(len(entries) / ncol) + (reference is not None)) * fs * 1.45 / 72 + 0.1
-        row_h = (height - legend_h) / rows if height else max(2.1, min(3.2, 0.8 + len(order) * fs * 1.35 / 72))
-        fig = new_figure(width, row_h * rows + legend_h + 0.2 * (bool(title) + bool(mark)))
+        top = 0.2 * (bool(title) + bool(mark))  # the title and mark lines (within a given height)
+        row_h = (height - legend_h - top) / rows if height else max(2.1, min(3.2, 0.8 + len(order) * fs * 1.35 / 72))
+        fig = new_figure(width, row_h * rows + legend_h + top)
         sub = fig.subfigures(rows, per_row, squeeze=False)
         handles: dict[str, Any] = {}
         placements = []

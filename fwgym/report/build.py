@@ -1,6 +1,7 @@
 """Build the static HTML report (see :mod:`fwgym.report`)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -112,22 +113,27 @@ def _environment():
     return env
 
 
-def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str]]:
+def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str],
+                                                                                     object]:
     """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
     suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
-    ``created``, ``version``, ``split``, ``verified``) and the notes of the merge (``UNVERIFIED`` first).
+    ``created``, ``version``, ``split``, ``verified``), the notes of the merge (``UNVERIFIED`` first) and
+    the leaderboard header with its marks (:func:`fwgym.evaluation.header.make_header`; ``None``: no records).
 
     Raises:
         ValueError: sources of different suites or settings, edited records, as :func:`fwgym.evaluation.load_results`.
     """
     from fwgym.evaluation import load_results
 
+    from fwgym.evaluation.header import make_header, result_set_marks
+
     rs = load_results(paths, allow_partial=True, allow_unverified=allow_unverified)
     suite = rs.settings["suite"]
     metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
               "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
               "split": src.settings.get("split"), "verified": src.verified} for src in rs.sources]
-    return rs.records, metas, list(rs.notes)
+    header = make_header(rs.records, suite=suite, formula="", marks=result_set_marks(rs)) if rs.records else None
+    return rs.records, metas, list(rs.notes), header
 
 
 class _Cases:
@@ -345,7 +351,7 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
                  max_episode_pages: int | None = DEFAULT_EPISODE_PAGES, reference: str | None = "auto",
                  n_boot: int | None = None, seed: int | None = None, replay: bool = True, history_hours: int = CHART_HISTORY_HOURS,
                  title: str | None = None, progress: bool = False, workers: int = 1,
-                 allow_unverified: bool = False) -> Report:
+                 allow_unverified: bool = False, phase: Callable[[str], Any] | None = None) -> Report:
     """Write a self-contained static HTML report of result files into ``out_dir``.
 
     The site needs no server and makes no network request: pages link a local stylesheet and script
@@ -378,6 +384,9 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
         workers: processes writing episode pages (charts and replays dominate the build time).
         allow_unverified: accept result sources without a manifest (``--allow-unverified``); the title
             then starts with ``UNVERIFIED`` and the notes name them.
+        phase: a context-manager factory called with a description around each long phase without a
+            progress bar (re-scoring, intervals, figures, pages), e.g. :func:`fwgym.cli.progress.phase`
+            (``None``: none).
 
     Returns:
         :class:`Report`.
@@ -405,7 +414,9 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     env = _environment()
     _WORKER.setdefault("cases", _Cases())
     _WORKER.setdefault("env", env)
-    records, metas, merge_notes = _read_sources(results_paths, allow_unverified)
+    step = phase or (lambda what: contextlib.nullcontext())
+    with step("reading and re-scoring the results"):
+        records, metas, merge_notes, header = _read_sources(results_paths, allow_unverified)
     if not records:
         raise ValueError(f"no result records in {[str(p) for p in results_paths]}")
     groups = by_policy(records)
@@ -429,7 +440,9 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     for name in ASSETS:
         (out / "assets" / name).write_bytes(resources.files("fwgym.report").joinpath("static", name).read_bytes())
 
-    tabs = _tabs(records, reference, n_boot, seed)
+    with step(f"leaderboards of {1 + len({r['cohort'] for r in records}) + len({r['lead'] for r in records})} tabs"
+              + (f" with {n_boot:,} bootstrap draws" if reference else "")):
+        tabs = _tabs(records, reference, n_boot, seed)
     order = [r["policy"] for r in tabs[0]["rows"]]
     main_rows = {r["policy"]: r for r in tabs[0]["rows"]}
     cov = coverage(groups[order[0]])
@@ -440,21 +453,27 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
     metric = suite_metric(suite, credit_weight)
     split_txt = "/".join(splits)
     frontiers = []
-    for t in tabs:  # one frontier per leaderboard tab (the page shows the selected tab's)
-        recs = t["records"]
-        fig = plots.frontier_figure(recs, agents=sorted(traced), panels="auto", suite=suite, style="screen",
-                                    columns=2, reference=reference, n_boot=n_boot, seed=seed,
-                                    credit_weight=credit_weight)
-        frontiers.append({"tab": t["id"], "title": t["title"],
-                          "svg": charts.svg_text(fig, label=f"{metric.y_label} against mean credits per case, "
-                                                            f"{t['title']} ({split_txt})")})
-    tools_fig = charts.svg_text(plots.tools_figure(records, style="screen", columns=1, title=False),
-                                label="mean actions per case (submit included), by tool")
+    fig_mark = header.figure_mark()[0] if header is not None else None
+    with step(f"{len(tabs)} frontier figures"):
+        for t in tabs:  # one frontier per leaderboard tab (the page shows the selected tab's)
+            recs = t["records"]
+            fig = plots.frontier_figure(recs, agents=sorted(traced), panels="auto", suite=suite, style="screen",
+                                        columns=2, reference=reference, n_boot=n_boot, seed=seed,
+                                        credit_weight=credit_weight, mark=fig_mark)
+            frontiers.append({"tab": t["id"], "title": t["title"],
+                              "svg": charts.svg_text(fig, label=f"{metric.y_label} against mean credits per case, "
+                                                                f"{t['title']} ({split_txt})")})
+        tools = plots.tools_figure(records, style="screen", columns=1, title=False)
+        if fig_mark:
+            plots.mark_figure(tools, fig_mark, "screen")
+        tools_fig = charts.svg_text(tools, label="mean actions per case (submit included), by tool")
     from fwgym.evaluation import write_csv
+    from fwgym.evaluation.header import mark_rows
 
-    write_csv(tabs[0]["rows"], out / "leaderboard.csv")
-    site = {"title": ("UNVERIFIED: " if not all(m["verified"] for m in metas) else "")
-                     + (title or f"fwgym benchmark report: {'/'.join(splits)} split"),
+    write_csv(mark_rows(tabs[0]["rows"], header.marks if header is not None else ()), out / "leaderboard.csv")
+    codes = header.codes if header is not None else []
+    site = {"title": (f"{', '.join(codes)}: " if codes else "") + (title or f"fwgym benchmark report: {'/'.join(splits)} split"),
+            "marks": [m.text for m in header.marks] if header is not None else [],
             "version": __version__, "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reference": reference, "n_boot": n_boot, "seed": seed, "suite": suite, "metric": metric,
             "budget": BUDGET}
@@ -509,65 +528,67 @@ def build_report(results_paths: Iterable[str | Path] | str | Path, out_dir: str 
         warnings.append(f"{p}: {n} episode page(s): {note}; their tool calls are shown as counts")
 
     # -- policy pages --------------------------------------------------------------------------
-    tpl_pol = env.get_template("policy.html")
-    breakdown_keys = [t for t in tabs[1:]]
-    for p in order:
-        recs = groups[p]
-        row = main_rows[p]
-        breakdown = []
-        for t in breakdown_keys:
-            r = next((x for x in t["rows"] if x["policy"] == p), None)
-            if r is not None:
-                breakdown.append({"title": t["title"], "row": r, "cases": t["cases"]})
-        statuses = Counter(r["status"] for r in recs if not r["valid"])
-        reasons = Counter((r["status"], (r.get("reason") or "")[:160]) for r in recs if not r["valid"])
-        tool_mean = Counter()
-        for r in recs:
-            tool_mean.update(r.get("tool_counts") or {})
-        episodes = [{"rec": r, "href": f"../{ep_pages[(p, r['case_id'])]}" if (p, r["case_id"]) in ep_pages else None,
-                     "traced": (p, r["case_id"]) in trace_map, "case_href": f"../{case_pages[r['case_id']]}"}
-                    for r in recs]
-        why = {r["case_id"]: w for r, w in chosen[p]}
-        html = tpl_pol.render(site=site, rel="../", policy=p, row=row, breakdown=breakdown, episodes=episodes,
-                              why=why, statuses=statuses.most_common(), reasons=reasons.most_common(8),
-                              tools=[(t, n / len(recs)) for t, n in tool_mean.most_common()],
-                              hist=charts.histogram_svg([r["S"] for r in recs], "S per episode", f"distribution of S for {p}",
-                                                        invalid=sum(not r["valid"] for r in recs)),
-                              n_pages=len(chosen[p]), max_pages=max_episode_pages, traced=p in traced,
-                              kind=plots.policy_kind(p, row["credits"]) if p not in traced else "agent")
-        path = out / pages[p]
-        path.write_text(html, encoding="utf-8")
-        report.policy_pages[p] = path
+    with step(f"{len(order)} policy pages"):
+        tpl_pol = env.get_template("policy.html")
+        breakdown_keys = [t for t in tabs[1:]]
+        for p in order:
+            recs = groups[p]
+            row = main_rows[p]
+            breakdown = []
+            for t in breakdown_keys:
+                r = next((x for x in t["rows"] if x["policy"] == p), None)
+                if r is not None:
+                    breakdown.append({"title": t["title"], "row": r, "cases": t["cases"]})
+            statuses = Counter(r["status"] for r in recs if not r["valid"])
+            reasons = Counter((r["status"], (r.get("reason") or "")[:160]) for r in recs if not r["valid"])
+            tool_mean = Counter()
+            for r in recs:
+                tool_mean.update(r.get("tool_counts") or {})
+            episodes = [{"rec": r, "href": f"../{ep_pages[(p, r['case_id'])]}" if (p, r["case_id"]) in ep_pages else None,
+                         "traced": (p, r["case_id"]) in trace_map, "case_href": f"../{case_pages[r['case_id']]}"}
+                        for r in recs]
+            why = {r["case_id"]: w for r, w in chosen[p]}
+            html = tpl_pol.render(site=site, rel="../", policy=p, row=row, breakdown=breakdown, episodes=episodes,
+                                  why=why, statuses=statuses.most_common(), reasons=reasons.most_common(8),
+                                  tools=[(t, n / len(recs)) for t, n in tool_mean.most_common()],
+                                  hist=charts.histogram_svg([r["S"] for r in recs], "S per episode", f"distribution of S for {p}",
+                                                            invalid=sum(not r["valid"] for r in recs)),
+                                  n_pages=len(chosen[p]), max_pages=max_episode_pages, traced=p in traced,
+                                  kind=plots.policy_kind(p, row["credits"]) if p not in traced else "agent")
+            path = out / pages[p]
+            path.write_text(html, encoding="utf-8")
+            report.policy_pages[p] = path
 
     # -- case pages: every policy on one case ---------------------------------------------------
-    by_cid: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        by_cid[r["case_id"]].append(r)
-    kinds = {p: ("agent" if p in traced else plots.policy_kind(p, main_rows[p]["credits"])) for p in order}
-    tpl_case = env.get_template("case.html")
-    case_rows = []
-    ref_of = {r["case_id"]: r for r in groups[reference]} if reference else {}
-    for cid in case_ids:
-        recs = sorted(by_cid[cid], key=lambda r: (r["S"], r["policy"]))
-        first = recs[0]
-        data = _WORKER["cases"].get(first, suite)
-        rows = [{"rec": r, "rank": k + 1, "policy_href": f"../{pages[r['policy']]}",
-                 "episode_href": f"../{ep_pages[(r['policy'], cid)]}" if (r["policy"], cid) in ep_pages else None,
-                 "traced": (r["policy"], cid) in trace_map} for k, r in enumerate(recs)]
-        html = tpl_case.render(site=site, rel="../", case=data.case, summary=data.case.summary(), data=data,
-                               rows=rows, kinds=kinds, reference=ref_of.get(cid))
-        path = out / case_pages[cid]
-        path.write_text(html, encoding="utf-8")
-        report.case_pages[cid] = path
-        s_vals = [r["S"] for r in recs]
-        case_rows.append({"case_id": cid, "href": f"{cid}.html", "summary": data.case.summary(), "scenario": data.scenario,
-                          "best": first["policy"], "best_S": first["S"], "median_S": float(np.median(s_vals)),
-                          "worst_S": recs[-1]["S"], "ref_S": ref_of[cid]["S"] if cid in ref_of else None,
-                          "invalid": sum(not r["valid"] for r in recs), "n": len(recs)})
-    html = env.get_template("cases.html").render(site=site, rel="../", cases=case_rows, reference=reference,
-                                                 n_policies=len(order))
-    report.cases_index = out / "cases" / "index.html"
-    report.cases_index.write_text(html, encoding="utf-8")
+    with step(f"{len(case_ids)} case pages"):
+        by_cid: dict[str, list[dict]] = defaultdict(list)
+        for r in records:
+            by_cid[r["case_id"]].append(r)
+        kinds = {p: ("agent" if p in traced else plots.policy_kind(p, main_rows[p]["credits"])) for p in order}
+        tpl_case = env.get_template("case.html")
+        case_rows = []
+        ref_of = {r["case_id"]: r for r in groups[reference]} if reference else {}
+        for cid in case_ids:
+            recs = sorted(by_cid[cid], key=lambda r: (r["S"], r["policy"]))
+            first = recs[0]
+            data = _WORKER["cases"].get(first, suite)
+            rows = [{"rec": r, "rank": k + 1, "policy_href": f"../{pages[r['policy']]}",
+                     "episode_href": f"../{ep_pages[(r['policy'], cid)]}" if (r["policy"], cid) in ep_pages else None,
+                     "traced": (r["policy"], cid) in trace_map} for k, r in enumerate(recs)]
+            html = tpl_case.render(site=site, rel="../", case=data.case, summary=data.case.summary(), data=data,
+                                   rows=rows, kinds=kinds, reference=ref_of.get(cid))
+            path = out / case_pages[cid]
+            path.write_text(html, encoding="utf-8")
+            report.case_pages[cid] = path
+            s_vals = [r["S"] for r in recs]
+            case_rows.append({"case_id": cid, "href": f"{cid}.html", "summary": data.case.summary(), "scenario": data.scenario,
+                              "best": first["policy"], "best_S": first["S"], "median_S": float(np.median(s_vals)),
+                              "worst_S": recs[-1]["S"], "ref_S": ref_of[cid]["S"] if cid in ref_of else None,
+                              "invalid": sum(not r["valid"] for r in recs), "n": len(recs)})
+        html = env.get_template("cases.html").render(site=site, rel="../", cases=case_rows, reference=reference,
+                                                     n_policies=len(order))
+        report.cases_index = out / "cases" / "index.html"
+        report.cases_index.write_text(html, encoding="utf-8")
 
     # -- index ---------------------------------------------------------------------------------
     html = env.get_template("index.html").render(
