@@ -10,7 +10,8 @@ from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
 from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_oracle, free_menu_oracle
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS, known_models
+from fwgym.forecasters.registry import (EXTENDED_MODELS, NO_TSFM_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS,
+                                        known_models)
 
 __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
            "policy_models", "CONTEXT_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
@@ -26,6 +27,7 @@ _FACTORIES["lead_matched_selector"] = lead_matched_selector
 _FACTORIES["free_menu_oracle"] = free_menu_oracle
 _FACTORIES["catalog_oracle"] = catalog_oracle
 _FACTORIES["catalog_oracle_extended"] = lambda: MenuOracle("catalog", models=EXTENDED_MODELS, name="catalog_oracle_extended")
+_FACTORIES["catalog_oracle_no_tsfm"] = lambda: MenuOracle("catalog", models=NO_TSFM_MODELS, name="catalog_oracle_no_tsfm")
 _FACTORIES["perfect_demand"] = PerfectDemandOracle
 
 #: backtest selectors (free, visible data only) and hindsight menu oracles, in table order
@@ -53,6 +55,8 @@ def policy_models(name: str) -> tuple[str, ...]:
         return PRICED_MODELS
     if name == "catalog_oracle_extended":
         return EXTENDED_MODELS
+    if name == "catalog_oracle_no_tsfm":
+        return NO_TSFM_MODELS
     if name == "routing_reference":
         return ("chronos2",)
     if name in TSFM_POLICIES or name in STATISTICAL_MODELS or name == "seasonal_empirical":
@@ -76,8 +80,9 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
     Args:
         suite: the suite.
         include_tsfm: add the TSFM policies whose weights load (:func:`default_policies`).
-        pool: the env's forecast pool, ``"protocol"`` (default) or ``"extended"``
-            (:data:`~fwgym.forecasters.registry.POOLS`). ``"extended"`` adds the fixed statsmodels
+        pool: the env's forecast pool, ``"protocol"`` (default), ``"extended"`` or ``"no_tsfm"``
+            (:data:`~fwgym.forecasters.registry.POOLS`). ``"no_tsfm"`` (the TSFM-access ablation) runs no
+            TSFM policy and ``catalog_oracle_no_tsfm`` instead of ``catalog_oracle``. ``"extended"`` adds the fixed statsmodels
             policies (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) after the priced fixed
             ones in the decision and context suites, and ``catalog_oracle_extended`` after
             ``catalog_oracle`` in the decision suite (the context suite's defaults hold no menu oracle;
@@ -96,13 +101,15 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
         raise ValueError(f"unknown suite {suite!r}; expected decision, context or forecast")
     if suite == "forecast":
         return list(CONTEXT_POLICIES), {}
-    policies, skipped = default_policies(include_tsfm)
+    policies, skipped = default_policies(include_tsfm and pool != "no_tsfm")
+    if pool == "no_tsfm":  # the TSFM-access ablation: no TSFM policy, the catalog oracle over the smaller pool
+        policies[policies.index("catalog_oracle")] = "catalog_oracle_no_tsfm"
     if pool == "extended":
         at = policies.index(SELECTOR_POLICIES[0])  # after the fixed priced policies
         policies[at:at] = list(STATISTICAL_MODELS)
         policies.insert(policies.index("catalog_oracle") + 1, "catalog_oracle_extended")
     if suite == "context":
-        oracles = set(ORACLE_POLICIES) | {"catalog_oracle_extended"}
+        oracles = set(ORACLE_POLICIES) | {"catalog_oracle_extended", "catalog_oracle_no_tsfm"}
         return [p for p in policies if p not in oracles] + list(CONTEXT_POLICIES) + ["perfect_demand"], skipped
     return policies, skipped
 
