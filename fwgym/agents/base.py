@@ -30,6 +30,10 @@ optionally:
   seconds from the first ``act`` to the end). Missing keys (and agents without the method) are ``None``
   in the record; other keys are ignored.
 
+Resources. Every record also holds what the episode cost the machine (:mod:`fwgym.agents.resources`):
+``episode_wall_s``, ``cpu_s``, ``peak_rss_mib`` and ``pss_mib`` of the evaluating process and of an
+isolated agent's worker process (on Linux the process's peak-RSS counter is reset at each episode's start).
+
 Episode ids. A runner may give :func:`run_episode` an ``episode_id``; it is stored in the record and
 passed to the agent in the reset info as ``info["episode_id"]``, so an agent that writes a trace line
 per episode (the chat agents: ``trace_out``) writes the same id, and records and traces join on it.
@@ -78,6 +82,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import gymnasium as gym
 
+from fwgym.agents.resources import RESOURCE_KEYS, EpisodeMeter
 from fwgym.errors import AGENT_ERROR_PREFIX, DataIntegrityError, HarnessError
 from fwgym.validation import is_int, is_number
 
@@ -228,6 +233,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     if agent_errors not in ("raise", "score"):
         raise ValueError(f"agent_errors must be 'raise' or 'score', got {agent_errors!r}")
     grant = _check_hindsight(agent, hindsight)
+    meter = EpisodeMeter(agent)  # wall, CPU, peak RSS and PSS of the episode (fwgym.agents.resources)
     obs, info = env.reset(seed=seed, options=options)
     if episode_id is not None:
         info = {**info, "episode_id": episode_id}
@@ -235,7 +241,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     try:
         reset_agent(agent, info)
     except HarnessError as exc:
-        return _finish(env, agent, _harness_record(env, info, exc), episode_id, 0.0, 0, actions)
+        return _finish(env, agent, _harness_record(env, info, exc), episode_id, 0.0, 0, actions, meter)
     except DataIntegrityError:
         raise
     except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
@@ -251,7 +257,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
             try:
                 action = agent.act(obs)
             except HarnessError as exc:
-                return _finish(env, agent, _harness_record(env, info, exc), episode_id, total, step - 1, actions)
+                return _finish(env, agent, _harness_record(env, info, exc), episode_id, total, step - 1, actions, meter)
             except DataIntegrityError:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -265,7 +271,7 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
         if terminated or truncated:
             record = {k: v for k, v in info.items() if k != "tool_result"}
             record.update(scored=True, harness_kind=None)
-            return _finish(env, agent, record, episode_id, total, step, actions)
+            return _finish(env, agent, record, episode_id, total, step, actions, meter)
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")
 
 
@@ -314,8 +320,8 @@ def _episode_stats(agent: Any) -> dict:
 
 
 def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, total: float, steps: int,
-            actions: list) -> EpisodeResult:
-    record = {"policy": agent_name(agent), **outcome, "episode_id": episode_id, **_episode_stats(agent)}
+            actions: list, meter: EpisodeMeter) -> EpisodeResult:
+    record = {"policy": agent_name(agent), **outcome, "episode_id": episode_id, **_episode_stats(agent), **meter.stop()}
     end = getattr(agent, "end_episode", None)
     if callable(end):
         try:
@@ -329,4 +335,5 @@ def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, tot
     return EpisodeResult(record=record, total_reward=total, steps=steps, actions=actions)
 
 
-__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS"]
+__all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS",
+           "RESOURCE_KEYS"]

@@ -1,7 +1,8 @@
 """The ``fwgym`` command line: one module per subcommand, agent kinds as plug-ins.
 
 ``fwgym evaluate`` (:mod:`~fwgym.cli.evaluate`), ``fwgym cases`` (:mod:`~fwgym.cli.cases`; ``cases export``
-writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym plot``
+writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym compare``
+(:mod:`~fwgym.cli.compare`), ``fwgym profile`` (:mod:`~fwgym.cli.profile`), ``fwgym plot``
 (:mod:`~fwgym.cli.plot`), ``fwgym show-trace`` (:mod:`~fwgym.cli.show_trace`), ``fwgym report``
 (:mod:`~fwgym.cli.report`), ``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`),
 ``fwgym forecasts build|verify`` (:mod:`~fwgym.cli.forecasts`), ``fwgym list``
@@ -26,13 +27,15 @@ import os
 import sys
 from typing import Sequence
 
-from fwgym.cli import calibrate_sigma, cases, evaluate, forecasts, leaderboard, listing, plot, report, show_trace
+from fwgym.cli import (calibrate_sigma, cases, compare, evaluate, forecasts, leaderboard, listing, plot, profile,
+                       report, show_trace)
 from fwgym.data import DataIntegrityError
 from fwgym.forecasters.base import ModelUnavailable
 from fwgym.forecasters.registry import PluginError
 
 #: the subcommand modules, in the order of ``fwgym --help``
-COMMANDS = (evaluate, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, listing)
+COMMANDS = (evaluate, cases, leaderboard, compare, profile, plot, show_trace, report, calibrate_sigma, forecasts,
+            listing)
 
 #: exceptions that are the user's input, not a bug of fwgym: bad argument values and file contents
 #: (``ValueError``, which includes ``json.JSONDecodeError``, ``UnicodeDecodeError`` and the forecast

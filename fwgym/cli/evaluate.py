@@ -61,12 +61,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", default=None, metavar="DIR",
                    help="finish the run in DIR: play its missing and harness_error episodes with its settings")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--label", action="append", type=label_arg, default=None, metavar="KEY=VALUE",
+                   help="a label of the run (repeatable), e.g. thinking=on for a server-side setting fwgym cannot see: "
+                        "recorded in the manifest's settings, shown in leaderboards and compared by fwgym compare")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="K",
+                   help="play the agent K times with seeds S, S+1, ... (S = --llm-seed, default 0), one session per "
+                        "repeat, its rows named <agent>#1 .. <agent>#K (the other policies play once); fwgym compare "
+                        "RUN reports the repeats' stability (LLM agents only; default 1)")
     p.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
     p.add_argument("--pool", choices=tuple(POOLS), default="protocol",
-                   help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs) or "
+                   help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs), "
                         "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
-                        "and catalog_oracle_extended to the default policies); a setting of the run")
+                        "and catalog_oracle_extended to the default policies) or no_tsfm (seasonal_empirical only: the "
+                        "TSFM-access ablation; catalog_oracle_no_tsfm replaces catalog_oracle); a setting of the run")
     p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="add these priced models to the forecast pool of every env of the run, after --pool's: "
                         "plug-ins (the 'fwgym.forecasters' entry-point group or register_forecaster) or built-in "
@@ -168,9 +176,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.version import __version__
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.errors import HarnessError
-    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
-    from fwgym.cli.tables import print_table
-    from fwgym.evaluation.leaderboard import format_breakdowns, leaderboard_table
+    from fwgym.evaluation import reference_policy
     from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
@@ -209,6 +215,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             "scenario_seed": env_kwargs.get("scenario_seed", 0), "credit_weight": env_kwargs.get("credit_weight", 0.0),
             "forecast_pool": list(env_kwargs.get("models") or PRICED_MODELS), "max_calls": MAX_CALLS,
             "fwgym_version": __version__, "scorer_version": SCORER_VERSION}
+        if getattr(args, "label", None):  # only when given: the settings of other runs are unchanged
+            settings["labels"] = labels_of(args.label)
+        if (getattr(args, "repeat", 1) or 1) > 1:
+            settings["repeat"] = int(args.repeat)
         prices = registered_prices(settings["forecast_pool"])
         if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
             settings["registered_prices"] = prices
@@ -253,22 +263,24 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             run.current_session["forecast_store"] = str(store.path)
             run.save()
         t0 = time.perf_counter()
+        box = [run]  # the session's run directory (a --repeat run opens one session per repeat)
         try:
-            records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
-                               workers=args.workers, progress=not args.no_progress, env_kwargs=run_kwargs,
-                               backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
-                               run=run, preflight=False)
+            records, played = _play_sessions(args, box, out, policies, labels, case_ids, dict(run.current_session),
+                                             run_kwargs, settings, model_revisions, resume)
         except KeyboardInterrupt:
+            run = box[0]
             counts = _end_session(run, expected, "interrupted", model_revisions, settings)
             print(f"\ninterrupted: {counts['recorded']} of {counts['expected']} episodes are recorded in {out}; finish "
                   f"the run with `fwgym evaluate --resume {out}`", file=sys.stderr)
             return EXIT_INTERRUPTED
         except BaseException:
+            run = box[0]
             _end_session(run, expected, "crashed", model_revisions, settings)
             raise
+        run = box[0]
         elapsed = time.perf_counter() - t0
         counts = _end_session(run, expected, None, model_revisions, settings)
-        played = run.current_session["episodes"]
+        played += run.current_session["episodes"]
     finally:
         if run is not None:
             run.close()
@@ -285,18 +297,134 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
               f"with `fwgym evaluate --resume {out}`", file=sys.stderr)
         return EXIT_INCOMPLETE
     ref = reference_policy(labels)
-    rows = leaderboard(records, reference=ref)
-    (out / "leaderboard.md").write_text(format_leaderboard(rows, args.suite) + "\n\n" + format_breakdowns(rows, args.suite)
-                                        + "\n")
-    write_csv(rows, out / "leaderboard.csv")
-    n_cases = len({r["case_id"] for r in records})
-    print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
-          f"{played} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
-          "series-cluster bootstrap)" if ref else "") + "\n")
-    print_table(leaderboard_table(rows, args.suite), getattr(args, "format", AUTO))
+    _print_leaderboard(args, out, records, ref, settings, played, elapsed, run.session if resume else None)
+    return EXIT_OK
+
+
+def label_arg(value: str) -> tuple[str, str]:
+    """``--label KEY=VALUE``: ``(key, value)``; the key of letters, digits and ``_ . -``, the value printable text.
+
+    Raises:
+        argparse.ArgumentTypeError: no ``=``, an empty or malformed key, an empty value or one with control
+            characters.
+    """
+    import re
+
+    key, eq, val = value.partition("=")
+    if not eq or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", key.strip()):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with a key of letters, digits and _ . - (got {value!r})")
+    if not val.strip() or len(val) > 200 or not val.isprintable():
+        raise argparse.ArgumentTypeError(f"the value of label {key!r} must be printable text of 1 to 200 characters")
+    return key.strip(), val.strip()
+
+
+def labels_of(pairs) -> dict[str, str]:
+    """The ``--label`` pairs as ``{key: value}`` in their order.
+
+    Raises:
+        ValueError: a key given twice.
+    """
+    out: dict[str, str] = {}
+    for key, val in pairs:
+        if key in out:
+            raise ValueError(f"--label {key} is given twice ({out[key]!r} and {val!r})")
+        out[key] = val
+    return out
+
+
+def repeated_agents(agent, k: int) -> list:
+    """``[agent]`` for ``k == 1``; else ``k`` copies of an LLM agent factory named ``<name>#1 .. <name>#k``
+    with sampling seeds ``S .. S + k - 1`` (``S``: its seed, else 0).
+
+    Raises:
+        ValueError: ``k > 1`` for an agent that is not an LLM agent factory (its sampling cannot be seeded).
+    """
+    from fwgym.agents.factory import LLMAgentFactory
+    from fwgym.evaluation.runner import policy_label
+
+    if k <= 1:
+        return [agent]
+    if not isinstance(agent, LLMAgentFactory):
+        raise ValueError("--repeat K needs an LLM agent (--agent openai or transformers): each repeat samples with its "
+                         "own seed")
+    name, seed = policy_label(agent), agent.get("seed")
+    base = 0 if seed is None else int(seed)
+    return [LLMAgentFactory({**agent, "name": f"{name}#{i}", "seed": base + i - 1}) for i in range(1, k + 1)]
+
+
+def _play_sessions(args, box: list, out: Path, policies: list, labels: list, case_ids: list, session: dict,
+                   run_kwargs: dict, settings: dict, model_revisions, resume: bool) -> tuple[list, int]:
+    """Play the run's episodes into the run directory ``box[0]``: in one session, or, for a new run of
+    ``--repeat K``, one session per repeat (repeat 1 with the other policies; ``box[0]`` is then each
+    session's directory object). Returns the records and the episodes played before the last session
+    (whose count :func:`_end_session` gives)."""
+    from fwgym.evaluation import evaluate
+    from fwgym.evaluation.rundir import RunDir
+
+    k = int(settings.get("repeat", 1))
+    if k > 1 and not resume:  # the agent's copies come first (repeated_agents)
+        plan = [(policies[:1] + policies[k:], labels[:1] + labels[k:], 1)]
+        plan += [([policies[i]], [labels[i]], i + 1) for i in range(1, k)]
+    else:
+        plan = [(policies, labels, None)]
+    records: dict = {}
+    done: list[str] = []
+    played = 0
+    for n, (pols, labs, repeat) in enumerate(plan):
+        run = box[0]
+        if n:
+            _end_session(run, [(lab, c) for lab in done for c in case_ids], None, model_revisions, settings)
+            played += run.current_session["episodes"]
+            run.close()
+            run = box[0] = RunDir.resume(out)
+            run.begin()
+            run.current_session.update({k_: v for k_, v in session.items()
+                                        if k_ not in ("session", "started", "ended", "status", "episodes")})
+        if repeat is not None:
+            run.current_session["repeat"] = repeat
+            run.save()
+        got = evaluate(pols, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
+                       workers=args.workers, progress=not args.no_progress, env_kwargs=run_kwargs,
+                       backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
+                       run=run, preflight=False)
+        records.update({(r["policy"], r["case_id"]): r for r in got})
+        done += labs
+    order = {lab: i for i, lab in enumerate(labels)}
+    return sorted(records.values(), key=lambda r: order[r["policy"]]), played
+
+
+def _print_leaderboard(args, out: Path, records: list, ref: str | None, settings: dict, played: int, elapsed: float,
+                       session: int | None) -> None:
+    """Write the run's leaderboard.md and .csv and print the leaderboard, under the one header
+    (:mod:`fwgym.evaluation.header`; its counts are the whole run's, also after a resume)."""
+    from fwgym.cli.progress import phase
+    from fwgym.cli.tables import left_out_note, output_width, print_table, resolve_format
+    from fwgym.core.metrics import suite_metric
+    from fwgym.evaluation import BOOT_SEED, N_BOOT, leaderboard
+    from fwgym.evaluation.header import make_header
+    from fwgym.evaluation.leaderboard import label_text, leaderboard_table, narrow_cells, write_leaderboard_files
+
+    with phase(f"bootstrap intervals ({N_BOOT:,} draws)" if ref else "aggregates"):
+        rows = leaderboard(records, reference=ref)
+    metric = suite_metric(args.suite, settings.get("credit_weight") if args.suite == "forecast" else None)
+    this = f"{played} episodes played in {elapsed:.1f} s" + (f" (session {session}; the others recorded before)"
+                                                              if session else "")
+    notes = [f"labels: {label_text(settings['labels'])}"] if settings.get("labels") else []
+    header = make_header(records, suite=args.suite, formula=metric.formula, checked="scored by this run", notes=notes,
+                         reference=ref, n_boot=N_BOOT, seed=BOOT_SEED, facts=[f"split {args.split}", this])
+    with phase("writing leaderboard.md and leaderboard.csv"):
+        write_leaderboard_files(out, rows, header, args.suite)
+    fmt = resolve_format(getattr(args, "format", AUTO))
+    width = output_width() if fmt == TABLE else None
+    print()
+    print("\n".join(header.lines(width)) if fmt == TABLE else header.markdown())
+    print()
+    table = leaderboard_table(rows, args.suite)
+    note = left_out_note(print_table(narrow_cells(table) if width else table, fmt, width=width), width)
+    if note:
+        print(note)
     print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
           + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
-    return EXIT_OK
 
 
 def _missing_dirs(paths) -> list[Path]:
@@ -367,7 +495,10 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
             check_agent_label(args.agent_name, args.policies or ())
         agent = kind.build(args)
         check_agent_label(policy_label(agent), args.policies or ())
-        policies = [agent] + list(args.policies or [])
+        policies = repeated_agents(agent, getattr(args, "repeat", 1) or 1) + list(args.policies or [])
+    elif (getattr(args, "repeat", 1) or 1) > 1:
+        raise ValueError("--repeat repeats an agent (--agent openai or transformers, whose sampling seed changes per "
+                         "repeat); fwgym's policies are deterministic and play once")
     elif args.policies:
         policies = list(args.policies)
     else:
@@ -502,4 +633,4 @@ def _end_session(run, expected: list, status: str | None, model_revisions, setti
 
 
 __all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run", "pool_models", "check_agent_label",
-           "check_packaged_files"]
+           "check_packaged_files", "label_arg", "labels_of", "repeated_agents"]

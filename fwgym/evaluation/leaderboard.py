@@ -130,8 +130,9 @@ def _ci(row: Mapping, m: str, digits: int) -> str:
 
 
 def label_text(labels: Mapping[str, str] | None) -> str:
-    """``"k1=v1, k2=v2"`` of a run's labels (``fwgym evaluate --label KEY=VALUE``; ``""`` for none)."""
-    return ", ".join(f"{k}={v}" for k, v in (labels or {}).items())
+    """``"k1=v1, k2=v2"`` of a run's labels (``fwgym evaluate --label KEY=VALUE``), keys sorted (as the
+    manifest stores them); ``""`` for none."""
+    return ", ".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
 
 
 def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table:

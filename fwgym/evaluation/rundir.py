@@ -16,7 +16,8 @@ reported. ``fwgym evaluate --resume DIR`` (:meth:`RunDir.resume`) reruns only th
 and those that ended with ``harness_error``.
 
 Episode ids are ``"<session>:<policy>:<case_id>"`` (:func:`episode_id`), session 1 for the first
-invocation and one more for each resume: deterministic (identical runs write identical files) and
+invocation and one more for each resume: deterministic (identical runs write identical records but for the measured times and memory,
+:data:`fwgym.evaluation.records.VOLATILE_FIELDS`) and
 unique in the run (a rerun of an episode happens in a later session).
 """
 from __future__ import annotations
