@@ -12,7 +12,7 @@ import sys
 import textwrap
 from collections import Counter
 
-from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
+from fwgym.core.cases import LEADS, SEALED_SPLIT, SPLITS, TEST_SPLIT
 from fwgym.cli.args import add_domain_argument, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 
@@ -28,7 +28,7 @@ def _export_help() -> str:
                           "a manifest.json (split, suite, case count, the sha256 of the case-id list, and the sha256, "
                           "size and rows of every file). Timestamps are UTC hour starts.", 100) + [""]
     for name, cols in SCHEMA.items():
-        extra = " (train/dev; test only with --include-test-targets)" if name == "targets.parquet" else ""
+        extra = " (train/dev; test and sealed only with --include-test-targets)" if name == "targets.parquet" else ""
         lines.append(f"{name}{extra}:")
         lines += [f"  {col}: {desc}" for col, desc in cols.items()]
         lines.append("")
@@ -91,9 +91,10 @@ def run_export(args) -> int:
     """``fwgym cases export``: write the Parquet files and the manifest; print what was written."""
     from fwgym.evaluation.export import export_cases
 
-    targets = not args.no_targets if args.split != TEST_SPLIT else args.include_test_targets
-    if args.split == TEST_SPLIT and args.include_test_targets:
-        print("warning: --include-test-targets writes the TEST split's targets, the benchmark's answer key: keep them "
+    held_out = args.split in (TEST_SPLIT, SEALED_SPLIT)  # the benchmark's answer keys
+    targets = not args.no_targets if not held_out else args.include_test_targets
+    if held_out and args.include_test_targets:
+        print(f"warning: --include-test-targets writes the {args.split.upper()} split's targets, the benchmark's answer key: keep them "
               "away from any model, prompt or tuning run, or the test scores no longer measure forecasting",
               file=sys.stderr)
     manifest = export_cases(args.output, args.split, args.suite, domains=args.domain, lead=args.lead, limit=args.limit,

@@ -19,7 +19,7 @@ from fwgym.core.cases import Case
 from fwgym.core.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capacity_grid
 from fwgym.core.series import date_to_hour, hour_to_datetime, hour_to_iso
 
-__all__ = ["holidays_between", "historical_facts", "calendar_facts", "render_context"]
+__all__ = ["holidays_between", "historical_window", "prompt_windows", "historical_facts", "calendar_facts", "render_context"]
 
 _DOMAIN_TEXT = {
     "electricity": (
@@ -57,21 +57,38 @@ def _fmt(x: float, unit: str) -> str:
     return f"{x:,.0f} {unit}" if x >= 100 else f"{x:.1f} {unit}"
 
 
-def historical_facts(case: Case) -> str:
-    """A sentence of statistics from outside the visible window (and before it)."""
-    s = case.series
-    unit = "MW" if case.domain == "electricity" else "departures/hour"
+def historical_window(case: Case) -> tuple[int, int]:
+    """Epoch hours ``[h0, h1)`` whose statistics :func:`historical_facts` quotes: the same calendar month of
+    the previous year (electricity), the 28 days before the visible history (cycle hire); the quoted
+    hours stop at the last visible hour."""
     if case.domain == "electricity":
         td = case.target_date
         start = date(td.year - 1, td.month, 1)
         end = date(td.year - 1 + (td.month == 12), td.month % 12 + 1, 1)
         h0, h1 = date_to_hour(start), date_to_hour(end)
-        label = f"In {start:%B %Y} (same month last year)"
     else:
         h1 = case.history_start
         h0 = h1 - 28 * 24
+    return h0, min(h1, case.last_visible + 1)
+
+
+def prompt_windows(case: Case) -> tuple[tuple[int, int], ...]:
+    """Every span ``[h0, h1)`` of epoch hours whose values (or statistics of them) the case's prompt, tools and
+    observations may carry: the visible history and the :func:`historical_window`. What the sealed split
+    keeps free of its other cases' targets, and what the evaluation's exposure check reads."""
+    return (case.history_start, case.last_visible + 1), historical_window(case)
+
+
+def historical_facts(case: Case) -> str:
+    """A sentence of statistics from outside the visible window (and before it)."""
+    s = case.series
+    unit = "MW" if case.domain == "electricity" else "departures/hour"
+    h0, h1 = historical_window(case)
+    if case.domain == "electricity":
+        label = f"In {hour_to_datetime(h0):%B %Y} (same month last year)"
+    else:
         label = f"In the 4 weeks before the visible history ({hour_to_datetime(h0):%d %b} to {hour_to_datetime(h1 - 1):%d %b %Y})"
-    i0, i1 = max(h0 - s.start_hour, 0), max(min(h1, case.last_visible + 1) - s.start_hour, 0)
+    i0, i1 = max(h0 - s.start_hour, 0), max(h1 - s.start_hour, 0)
     vals = s.values[i0:i1]
     vals = vals[np.isfinite(vals)]
     if len(vals) < 24:

@@ -13,8 +13,14 @@ Quality filters: every history and target hour present, finite and >= 0; scale >
 no complete local (Europe/London) day with zero departures inside the history. Gaps are never
 imputed: such cases are skipped.
 
-Splits are by date and temporal; every train window ends before the first dev or test window
+Splits are by date and temporal; every train window ends before the first dev, test or sealed window
 begins. See :data:`SPLIT_DOC` for the exact calendar.
+
+The ``sealed`` split is for agents with memory (DESIGN §11): its windows come from the held-back period of the test
+split, with its cohorts and weights, and no case's target hour lies in the visible history (or in the
+4-week window before it whose statistics the context text quotes) of any case of the split, of any series of its
+domain, so no prompt of the split hands over the answer of another of its cases. The test split keeps the
+protocol's overlapping windows (about 80 % of its targets lie inside another test case's history).
 """
 from __future__ import annotations
 
@@ -30,7 +36,8 @@ from fwgym.core.contract import TARGET_HOURS, shortage_weights
 from fwgym.data import load_series
 from fwgym.core.series import Series, datetime_to_hour, hour_to_iso
 
-__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT", "SPLITS",
+__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT",
+           "SEALED_SPLIT", "SPLITS",
            "CHART_HISTORY_HOURS", "LONDON", "DOMAIN_PREFIX", "SPLIT_DOC", "target_start_hour", "Case", "make_case_id",
            "parse_case_id", "case_quality", "busiest_stations", "build_cases", "get_case"]
 
@@ -39,8 +46,8 @@ GAP_HOURS = 2  #: hours between the last visible hour and as_of (as_of-2h, as_of
 LEADS: dict[str, int] = {"day_ahead": 1, "week_ahead": 7}
 #: steps from the first forecast step needed to cover the target: 50 (day-ahead), 194 (week-ahead)
 HORIZONS: dict[str, int] = {lead: 24 * days + GAP_HOURS + 1 + TARGET_HOURS - 1 for lead, days in LEADS.items()}
-TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT = "train", "dev", "test"
-SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT)
+TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT = "train", "dev", "test", "sealed"
+SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT)
 #: hours of visible history an episode chart shows by default (one week of the 336 visible)
 CHART_HISTORY_HOURS = 168
 LONDON = ZoneInfo("Europe/London")
@@ -57,16 +64,52 @@ cycle hire (TfL, 2015; test/dev: the 20 stations with most departures in the tra
   test : target days 2015-10-01, 10-05, 10-09, 10-13 (cohort cycle_hire-october)
   dev  : target days 2015-08-03 .. 08-06 (cohort cycle_hire-august)
   train: every target day whose window ends before the first dev window begins, all 100 stations
+sealed (agents with memory: no target hour of a case inside any prompt window of another case of the domain;
+        the test split's cohorts and weights; the most cases the data allows, found by an integer program:
+        benchmarks/sealed_split.py; week-ahead targets 1..7 days apart never lie in each other's history)
+  electricity: day-ahead Feb 2, 3, 28, 29; Jul 1, 2, 26, 27; Aug 24, 25 2024
+               week-ahead Feb 2..9; Jul 1..5; Jul 28..Aug 1; Aug 24..31 2024
+  cycle hire : day-ahead 2015-10-07, 10-08; week-ahead 2015-10-07 .. 10-14 (cohort cycle_hire-october)
 """
 
 
 @dataclass(frozen=True)
 class _SplitCalendar:
+    """Target dates of an evaluation split: ``dates`` for every lead, or ``by_lead`` (lead -> its own dates)."""
+
     dates: tuple[date, ...]
     cohort_of_month: dict[int, str]
+    by_lead: dict[str, tuple[date, ...]] | None = None
+
+    def pairs(self) -> list[tuple[date, str]]:
+        """``(target date, lead)`` of every case of a series, by date then lead."""
+        if self.by_lead is None:
+            return [(d, lead) for d in self.dates for lead in LEADS]
+        return sorted(((d, lead) for lead, ds in self.by_lead.items() for d in ds),
+                      key=lambda p: (p[0], list(LEADS).index(p[1])))
+
+
+def _days(year: int, month: int, first: int, last: int) -> tuple[date, ...]:
+    return tuple(date(year, month, d) for d in range(first, last + 1))
+
+
+#: the sealed split's (lead -> target dates): see SPLIT_DOC; checked by brute force in tests/core/test_sealed.py
+_SEALED: dict[str, dict[str, tuple[date, ...]]] = {
+    "electricity": {
+        "day_ahead": (_days(2024, 2, 2, 3) + _days(2024, 2, 28, 29) + _days(2024, 7, 1, 2) + _days(2024, 7, 26, 27)
+                      + _days(2024, 8, 24, 25)),
+        "week_ahead": (_days(2024, 2, 2, 9) + _days(2024, 7, 1, 5) + _days(2024, 7, 28, 31) + _days(2024, 8, 1, 1)
+                       + _days(2024, 8, 24, 31)),
+    },
+    "cycle_hire": {"day_ahead": _days(2015, 10, 7, 8), "week_ahead": _days(2015, 10, 7, 14)},
+}
 
 
 def _calendar(domain: str, split: str) -> _SplitCalendar:
+    if split == SEALED_SPLIT and domain in _SEALED:
+        test = _calendar(domain, TEST_SPLIT)
+        by_lead = _SEALED[domain]
+        return _SplitCalendar(tuple(sorted({d for ds in by_lead.values() for d in ds})), test.cohort_of_month, by_lead)
     if domain == "electricity":
         if split == "test":
             return _SplitCalendar(
@@ -274,7 +317,8 @@ def _window_start(domain: str, d: date, lead: str) -> int:
 
 
 def _first_eval_window_start(domain: str) -> int:
-    starts = [_window_start(domain, d, "week_ahead") for s in ("dev", "test") for d in _calendar(domain, s).dates]
+    starts = [_window_start(domain, d, "week_ahead") for s in (DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT)
+              for d in _calendar(domain, s).dates]
     return min(starts)
 
 
@@ -301,7 +345,7 @@ def build_cases(domain: str, split: str) -> tuple[Case, ...]:
 
     Args:
         domain: ``"electricity"`` or ``"cycle_hire"``.
-        split: ``"train"``, ``"dev"`` or ``"test"``.
+        split: ``"train"``, ``"dev"``, ``"test"`` or ``"sealed"`` (:data:`SPLIT_DOC`).
 
     Raises:
         ValueError: unknown domain or split.
@@ -331,9 +375,8 @@ def build_cases(domain: str, split: str) -> tuple[Case, ...]:
     else:
         cal = _calendar(domain, split)
         for sid in _eval_series(domain):
-            for d in cal.dates:
-                for lead in LEADS:
-                    _maybe_add(out, domain, series[sid], d, lead, split, cal.cohort_of_month[d.month])
+            for d, lead in cal.pairs():
+                _maybe_add(out, domain, series[sid], d, lead, split, cal.cohort_of_month[d.month])
     out.sort(key=lambda c: (c.cohort, c.series_id, c.target_date, c.lead))
     return tuple(out)
 

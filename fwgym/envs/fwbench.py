@@ -110,7 +110,8 @@ class FWBenchEnv(gym.Env):
         domain: ``"electricity"``, ``"cycle_hire"`` or a sequence of both (``FWBench-v0``).
         split: ``"train"`` (default: what a training script should see), ``"dev"`` (model selection) or
             ``"test"`` (the benchmark; ``fwgym evaluate`` and :func:`fwgym.evaluation.evaluate` default
-            to it). A ``case_id`` of another split is refused at ``reset``.
+            to it) or ``"sealed"`` (for agents with memory: no case's target in another case's prompt;
+            :mod:`fwgym.core.cases`). A ``case_id`` of another split is refused at ``reset``.
         lead: ``None`` (both), ``"day_ahead"`` or ``"week_ahead"``.
         budget: credits per episode (default 113,726).
         max_calls: tool-call limit (default 12).

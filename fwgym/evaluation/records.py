@@ -71,7 +71,7 @@ class CaseFields(TypedDict):
     series_id: Annotated[str, "EIA balancing-authority code (e.g. ISNE) or TfL station id (e.g. 191): the "
                               "bootstrap's cluster"]
     lead: Annotated[str, "day_ahead or week_ahead"]
-    split: Annotated[str, "train, dev or test (fwgym.core.cases.SPLITS)"]
+    split: Annotated[str, "train, dev, test or sealed (fwgym.core.cases.SPLITS)"]
 
 
 class ScoreFields(TypedDict):
