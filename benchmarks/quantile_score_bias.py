@@ -1,10 +1,12 @@
-"""Bias of the quantile score (fwgym's score for 9-quantile forecast submissions) against the exact CRPS.
+"""Bias of the quantile score (fwgym's score for 9-quantile forecast submissions up to scorer version 1;
+since version 2 a quantile submission is scored as its 9 values as equally weighted atoms, exactly as the
+same numbers as samples, see docs/context.md) against the exact CRPS.
 
 Run from the repository root::
 
     python benchmarks/quantile_score_bias.py        # ~10 s
 
-The forecast envs score a quantile submission with ``QS = 2/9 sum_k pinball_{tau_k}(q_k, y)`` at levels
+Scorer version 1 scored a quantile submission with ``QS = 2/9 sum_k pinball_{tau_k}(q_k, y)`` at levels
 0.1..0.9 (:func:`fwgym.core.scoring.crps_quantiles`), the 9-level discretisation of
 ``CRPS = 2 integral_0^1 pinball_tau dtau``. This script measures how far QS is from the exact CRPS of
 the distribution whose quantiles are submitted:

@@ -297,7 +297,7 @@ class OpenAIChatAgent(ChatAgent):
                 "max_retries": self.max_retries, "api_key_env": self.api_key_env, "extra_body": self.extra_body,
                 "history_hours": self.history_hours, "episode_timeout": self.episode_timeout,
                 "native_tools": self.native_tools, "describe_tools": self.describe_tools,
-                "compact_results": self.compact_results, "strict_tools": self.strict_tools,
+                "compact_results": self.compact_results, "strict_tools": self.strict_tools, "samples": self.samples,
                 "tool_results_as": self.tool_results_as, "direct_prompt": self.direct_prompt,
                 "reply_cache": self.reply_cache}
 

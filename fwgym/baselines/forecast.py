@@ -5,7 +5,7 @@ import json
 
 from fwgym.forecasters.registry import check_models
 
-__all__ = ["FALLBACK_METHOD", "FALLBACK_CODES", "FixedForecastAgent", "RoutingAgent"]
+__all__ = ["FALLBACK_METHOD", "FALLBACK_CODES", "FixedForecastAgent", "RoutingAgent", "QuantileForecastAgent"]
 
 FALLBACK_METHOD = "hour_of_day_empirical"
 #: refusals after which a fixed forecast policy plans with FALLBACK_METHOD instead (the protocol's fixed-TimesFM row)
@@ -81,3 +81,48 @@ class RoutingAgent:
                            else FixedMethodAgent(self.week_ahead_method))
             observation = {**observation, "last_result": ""}
         return self._inner.act(observation)
+
+
+class QuantileForecastAgent:
+    """Forecast-suite baseline: buy ``model`` at full context (336) and the minimal covering horizon and
+    submit its 24 target rows of 9 quantiles unchanged (the context note is ignored).
+
+    A quantile submission is scored as the distribution it defines (its 9 values as equally weighted
+    atoms, :func:`fwgym.core.scoring.score_forecast`), so this row measures a bought forecast as it is.
+    In a decision episode it plans on the bought forecast like :class:`FixedForecastAgent`.
+
+    Args:
+        model: a priced model of the env's pool (default ``seasonal_empirical``, the protocol's cheapest).
+
+    Raises:
+        ValueError: unknown model.
+        RuntimeError (from ``act``): the env refused the purchase (the agent never scores a fallback
+            under the model's name).
+    """
+
+    def __init__(self, model: str = "seasonal_empirical"):
+        check_models([model])
+        self.model = model
+        self.name = f"{model}_quantiles"
+        self._stage = 0
+
+    def reset(self, info: dict | None = None) -> None:
+        self._stage = 0
+        self._task = ((info or {}).get("episode") or {}).get("task", "forecast")
+
+    def act(self, observation: dict):
+        last = json.loads(observation["last_result"]) if observation["last_result"] else {}
+        self._stage += 1
+        if self._stage == 1:
+            return {"tool": "forecast", "args": {"model": self.model, "context_steps": 336}}
+        if not last.get("ok"):
+            error = last.get("error") or {}
+            raise RuntimeError(f"{self.name}: the env refused forecast({self.model}): {error.get('code')}: "
+                               f"{error.get('message')}")
+        res = last["result"]
+        if getattr(self, "_task", "forecast") != "forecast":
+            if self._stage == 2:
+                return {"tool": "plan", "args": {"forecast_id": res["forecast_id"]}}
+            return {"tool": "submit", "args": {"decisions": res["plan"]["decisions"]}}
+        lo, hi = res["target_steps"]
+        return {"tool": "submit", "args": {"quantiles": res["quantiles"][lo - 1:hi]}}

@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterable
 
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.baselines.fixed import FixedMethodAgent
-from fwgym.baselines.forecast import FixedForecastAgent, RoutingAgent
+from fwgym.baselines.forecast import FixedForecastAgent, QuantileForecastAgent, RoutingAgent
 from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_oracle, free_menu_oracle
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
@@ -14,7 +14,7 @@ from fwgym.forecasters.registry import (EXTENDED_MODELS, NO_TSFM_MODELS, POOLS, 
                                         known_models)
 
 __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
-           "policy_models", "CONTEXT_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
+           "policy_models", "CONTEXT_POLICIES", "FORECAST_POLICIES", "FORECAST_TASK_POLICIES", "suite_policies", "default_policies",
            "unavailable_policies", "policy_names", "make_policy", "MAX_POLICY_NAME_CHARS", "policy_name_key",
            "check_policy_name"]
 
@@ -59,6 +59,8 @@ def policy_models(name: str) -> tuple[str, ...]:
         return NO_TSFM_MODELS
     if name == "routing_reference":
         return ("chronos2",)
+    if name == "seasonal_empirical_quantiles":
+        return ("seasonal_empirical",)
     if name in TSFM_POLICIES or name in STATISTICAL_MODELS or name == "seasonal_empirical":
         return (name,)
     if name in _FACTORIES:
@@ -70,8 +72,10 @@ def policy_models(name: str) -> tuple[str, ...]:
 
 #: default policies of the context and forecast suites (the text-reading baseline and the same method without the text)
 CONTEXT_POLICIES: tuple[str, ...] = ("context_hour_of_day_empirical", "hour_of_day_empirical_samples")
+#: default policies of the forecast suite: the context policies and a bought forecast submitted as quantiles
+FORECAST_POLICIES: tuple[str, ...] = CONTEXT_POLICIES + ("seasonal_empirical_quantiles",)
 #: named policies that can play the forecast task (submit quantiles or samples); the others submit decisions
-FORECAST_TASK_POLICIES: tuple[str, ...] = CONTEXT_POLICIES
+FORECAST_TASK_POLICIES: tuple[str, ...] = FORECAST_POLICIES
 
 
 def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol") -> tuple[list[str], dict[str, str]]:
@@ -86,7 +90,7 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
             policies (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) after the priced fixed
             ones in the decision and context suites, and ``catalog_oracle_extended`` after
             ``catalog_oracle`` in the decision suite (the context suite's defaults hold no menu oracle;
-            the forecast suite's only policies that submit forecasts). Run them in envs made with
+            the forecast suite's only policies that submit forecasts, :data:`FORECAST_POLICIES`). Run them in envs made with
             ``models=EXTENDED_MODELS``.
 
     Returns:
@@ -100,7 +104,7 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
     if suite not in ("decision", "context", "forecast"):
         raise ValueError(f"unknown suite {suite!r}; expected decision, context or forecast")
     if suite == "forecast":
-        return list(CONTEXT_POLICIES), {}
+        return list(FORECAST_POLICIES), {}
     policies, skipped = default_policies(include_tsfm and pool != "no_tsfm")
     if pool == "no_tsfm":  # the TSFM-access ablation: no TSFM policy, the catalog oracle over the smaller pool
         policies[policies.index("catalog_oracle")] = "catalog_oracle_no_tsfm"
@@ -162,6 +166,7 @@ def unavailable_policies(policies) -> dict[str, str]:
 
 _FACTORIES["context_hour_of_day_empirical"] = lambda: ContextAwareAgent(use_context=True)
 _FACTORIES["hour_of_day_empirical_samples"] = lambda: ContextAwareAgent(use_context=False)
+_FACTORIES["seasonal_empirical_quantiles"] = lambda: QuantileForecastAgent("seasonal_empirical")
 
 
 def policy_names() -> list[str]:

@@ -70,6 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "RUN reports the repeats' stability (LLM agents only; default 1)")
     p.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
+    p.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",
+                   help="context and forecast suites: seed of the scenario drawn per case (default 0, the reported "
+                        "tables'); a setting of the run")
     p.add_argument("--pool", choices=tuple(POOLS), default="protocol",
                    help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs), "
                         "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
@@ -515,6 +518,14 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
         print(f"warning: policy {policy} runs without its model ({reason}); its episodes that need the model fall "
               f"back to {FALLBACK_METHOD}, so its row does not measure the model", file=sys.stderr)
     env_kwargs = dict(SUITES[args.suite])
+    seed = getattr(args, "scenario_seed", 0)
+    if seed:
+        if not env_kwargs.get("scenarios"):
+            raise ValueError(f"--scenario-seed applies to the context and forecast suites (scenario notes), not to "
+                             f"--suite {args.suite}")
+        if seed < 0:
+            raise ValueError(f"--scenario-seed must be >= 0, got {seed}")
+        env_kwargs["scenario_seed"] = int(seed)
     if models != POOLS["protocol"]:
         env_kwargs["models"] = list(models)
     _check_pool(policies, pool, models)

@@ -91,6 +91,8 @@ def _policy_kind(name: str) -> str:
         return "hindsight oracle"
     if name in CONTEXT_POLICIES:
         return "context baseline"
+    if name == "seasonal_empirical_quantiles":
+        return "forecast baseline, bought quantiles"
     return "fixed, plug-in model"
 
 

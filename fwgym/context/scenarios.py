@@ -1,20 +1,14 @@
 """Context scenarios (Context is Key, Williams et al. 2024): an announced event that changes the real target.
 
 A :class:`Scenario` is a deterministic (seeded by case id and seed) transformation of a case's realised
-24-hour target plus the operator's note that announces it, a region of interest (RoI, the hours the
-note names) and optional bounds. The note states the event and its expected size, never realised
-values. Families:
-
-electricity (hours in the balancing authority's local time, with UTC in brackets)
-  * ``temperature_advisory``: a heat advisory (May-Sep) or cold snap (Oct-Apr) raises demand by a
-    stated percentage over stated hours;
-  * ``industrial_outage``: a large customer of a stated size (MW) is offline over stated hours;
-  * ``transmission_limit``: served load is capped at a stated MW over stated hours (upper bound).
-cycle hire (London local time)
-  * ``station_closure``: the station is closed over stated hours: zero departures (upper bound 0);
-  * ``event_surge``: an event nearby ends at a stated time: departures multiply by a stated factor
-    for the next hours;
-  * ``heavy_rain``: heavy rain over stated hours: departures fall to a stated share of normal.
+24-hour target plus the note that announces it, a region of interest (RoI, the hours the note names)
+and optional bounds. The families (:mod:`fwgym.context.families`) cover CiK's context types: future
+events stated in the note (c_f), effects relative to a pattern in the visible history (c_h), a covariate
+table whose relation the history shows (c_cov), mechanisms (c_causal); notes that give local times only
+also need the series' time zone (c_i). Every note is written in one of many registers, lengths and
+phrasings (:mod:`fwgym.context.phrasing`); test and sealed cases use a pool of writing never used on
+train and dev cases. The event is drawn first from its own random stream and the note written after it
+from another, so no wording changes an effect. The note states the event, never a realised value.
 
 Cycle-hire values stay non-negative integers; electricity values stay >= 0.
 """
@@ -27,17 +21,49 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from fwgym.context.families import CYCLE_HIRE_FAMILIES, ELECTRICITY_FAMILIES, Family, apply_ops
+from fwgym.context.notes import render_note
 from fwgym.core.cases import LONDON, Case
-from fwgym.core.contract import TARGET_HOURS
 from fwgym.data import read_csv_rows
 from fwgym.core.series import hour_to_datetime
 
-__all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario"]
+__all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario", "register_families",
+           "family_spec", "skeleton_ids"]
 
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "electricity": ("temperature_advisory", "industrial_outage", "transmission_limit"),
-    "cycle_hire": ("station_closure", "event_surge", "heavy_rain"),
-}
+_REGISTRY: dict[str, dict[str, Family]] = {}
+
+
+def register_families(domain: str, families) -> None:
+    """Declare a domain's scenario families (a domain module's own :class:`~fwgym.context.families.Family`
+    tuple); later families of the same name replace earlier ones.
+
+    Raises:
+        ValueError: a family of another domain.
+    """
+    for f in families:
+        if f.domain != domain:
+            raise ValueError(f"family {f.name!r} belongs to {f.domain!r}, not {domain!r}")
+        _REGISTRY.setdefault(domain, {})[f.name] = f
+    FAMILIES[domain] = tuple(_REGISTRY[domain])
+
+
+#: family names per domain (in draw order)
+FAMILIES: dict[str, tuple[str, ...]] = {}
+register_families("electricity", ELECTRICITY_FAMILIES)
+register_families("cycle_hire", CYCLE_HIRE_FAMILIES)
+
+
+def family_spec(domain: str, name: str) -> Family:
+    """The :class:`~fwgym.context.families.Family` ``name`` of ``domain``.
+
+    Raises:
+        ValueError: unknown family for the domain.
+    """
+    try:
+        return _REGISTRY[domain][name]
+    except KeyError:
+        raise ValueError(f"unknown scenario family {name!r} for {domain}; expected one of "
+                         f"{list(FAMILIES.get(domain, ()))}") from None
 
 
 @lru_cache(maxsize=None)
@@ -74,10 +100,16 @@ class Scenario:
 
     Attributes:
         family: family name (see :data:`FAMILIES`).
-        text: the operator's note shown to agents.
+        text: the note shown to agents (one line).
         roi: bool (24,), the target hours the note names.
         lower, upper: float (24,) bounds (NaN where unbounded) or None.
         params: the family's parameters (factor, MW, cap, ...) for analysis; not shown to agents.
+        effect: the effect operations (:func:`fwgym.context.families.apply_ops`); not shown to agents.
+        context_types: CiK context types the note needs (``c_i``, ``c_h``, ``c_cov``, ``c_f``, ``c_causal``).
+        skills: CiK skill tags.
+        skeleton: id of the note's skeleton (``family/pool/core<k>/<register>``).
+        variant: how the note is written (``pool``, ``register``, ``length``, ``distractor``, ``span_form``,
+            ``quantity_form``).
     """
 
     family: str
@@ -86,123 +118,54 @@ class Scenario:
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
     params: dict = field(default_factory=dict)
+    effect: tuple = ()
+    context_types: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
+    skeleton: str = ""
+    variant: dict = field(default_factory=dict)
+    domain: str = "electricity"
 
     def apply(self, target: np.ndarray) -> np.ndarray:
         """The scenario's target: the realised target transformed by the event (float64 (24,))."""
-        y = np.array(target, dtype=np.float64)
-        p, m = self.params, self.roi
-        if self.family == "temperature_advisory":
-            y[m] *= 1.0 + p["pct"] / 100.0
-        elif self.family == "industrial_outage":
-            y[m] = np.maximum(y[m] - p["mw"], 0.0)
-        elif self.family == "transmission_limit":
-            y[m] = np.minimum(y[m], p["cap"])
-        elif self.family == "station_closure":
-            y[m] = 0.0
-        elif self.family in ("event_surge", "heavy_rain"):
-            y[m] = np.rint(y[m] * p["factor"])
-        else:  # pragma: no cover - families are closed
-            raise ValueError(f"unknown scenario family {self.family!r}")
-        return y
+        return apply_ops(target, list(self.effect), integer=self.domain == "cycle_hire")
+
+    def metadata(self) -> dict:
+        """What agents may know about the note (JSON-safe): ``context_types``, ``skills`` (no family, no effect)."""
+        return {"context_types": list(self.context_types), "skills": list(self.skills)}
 
 
-def _fmt_hour(h: int) -> str:
-    return f"{h % 24:02d}:00"
-
-
-def _window(case: Case, rng: np.random.Generator, starts: tuple[int, int], lengths: tuple[int, int]) -> tuple[np.ndarray, int, int]:
-    """A contiguous block of target hours starting at a local clock hour drawn from ``starts``.
-
-    Returns ``(roi mask, local start hour, local end hour)`` where the end is the local hour just after
-    the block (the block is cut at the end of the target window).
-    """
-    lh = local_hours(case)
-    start = int(rng.integers(starts[0], starts[1] + 1))
-    length = int(rng.integers(lengths[0], lengths[1] + 1))
-    hits = np.flatnonzero(lh == start)
-    i0 = int(hits[0]) if len(hits) else int(np.argmin(np.abs(lh - start)))
-    i1 = min(i0 + length, TARGET_HOURS)
-    roi = np.zeros(TARGET_HOURS, dtype=bool)
-    roi[i0:i1] = True
-    return roi, int(lh[i0]), int(lh[i1 - 1] + 1) % 24
-
-
-def _utc_span(case: Case, roi: np.ndarray) -> str:
-    idx = np.flatnonzero(roi)
-    a, b = case.target_hours[idx[0]], case.target_hours[idx[-1]] + 1
-    fa, fb = hour_to_datetime(a), hour_to_datetime(b)
-    return f"{fa:%H:%M}-{fb:%H:%M} UTC"
-
-
-def make_scenario(case: Case, seed: int = 0, family: str | None = None) -> Scenario:
+def make_scenario(case: Case, seed: int = 0, family: str | None = None, *, phrasing: dict | None = None) -> Scenario:
     """The scenario of ``case`` (deterministic in ``case.case_id`` and ``seed``).
 
     Args:
         case: the case (its visible history sets magnitudes such as caps; never its target).
         seed: scenario seed.
         family: force a family (default: chosen from the case id and seed).
+        phrasing: force parts of the writing (``{"span": form, "register": i, "core": i, "length": ...,
+            "distractor": ...}``, :func:`fwgym.context.notes.render_note`); the effect never depends on it.
 
     Raises:
-        ValueError: unknown family for the case's domain.
+        ValueError: unknown family for the case's domain; a phrasing of the other pool.
     """
-    fams = FAMILIES[case.domain]
+    names = FAMILIES[case.domain]
     key = zlib.crc32(f"{case.case_id}|{seed}".encode())
-    rng = np.random.default_rng(key)
-    fam = family or fams[key % len(fams)]
-    if fam not in fams:
-        raise ValueError(f"unknown scenario family {fam!r} for {case.domain}; expected one of {list(fams)}")
-    date = case.target_date.strftime("%A %d %B %Y")
-    if case.domain == "electricity":
-        region = ba_zones()[case.series_id][1]
-        if fam == "temperature_advisory":
-            summer = case.target_date.month in (5, 6, 7, 8, 9)
-            roi, a, b = _window(case, rng, (12, 15) if summer else (6, 8), (4, 6))
-            pct = int(rng.choice([8, 10, 12, 15, 18, 20]))
-            what = ("The National Weather Service has issued a heat advisory" if summer
-                    else "An arctic cold front is forecast to reach the area")
-            load = "air-conditioning" if summer else "heating"
-            text = (f"Operator note: {what} for {region} on {date}. From {_fmt_hour(a)} to {_fmt_hour(b)} local time "
-                    f"({_utc_span(case, roi)}) we expect {load} load to push demand about {pct}% above what it would "
-                    f"normally be at those hours.")
-            return Scenario(fam, text, roi, params={"pct": pct})
-        if fam == "industrial_outage":
-            roi, a, b = _window(case, rng, (6, 14), (4, 8))
-            mw = float(np.round(case.scale * rng.uniform(0.04, 0.10), -1 if case.scale > 2000 else 0))
-            mw = max(mw, 1.0)
-            text = (f"Operator note: a large industrial customer in {region} (about {mw:.0f} MW of steady load) "
-                    f"will be offline for planned maintenance on {date} from {_fmt_hour(a)} to {_fmt_hour(b)} "
-                    f"local time ({_utc_span(case, roi)}); demand will be lower by that amount during the outage.")
-            return Scenario(fam, text, roi, params={"mw": mw})
-        # transmission_limit: cap below the typical level of those hours in the visible history
-        roi, a, b = _window(case, rng, (13, 17), (3, 5))
-        hist = np.asarray(case.history).reshape(14, 24)  # 14 days x 24 hours, aligned to the history start
-        offset = (case.target_hours[roi] - case.history_start) % 24
-        typical = float(hist[:, offset].mean())
-        cap = float(np.round(typical * rng.uniform(0.88, 0.97), -1 if typical > 2000 else 0))
-        text = (f"Operator note: because of a transmission constraint into {region}, no more than {cap:.0f} MW "
-                f"can be served on {date} between {_fmt_hour(a)} and {_fmt_hour(b)} local time "
-                f"({_utc_span(case, roi)}); any load above that will be curtailed.")
-        upper = np.where(roi, cap, np.nan)
-        return Scenario(fam, text, roi, upper=upper, params={"cap": cap})
-    station = case.series.name
-    if fam == "station_closure":
-        roi, a, b = _window(case, rng, (7, 15), (3, 6))
-        text = (f"Maintenance note: the {station} docking station will be closed for dock repairs on {date} "
-                f"from {_fmt_hour(a)} to {_fmt_hour(b)} ({_utc_span(case, roi)}); no bikes can be hired there "
-                f"while it is closed.")
-        return Scenario(fam, text, roi, upper=np.where(roi, 0.0, np.nan), params={"factor": 0.0})
-    if fam == "event_surge":
-        roi, end_hour, _ = _window(case, rng, (16, 21), (2, 3))
-        n = int(roi.sum())
-        factor = float(rng.choice([2.0, 2.5, 3.0]))
-        event = str(rng.choice(["A concert", "A football match", "An open-air festival", "A large conference"]))
-        text = (f"Events note: {event} near the {station} docking station ends at {_fmt_hour(end_hour)} on {date}. "
-                f"For the {n} hours after it ends ({_utc_span(case, roi)}) we expect about {factor:g} times the "
-                f"usual number of hires from this station.")
-        return Scenario(fam, text, roi, params={"factor": factor})
-    roi, a, b = _window(case, rng, (7, 14), (3, 6))
-    pct = int(rng.choice([30, 40, 50, 60]))
-    text = (f"Weather note: the Met Office forecasts heavy rain over central London on {date} from {_fmt_hour(a)} "
-            f"to {_fmt_hour(b)} ({_utc_span(case, roi)}). On such days hires at {station} typically fall to "
-            f"about {pct}% of normal during the rain.")
-    return Scenario(fam, text, roi, params={"factor": pct / 100.0})
+    name = family or names[key % len(names)]
+    spec = family_spec(case.domain, name)
+    lh = local_hours(case)
+    draw = spec.draw(case, np.random.default_rng([key, 1]), lh)  # the event: its own stream
+    text, meta = render_note(case, spec, draw, np.random.default_rng([key, 2]), lh, phrasing or {})
+    extra_types, extra_skills = meta.pop("context_types"), meta.pop("skills")
+    types = tuple(t for t in ("c_i", "c_h", "c_cov", "c_f", "c_causal")
+                  if t in spec.context_types + draw.context_types + extra_types)
+    skills = tuple(dict.fromkeys(("forecasting", "natural language processing") + spec.skills + draw.skills
+                                 + extra_skills))
+    return Scenario(name, text, draw.roi, draw.lower, draw.upper, dict(draw.params), tuple(draw.ops), types, skills,
+                    meta.pop("skeleton"), meta, case.domain)
+
+
+def skeleton_ids(domain: str, family: str, pool: str) -> list[str]:
+    """Every skeleton id of a family in a pool (cores x register frames)."""
+    from fwgym.context.phrasing import FRAMES
+
+    spec = family_spec(domain, family)
+    return [f"{family}/{pool}/core{i}/{reg}" for i in range(len(spec.cores[pool])) for reg, _ in FRAMES[pool]]

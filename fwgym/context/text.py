@@ -164,7 +164,8 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
             "{\"tool\": \"submit\", \"args\": {\"samples\": [[24 values], ... at least 2 rows]}}.",
             "Score: Region-of-Interest CRPS (lower is better): the hours named in the context weigh half, bounds stated "
             "in the context are enforced by a penalty; credits spent may add a cost. Samples are scored as the "
-            "distribution they form (equal weights), quantiles by the quantile score, so submit your honest forecast.",
+            "distribution they form (equal weights); 9 quantiles as the same distribution: their 9 values as equally "
+            "weighted atoms, exactly like the same numbers sent as 9 samples.",
         ]
     lines.append(f"Forecast budget: {budget} credits. Tool-call limit: {max_calls} (submit does not count; call "
                  f"{max_calls + 1} ends the episode as invalid). Tools: {', '.join(tools)}.")

@@ -57,7 +57,10 @@ def score_submission(case: Case, scenario: Scenario | None, task: str, submissio
         decision: ``{"loss", "floor", "R", "S", "levels"}`` (loss and floor in units of the scale; an
         invalid episode scores ``mean_h max_g cost + 1``, ``levels`` ``None``); forecast: ``{"rcrps",
         "crps", "alpha", "loss" (= rcrps, uncapped), "floor" (0.0), "R" (min(rcrps, 5)), "S" (R +
-        credit_weight * credits / B), "levels" (None)}``; an invalid forecast scores the cap 5.
+        credit_weight * credits / B), "levels" (None), "rcrps_no_violation" (the RCRPS without its bound-violation
+        term, uncapped; the cap for an invalid forecast), "rcrps_fair" (the RCRPS with CiK's fair estimator for
+        sample submissions, for model-drawn samples such as CiK's direct prompt; ``None`` for quantiles and
+        invalid forecasts)}``; an invalid forecast scores the cap 5.
 
     Raises:
         ValueError: unknown task, a submission of the other task, non-finite inputs (:func:`fwgym.core.scoring.case_score`).
@@ -88,8 +91,9 @@ def _score_forecast(case: Case, sc: Scenario | None, y: np.ndarray, sub: Forecas
     non-finite score scores the cap 5)."""
     alpha = rcrps_alpha(case.domain, case.series_id, None if sc is None else sc.family)
     roi, lower, upper = (sc.roi, sc.lower, sc.upper) if sc is not None else (None, None, None)
-    res = score_forecast(sub, y, alpha, roi, lower, upper)
+    res = score_forecast(sub, y, alpha, roi, lower, upper, fair=True)
     cost = credit_weight * credits / budget
-    # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite)
-    return {"rcrps": res["rcrps"], "crps": res["crps"], "alpha": alpha, "loss": res["rcrps"], "floor": 0.0,
-            "R": res["R"], "S": res["R"] + cost, "levels": None}
+    # one schema for every env: R = capped RCRPS, S = R + credit cost, loss = RCRPS (the cap if not finite);
+    # rcrps_fair: the same RCRPS with CiK's fair estimator (a label for model-drawn samples; never the score)
+    # rcrps_no_violation: the same RCRPS without its bound-violation term (what the bounds cost, apart)
+    return {**res, "alpha": alpha, "loss": res["rcrps"], "floor": 0.0, "S": res["R"] + cost, "levels": None}

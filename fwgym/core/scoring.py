@@ -24,18 +24,17 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from fwgym.core.optimizer import QUANTILE_LEVELS
 
 __all__ = ["BUDGET", "LOSS_WEIGHT", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_RELPATH", "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
-           "pinball_loss", "crps_quantiles", "bound_violation", "rcrps", "rcrps_quantiles", "score_forecast",
+           "pinball_loss", "crps_quantiles", "quantile_atoms", "bound_violation", "rcrps", "rcrps_terms", "score_forecast",
            "ALPHA_SCENARIO_SEED", "ALPHA_SCENARIO_CASES", "rcrps_alpha"]
 
 BUDGET = 113_726  #: credits per case
 #: version of the scoring rules (every formula from a submission to loss, floor, R, S, CRPS and RCRPS:
 #: this module, :mod:`fwgym.core.scorer` and the optimizer's plan and floor). Bump it with any change that can
 #: move a stored score; results of different scorer versions are never merged into one leaderboard.
-SCORER_VERSION = "1"
+SCORER_VERSION = "2"  # 2: quantile submissions scored as 9 equally weighted atoms (issue 27)
 SIGMA_PATH = Path(__file__).resolve().parents[1] / "config" / "sigma.json"
 #: values reported by the FWBench paper on its own data, for comparison only
 REFERENCE_SIGMA = {"electricity": 0.054206794827132906, "cycle_hire": 0.04340576638915502}
@@ -216,12 +215,19 @@ def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "lo
 #   (``[[0]*24, [1e9]*24]`` scored RCRPS 0 on every test case), and the per-hour min and max of an
 #   honest ensemble beat the ensemble.
 #
-# Quantile submissions (9 levels 0.1..0.9) are scored by the quantile score
-# ``QS = 2/K sum_k pinball_{tau_k}(q_k, y)`` (:func:`crps_quantiles`), a strictly proper score for
-# the 9 quantiles and the K-level discretisation of ``CRPS = 2 integral_0^1 pinball_tau dtau``
-# (Gneiting & Raftery 2007, eq. 22). It ignores the tails below 0.1 and above 0.9 and overweights
-# the centre: for a normal predictive distribution and y drawn from it, E[QS] = 1.094 E[CRPS]
-# (``2 sqrt(pi) mean_k phi(Phi^-1(tau_k))``); measured on the test split, see the README.
+# Quantile submissions (9 values at levels 0.1..0.9) are scored as the distribution they define: the
+# 9 values as equally weighted atoms (mass 1/9 each), i.e. exactly as the same 9 numbers submitted as
+# samples (:func:`quantile_atoms`; one rule, so no format scores better for the same numbers). That
+# distribution's quantiles at levels 0.1, ..., 0.9 are the submitted values (its quantile function is
+# the step x_(k) on ((k-1)/9, k/9], and tau_k = k/10 lies in that interval), it needs no assumed tails,
+# and its CRPS is exact. The quantile score ``QS = 2/K sum_k pinball_{tau_k}`` (:func:`crps_quantiles`),
+# which fwgym used before (scorer version 1), is no CRPS of any distribution: on the same numbers it
+# exceeds the atoms' CRPS by exactly ``(2/810) sum_k (k - 5) q_(k) >= 0`` (the identity of issue 27),
+# so it punished the quantile format. It stays a library function (the pinball diagnostics).
+# For a continuous belief F, the best 9 atoms are F's quantiles at the mid-levels (2k - 1)/18
+# (the minimiser of the expected CRPS over 9-atom distributions); for a normal F they score 0.84 %
+# above F's own CRPS and F's 0.1..0.9 quantiles 0.73 % above them (docs/context.md); many samples
+# approximate F best.
 
 #: weight of the constraint-violation term in RCRPS
 RCRPS_BETA = 10.0
@@ -299,8 +305,9 @@ def crps_quantiles(quantiles: np.ndarray, levels, y: np.ndarray) -> np.ndarray:
     """Quantile score per step: ``QS = 2/K sum_k pinball_{tau_k}(q_k, y)``, twice the mean pinball loss
     over the K levels; the K-level discretisation of ``CRPS = 2 integral_0^1 pinball_tau dtau``
     (Gneiting & Raftery 2007, eq. 22; Laio & Tamea 2007). Strictly proper for the K quantiles; as an
-    estimate of the CRPS it is biased (see the module notes: +9.4 % for a normal distribution at
-    levels 0.1..0.9).
+    estimate of the CRPS it is biased (+9.4 % for a normal distribution at levels 0.1..0.9). Not the
+    score of quantile submissions (:func:`score_forecast` scores those as the distribution they
+    define); kept for pinball diagnostics.
 
     Args:
         quantiles: (T, K). levels: K levels. y: (T,).
@@ -365,6 +372,21 @@ def _roi_mean(per_step: np.ndarray, roi) -> float:
     return 0.5 * float(per_step[m].mean()) + 0.5 * float(per_step[~m].mean())
 
 
+def _rcrps_parts(x: np.ndarray, y: np.ndarray, roi, lower, upper, beta: float, estimator: str) -> tuple[float, float]:
+    """``(base, penalty)`` of :func:`rcrps` before the ``alpha`` scaling: the RoI-weighted mean CRPS and
+    ``beta * CRPS(v, 0)`` (0.0 without bounds or violations, ``inf`` for violations beyond float range)."""
+    per_step = crps_ensemble(x, y, estimator=estimator)
+    base = _roi_mean(np.atleast_1d(per_step), roi)
+    penalty = 0.0
+    if lower is not None or upper is not None:
+        v = bound_violation(x if x.ndim == 2 else x[:, None], lower, upper)
+        if not np.all(np.isfinite(v)):  # violations beyond float range (samples near 1e308)
+            penalty = math.inf
+        elif v.any():
+            penalty = beta * float(crps_ensemble(v[:, None], np.zeros(1), estimator=estimator)[0])
+    return base, penalty
+
+
 def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
           lower: np.ndarray | None = None, upper: np.ndarray | None = None, beta: float = RCRPS_BETA, *,
           estimator: str = "nrg") -> float:
@@ -377,6 +399,7 @@ def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | No
     ``threshold_weighted_crps`` with roi_weight 1/2, violation factor beta, scaling alpha; CiK
     multiplies samples and bounds by alpha before the violation, which the CRPS's homogeneity makes
     the same); ``"nrg"`` (default) scores submitted samples as their empirical distribution.
+    :func:`rcrps_terms` gives the two terms apart.
 
     Args:
         samples: (n, T) forecast samples, raw units.
@@ -395,63 +418,56 @@ def rcrps(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | No
     """
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha!r}")
-    x = np.asarray(samples, dtype=np.float64)
-    per_step = crps_ensemble(x, y, estimator=estimator)
-    base = _roi_mean(np.atleast_1d(per_step), roi)
-    penalty = 0.0
-    if lower is not None or upper is not None:
-        v = bound_violation(x if x.ndim == 2 else x[:, None], lower, upper)
-        if not np.all(np.isfinite(v)):  # violations beyond float range (samples near 1e308)
-            penalty = math.inf
-        elif v.any():
-            penalty = beta * float(crps_ensemble(v[:, None], np.zeros(1), estimator=estimator)[0])
+    base, penalty = _rcrps_parts(np.asarray(samples, dtype=np.float64), y, roi, lower, upper, beta, estimator)
     return float(alpha * (base + penalty))
 
 
-def rcrps_quantiles(quantiles: np.ndarray, levels, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
-                    lower: np.ndarray | None = None, upper: np.ndarray | None = None, beta: float = RCRPS_BETA) -> float:
-    """Region-of-Interest CRPS of a quantile forecast, with the quantile score in both terms.
-
-    ``alpha * [1/2 mean_{RoI} QS_t + 1/2 mean_{not RoI} QS_t + beta * QS(sort(v), 0)]`` where ``QS``
-    is :func:`crps_quantiles` and ``v_k`` is the :func:`bound_violation` of the level-k quantile path
-    ``q[:, k]``, sorted ascending. With upper bounds only (or lower bounds only, the levels being
-    symmetric) ``sort(v)`` are exactly the level-tau quantiles of the violation of comonotone paths,
-    since the violation is monotone in each value; so the violation term is the quantile score of the
-    forecast's own violation quantiles.
-
-    Args:
-        quantiles: (T, K) non-decreasing along K, raw units. levels: K levels. y: (T,).
-        alpha, roi, lower, upper, beta: as :func:`rcrps`.
-
-    Raises:
-        ValueError: as :func:`rcrps`.
-    """
+def rcrps_terms(samples: np.ndarray, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
+                lower: np.ndarray | None = None, upper: np.ndarray | None = None, beta: float = RCRPS_BETA, *,
+                estimator: str = "nrg") -> tuple[float, float]:
+    """The two terms of :func:`rcrps`: ``(alpha * RoI-weighted mean CRPS, alpha * beta * CRPS(v, 0))``,
+    the CRPS term (the RCRPS without the violation term, exactly ``rcrps`` with no bounds) and the
+    bound-violation term (0.0 without bounds or violations, ``inf`` for violations beyond float range).
+    Their sum is ``rcrps`` up to rounding (``rcrps`` scales the sum once). Arguments, units and errors
+    as :func:`rcrps`."""
     if not alpha > 0:
         raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    base, penalty = _rcrps_parts(np.asarray(samples, dtype=np.float64), y, roi, lower, upper, beta, estimator)
+    return float(alpha * base), float(alpha * penalty)
+
+
+def quantile_atoms(quantiles: np.ndarray) -> np.ndarray:
+    """The distribution a quantile submission defines, as sample paths: the 9 values of each hour as
+    equally weighted atoms, the level-k path ``quantiles[:, k]`` being atom k (its violation is that
+    path's violation, as for a submitted sample path).
+
+    Args:
+        quantiles: float (T, K) quantile values per step (K = 9 at levels 0.1..0.9).
+
+    Returns:
+        float64 (K, T), the transpose: scored by :func:`rcrps` with ``estimator="nrg"`` it gives exactly
+        the score of the same numbers submitted as K samples.
+
+    Raises:
+        ValueError: not a 2-d array.
+    """
     q = np.asarray(quantiles, dtype=np.float64)
-    obs = np.asarray(y, dtype=np.float64).reshape(-1)
-    if q.ndim != 2 or q.shape[0] != obs.shape[0] or q.shape[1] != len(levels):
-        raise ValueError(f"quantiles must be (T, K) = ({obs.shape[0]}, {len(levels)}), got {q.shape}")
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(obs))):
-        raise ValueError("quantiles and y must be finite")
-    base = _roi_mean(crps_quantiles(q, levels, obs), roi)
-    penalty = 0.0
-    if lower is not None or upper is not None:
-        v = np.sort(bound_violation(q.T, lower, upper))
-        if not np.all(np.isfinite(v)):
-            penalty = math.inf
-        elif v.any():
-            penalty = beta * float(crps_quantiles(v[None, :], levels, np.zeros(1))[0])
-    return float(alpha * (base + penalty))
+    if q.ndim != 2:
+        raise ValueError(f"quantiles must be (T, K), got shape {q.shape}")
+    return np.ascontiguousarray(q.T)
 
 
 def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | None = None,
-                   lower: np.ndarray | None = None, upper: np.ndarray | None = None) -> dict:
+                   lower: np.ndarray | None = None, upper: np.ndarray | None = None, *, fair: bool = False) -> dict:
     """The score of a forecast submission (the forecast envs' reward is ``-R``): the whole assembly.
 
-    Samples (n, 24) are scored by :func:`rcrps` with the exact CRPS of their empirical distribution
-    (``estimator="nrg"``), quantiles (24, 9) at levels 0.1..0.9 by :func:`rcrps_quantiles` (the
-    quantile score). A missing (invalid) submission, or a score that is not finite, gets the cap.
+    One rule for both formats: samples (n, 24) are scored by :func:`rcrps` with the exact CRPS of their
+    empirical distribution (``estimator="nrg"``); quantiles (24, 9) at levels 0.1..0.9 are the
+    distribution they define, their 9 values as equally weighted atoms (:func:`quantile_atoms`), scored
+    the same way, so the same numbers score identically in either format. A missing (invalid)
+    submission, or a score that is not finite, gets the cap. With ``fair=True`` the same RCRPS with
+    CiK's fair estimator is added (``"rcrps_fair"``, for samples that are independent model draws, as
+    CiK's direct prompt; ``None`` for quantiles and for fewer than 2 samples).
 
     Args:
         submission: a :class:`fwgym.core.contract.ForecastSubmission` (validated: finite, bounded by
@@ -462,22 +478,34 @@ def score_forecast(submission, y: np.ndarray, alpha: float, roi: np.ndarray | No
 
     Returns:
         ``{"rcrps": RCRPS (RCRPS_CAP when invalid or not finite), "R": min(rcrps, RCRPS_CAP),
-        "crps": mean per-step CRPS (nrg) or quantile score in raw units (None when invalid)}``.
-        Never raises for a validated submission.
+        "rcrps_no_violation": the same RCRPS without its bound-violation term (alpha times the
+        RoI-weighted CRPS alone, :func:`rcrps_terms`; uncapped, RCRPS_CAP when invalid or not finite;
+        equal to rcrps, bit for bit, when nothing violates a bound), "crps": mean per-step CRPS (nrg)
+        in raw units (None when invalid)}``, plus ``"rcrps_fair"`` (uncapped, the cap when not finite;
+        ``None`` where it does not apply) when ``fair``. Never raises for a validated submission.
     """
     if submission is None:
-        return {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "crps": None}
+        return {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "rcrps_no_violation": RCRPS_CAP, "crps": None,
+                **({"rcrps_fair": None} if fair else {})}
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    # one memory layout for both formats, so that the same numbers give the same float sums bit for bit
+    paths = quantile_atoms(submission.values) if submission.kind == "quantiles" else \
+        np.ascontiguousarray(submission.values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        if submission.kind == "quantiles":
-            step = crps_quantiles(submission.values, QUANTILE_LEVELS, y)
-            score = rcrps_quantiles(submission.values, QUANTILE_LEVELS, y, alpha, roi, lower, upper)
-        else:
-            step = crps_ensemble(submission.values, y, estimator="nrg")
-            score = rcrps(submission.values, y, alpha, roi, lower, upper, estimator="nrg")
-    crps_mean = float(np.mean(step))
-    if not math.isfinite(score):
-        score = RCRPS_CAP
-    return {"rcrps": score, "R": min(score, RCRPS_CAP), "crps": crps_mean if math.isfinite(crps_mean) else None}
+        step = crps_ensemble(paths, y, estimator="nrg")
+        base, penalty = _rcrps_parts(paths, y, roi, lower, upper, RCRPS_BETA, "nrg")
+        score, no_violation = float(alpha * (base + penalty)), float(alpha * base)  # as rcrps and rcrps_terms
+        crps_mean = float(np.mean(step))
+        out = {"rcrps": score if math.isfinite(score) else RCRPS_CAP, "R": 0.0,
+               "rcrps_no_violation": no_violation if math.isfinite(no_violation) else RCRPS_CAP,
+               "crps": crps_mean if math.isfinite(crps_mean) else None}
+        if fair:
+            drawn = submission.kind == "samples" and len(paths) >= 2
+            f = rcrps(paths, y, alpha, roi, lower, upper, estimator="fair") if drawn else None
+            out["rcrps_fair"] = None if f is None else (f if math.isfinite(f) else RCRPS_CAP)
+    out["R"] = min(out["rcrps"], RCRPS_CAP)
+    return out
 
 
 #: seed of the scenarios drawn on train cases for :func:`rcrps_alpha` (fixed, as CiK's scaling seeds)

@@ -55,11 +55,11 @@ from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
 from fwgym.forecasters.registry import check_models, get_forecaster
 from fwgym.forecasters.store import active_store, open_store
-from fwgym.core.optimizer import QUANTILE_LEVELS, perfect_demand_plan
+from fwgym.core.optimizer import perfect_demand_plan
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.series import hour_to_iso
 from fwgym.core.scorer import score_submission
-from fwgym.core.scoring import BUDGET, case_weights, crps_quantiles, load_sigma
+from fwgym.core.scoring import BUDGET, case_weights, crps_ensemble, load_sigma, quantile_atoms
 from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
                          parse_action, result_json)
 from fwgym.validation import check_int, is_number
@@ -79,6 +79,13 @@ def _submission_json(submission) -> dict | None:
     if submission is None or not hasattr(submission, "kind"):
         return None
     return {"kind": submission.kind, "values": np.asarray(submission.values, dtype=np.float64).tolist()}
+
+
+def _scenario_fields(scenario) -> dict:
+    """The record's note metadata: ``context_types``, ``skills``, ``skeleton`` (``None`` without a scenario)."""
+    if scenario is None:
+        return {"context_types": None, "skills": None, "skeleton": None}
+    return {"context_types": list(scenario.context_types), "skills": list(scenario.skills), "skeleton": scenario.skeleton}
 
 
 def _short(text: str, limit: int) -> str:
@@ -342,6 +349,8 @@ class FWBenchEnv(gym.Env):
             "tools": list(self.tools),
             "budget": self.budget,
             "max_calls": self.max_calls,
+            # the note's CiK context types and skills (never its family, effect or values)
+            "scenario": self.episode.scenario.metadata() if self.episode.scenario is not None else None,
         }
 
     def step(self, action: Any):
@@ -486,6 +495,7 @@ class FWBenchEnv(gym.Env):
             "lead": case.lead, "split": case.split, "credits": ep.spent, "calls": ep.calls, "valid": valid,
             "status": status, "reason": reason, "tool_counts": dict(ep.tool_counts),
             "scenario": ep.scenario.family if ep.scenario is not None else None,
+            **_scenario_fields(ep.scenario),
             "forecast_crps": self._forecast_crps(),
         }
         submission = ep.submission if valid else None
@@ -523,7 +533,8 @@ class FWBenchEnv(gym.Env):
             "case_id": case.case_id, "domain": case.domain, "cohort": case.cohort, "series_id": case.series_id,
             "lead": case.lead, "split": case.split, "credits": ep.spent, "calls": ep.calls, "valid": False,
             "status": HARNESS_ERROR, "reason": str(reason), "tool_counts": dict(ep.tool_counts),
-            "scenario": ep.scenario.family if ep.scenario is not None else None, "forecast_crps": {},
+            "scenario": ep.scenario.family if ep.scenario is not None else None, **_scenario_fields(ep.scenario),
+            "forecast_crps": {},
             "loss": None, "floor": None, "R": None, "S": None, "levels": None, "submission": None,
             "budget_left": ep.budget_left,
         }
@@ -537,13 +548,15 @@ class FWBenchEnv(gym.Env):
         return -weight * credits / (self.budget or BUDGET)
 
     def _forecast_crps(self) -> dict:
-        """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it."""
+        """CRPS (raw units and divided by scale) over the target window of each purchased forecast covering it:
+        its 9 quantiles as the distribution they define (equally weighted atoms, the rule that scores
+        a quantile submission, :func:`fwgym.core.scoring.score_forecast`)."""
         ep = self.episode
         out = {}
         for fid, fc in ep.forecasts.items():
             q = target_quantiles(ep.case, fc["quantiles"])
             if q is not None:
-                c = float(crps_quantiles(q, QUANTILE_LEVELS, ep.target()).mean())
+                c = float(crps_ensemble(quantile_atoms(q), ep.target(), estimator="nrg").mean())
                 out[fid] = {"model": fc["model"], "crps": c, "crps_scaled": c / ep.case.scale}
         return out
 

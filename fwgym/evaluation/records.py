@@ -51,8 +51,9 @@ class PurchasedForecastCRPS(TypedDict):
     """Score of one purchased forecast over the target window (a value of ``forecast_crps``)."""
 
     model: Annotated[str, "the forecast model that was bought (e.g. seasonal_empirical, chronos2)"]
-    crps: Annotated[float, "mean over the 24 target hours of the CRPS of its 9 quantiles (raw units: MW or "
-                           "departures/hour; fwgym.core.scoring.crps_quantiles)"]
+    crps: Annotated[float, "mean over the 24 target hours of the CRPS of its 9 quantiles as equally weighted "
+                           "atoms (raw units: MW or departures/hour; the rule of quantile submissions, "
+                           "fwgym.core.scoring.score_forecast)"]
     crps_scaled: Annotated[float, "crps divided by the case's scale s (mean of the visible history)"]
 
 
@@ -111,6 +112,12 @@ class DetailFields(TypedDict):
                                        "without an accepted answer"]
     budget_left: Annotated[int, "credits left at the end (budget - credits)"]
     scenario: Annotated[str | None, "scenario family of the case's context (context and forecast suites), else None"]
+    context_types: Annotated[list[str] | None, "Context is Key context types the note needs (c_i, c_h, c_cov, c_f, "
+                                               "c_causal); None without a scenario"]
+    skills: Annotated[list[str] | None, "Context is Key skill tags of the note (e.g. 'reasoning: causal'); None "
+                                        "without a scenario"]
+    skeleton: Annotated[str | None, "the note's skeleton id (family/pool/core<k>/<register>; pool seen on train and "
+                                    "dev, held_out elsewhere); None without a scenario"]
     forecast_crps: Annotated[dict[str, PurchasedForecastCRPS], "{forecast_id: score} of every purchased forecast "
                                                                "whose horizon covers the target window; {} if none"]
 
@@ -123,6 +130,13 @@ class ForecastTaskFields(TypedDict, total=False):
     crps: Annotated[float | None, "mean over the 24 target hours of the CRPS of the submitted forecast (raw units); "
                                   "None for an invalid forecast"]
     alpha: Annotated[float, "the RCRPS scale alpha of the series (1 / mean target range of held-out instances)"]
+    rcrps_no_violation: Annotated[float, "the same RCRPS without its bound-violation term (alpha times the "
+                                         "RoI-weighted CRPS alone; = rcrps when no path violates a bound), "
+                                         "uncapped; an invalid forecast scores the cap 5"]
+    rcrps_fair: Annotated[float | None, "the same RCRPS with CiK's fair (PWM) estimator, uncapped: comparable to "
+                                        "CiK's published numbers for independent model draws (the direct prompt's "
+                                        "samples); never the score (chosen samples game it); None for quantiles, "
+                                        "invalid forecasts and records without it"]
 
 
 class EpisodeOutcome(CaseFields, ScoreFields, DetailFields, ForecastTaskFields):

@@ -6,7 +6,7 @@ packaged data (and the case's scenario from the run's scenario seed, in the cont
 suites), validates the submission again with the env's own validators, and scores it with the ONE
 scorer the env used (:func:`fwgym.core.scorer.score_submission`), so the check follows any change of the
 scoring rules automatically. A record whose stored ``loss``, ``floor``, ``R`` or ``S`` (and, in the
-forecast suite, ``rcrps``, ``crps``, ``alpha``) differ from the re-computed ones is refused, as are
+forecast suite, ``rcrps``, ``crps``, ``alpha``, ``rcrps_no_violation``, ``rcrps_fair``) differ from the re-computed ones is refused, as are
 non-finite scores, invalid submissions, inconsistent statuses and credits outside ``[0, budget]``.
 
 Tolerance. The re-computation runs the same code on the same inputs, so on one machine it is bit for
@@ -47,7 +47,8 @@ __all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "verify_rec
 RTOL = 1e-12
 #: the fields compared, per task
 VERIFIED_FIELDS: dict[str, tuple[str, ...]] = {"decision": ("loss", "floor", "R", "S"),
-                                               "forecast": ("loss", "floor", "R", "S", "rcrps", "crps", "alpha")}
+                                               "forecast": ("loss", "floor", "R", "S", "rcrps", "crps", "alpha",
+                                                            "rcrps_no_violation", "rcrps_fair")}
 #: statuses the env ends a scored episode with
 ENV_STATUSES: tuple[str, ...] = ("submitted", "invalid_submission", "abstained", "call_limit_exceeded")
 

@@ -14,7 +14,7 @@ from fwgym.core.metrics import SuiteMetric, credit_weight_of, infer_suite, suite
 from fwgym.core.scoring import BUDGET, aggregate
 from fwgym.plots.data import intervals, panel_points, panel_sets, policy_kind
 from fwgym.plots.style import (STYLES, check_path, figure_style, figure_width, freeze_ticks, legend_ncol, mark_figure,
-                               new_figure, save_figure, text_width_in)
+                               new_figure, save_figure, text_width_in, wrap_text)
 
 
 _STYLE = {  # kind -> (marker, colour, size (points^2 at paper size), label)
@@ -150,7 +150,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
         fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncol=ncol, frameon=False,
                    handletextpad=0.3, columnspacing=0.9)
         if title:
-            fig.suptitle(title)
+            fig.suptitle(wrap_text(probe, title.split(" "), float(STYLES[style]["figure.titlesize"]), width - 0.1))
         if mark:
             mark_figure(fig, mark, style)
         # freeze the layout, then place the labels in display space (they need the final axes sizes)

@@ -83,6 +83,13 @@ def _fmt(v, spec: str = ".4f") -> str:
     return out
 
 
+def sentence(text) -> str:
+    """``text`` with its first character upper case and the rest as it is (Jinja's ``capitalize`` lowers the
+    rest: "RCRPS (capped at 5)" would read "Rcrps (capped at 5)")."""
+    text = str(text)
+    return text[:1].upper() + text[1:]
+
+
 def _num(v) -> str:
     """Full-precision sort key of a table cell."""
     if v is None or isinstance(v, bool):
@@ -110,6 +117,7 @@ def _environment():
     env.filters["fmt"] = _fmt
     env.filters["num"] = _num
     env.filters["slug"] = slug
+    env.filters["sentence"] = sentence
     return env
 
 

@@ -59,15 +59,8 @@ from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.registry import PRICED_MODELS
 from fwgym.core.series import hour_to_iso
 from fwgym.core.tariff import credits_for
-from fwgym.rl.features import (
-    CATALOG_CALL,
-    EpisodeTracker,
-    check_raw_env,
-    feature_space,
-    feature_vector,
-    resolve_features,
-    start_episode,
-)
+from fwgym.rl.features import feature_space, feature_vector, resolve_features
+from fwgym.rl.tracker import CATALOG_CALL, EpisodeTracker, check_raw_env, start_episode
 
 __all__ = ["REPLAY_MAX_HORIZON", "FINAL_KINDS", "MacroEntry", "SINGLE_MENU", "SEQUENTIAL_MENU", "MENUS", "menu_for",
            "replay_args", "calls_needed", "entry_valid", "menu_masks", "MacroProgram", "MacroController",

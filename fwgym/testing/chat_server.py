@@ -27,7 +27,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer", "plan_then_answer", "unused_url"]
+__all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer", "plan_then_answer", "forecast_then_answer",
+           "play_every_suite", "trajectory_answer", "is_forecast_request", "unused_url"]
 
 
 def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model"):
@@ -81,6 +82,101 @@ def plan_then_answer(method: str = "weekday_empirical"):
                 decisions = data["result"]["plan"]["decisions"]
                 return completion("Final answer:\n```json\n" + json.dumps({"decisions": decisions}) + "\n```")
         return completion(tool_calls=[("classical_plan", {"method": method})])
+
+    return respond
+
+
+def is_forecast_request(body) -> bool:
+    """Whether a chat request is a forecast episode's: its ``submit`` tool takes ``quantiles``, or (no tools
+    sent) its system message asks for a forecast."""
+    for t in body.get("tools") or ():
+        fn = (t or {}).get("function") or {}
+        if fn.get("name") == "submit":
+            return "quantiles" in json.dumps(fn.get("parameters", {}))
+    system = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "system"), "")
+    return "forecast" in system.lower() and "capacit" not in system.lower()
+
+
+def _tool_result(content: str):
+    """The JSON object of a tool-result message (a tool message, or a user message carrying one), or None."""
+    if "{" not in content:
+        return None
+    try:
+        return json.loads(content[content.index("{"): content.rindex("}") + 1])
+    except ValueError:
+        return None
+
+
+def forecast_then_answer(model: str = "seasonal_empirical"):
+    """A deterministic forecaster for :class:`ScriptedChatServer` (``respond=``) in forecast episodes: without
+    a bought forecast in the conversation it calls ``forecast`` (``model`` at full context; a native tool
+    call when tools are sent, else a JSON tool call in text); then it answers in text with the bought
+    forecast's 24 target rows of 9 quantiles (the context note ignored), a valid forecast scored like the
+    ``seasonal_empirical_quantiles`` policy. Its replies depend on the request only."""
+
+    def respond(body):
+        for m in reversed(body.get("messages", [])):
+            if m.get("role") not in ("tool", "user"):
+                continue
+            data = _tool_result(m.get("content") or "")
+            res = (data or {}).get("result") if isinstance(data, dict) else None
+            if isinstance(res, dict) and ("target_quantiles" in res or "quantiles" in res and "target_steps" in res):
+                if "target_quantiles" in res:
+                    rows = res["target_quantiles"]
+                else:
+                    lo, hi = res["target_steps"]
+                    rows = res["quantiles"][lo - 1:hi]
+                return completion("```json\n" + json.dumps({"quantiles": rows}) + "\n```")
+        args = {"model": model, "context_steps": 336}
+        if body.get("tools"):
+            return completion(tool_calls=[("forecast", args)])
+        return completion(json.dumps({"tool": "forecast", "args": args}))
+
+    return respond
+
+
+def trajectory_answer(body):
+    """A Context-is-Key direct-prompt completion (:mod:`fwgym.agents.chat.direct`): for each timestamp the prompt
+    asks for, the history's value one week earlier (the latest day when that hour is not shown) times a factor
+    ``1 + 0.05 z`` with ``z`` standard normal drawn from the request's ``seed`` (0 without one), as
+    ``(timestamp, value)`` lines between ``<forecast>`` tags. ``None`` when the request is no such prompt."""
+    import random
+    from datetime import datetime, timedelta
+
+    user = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"), "")
+    if "<history>" not in user or "<forecast>" not in user or "following timestamps:" not in user:
+        return None
+    hist = {}
+    for line in user.split("<history>")[1].split("</history>")[0].strip().splitlines():
+        stamp, _, value = line.strip("()").partition(", ")
+        try:
+            hist[stamp] = float(value)
+        except ValueError:
+            continue
+    asked = user.split("following timestamps:")[1].split("].")[0]
+    stamps = [t.strip("'\" ") for t in asked.replace("[", "").replace("\n", " ").split("'") if t.strip("'\" []\n")]
+    rng = random.Random(int(body.get("seed") or 0))
+    last = sorted(hist)[-24:] if hist else []
+    rows = []
+    for i, t in enumerate(stamps):
+        week = (datetime.strptime(t, "%Y-%m-%d %H:%M:%S") - timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S")
+        base = hist.get(week, hist[last[i % len(last)]] if last else 0.0)
+        rows.append(f"({t}, {max(base * (1 + 0.05 * rng.gauss(0, 1)), 0.0):.6g})")
+    return completion("<forecast>\n" + "\n".join(rows) + "\n</forecast>")
+
+
+def play_every_suite(method: str = "weekday_empirical", model: str = "seasonal_empirical"):
+    """The offline server's model: :func:`forecast_then_answer` in forecast episodes, :func:`plan_then_answer`
+    in decision and context episodes (:func:`is_forecast_request` tells them apart), and
+    :func:`trajectory_answer` for Context is Key's direct prompt (``--direct-prompt``)."""
+    plan, forecast = plan_then_answer(method), forecast_then_answer(model)
+
+    def respond(body):
+        if not body.get("tools"):
+            direct = trajectory_answer(body)
+            if direct is not None:
+                return direct
+        return forecast(body) if is_forecast_request(body) else plan(body)
 
     return respond
 
@@ -292,21 +388,24 @@ class LlamaCppServer:
 
 
 def main(argv=None) -> int:
-    """``python -m fwgym.testing.chat_server``: serve :func:`plan_then_answer` on 127.0.0.1 until Ctrl-C,
-    to try ``fwgym evaluate --agent openai`` (its preflight, concurrency, resume and fault handling) without
-    a model. ``--fail-every N`` answers every N-th chat request with HTTP 500 (a server fault, not retried: those
+    """``python -m fwgym.testing.chat_server``: serve a scripted model on 127.0.0.1 until Ctrl-C, to try
+    ``fwgym evaluate --agent openai`` (its preflight, concurrency, resume and fault handling) without a model,
+    in every suite (:func:`play_every_suite`: decision and context episodes plan with ``--method``, forecast
+    episodes submit the bought ``--model`` quantiles). ``--fail-every N`` answers every N-th chat request with HTTP 500 (a server fault, not retried: those
     episodes end as ``harness_error``, never scored, and ``--resume`` replays them)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m fwgym.testing.chat_server", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000; 0: a free one)")
     ap.add_argument("--method", default="weekday_empirical", help="the classical method the scripted model plans with")
+    ap.add_argument("--model", default="seasonal_empirical",
+                    help="the priced model the scripted model buys and submits in forecast episodes")
     ap.add_argument("--delay", type=float, default=0.0, help="seconds before every reply (a model's generation time)")
     ap.add_argument("--fail-every", type=int, default=0, metavar="N", help="every N-th chat request gets HTTP 500 (not retried: a harness_error)")
     args = ap.parse_args(argv)
     if args.port < 0 or args.delay < 0 or args.fail_every < 0:
         ap.error("--port, --delay and --fail-every must be >= 0")
-    model = plan_then_answer(args.method)
+    model = play_every_suite(args.method, args.model)
     count = [0]
     lock = threading.Lock()
 

@@ -90,13 +90,16 @@ def test_forecast_answer_from_a_bought_forecast(fenv, forecast):
 
 
 def test_direct_prompt_baseline_on_the_forecast_suite(fenv, forecast):
-    cid, q, samples, direct = forecast
-    rec, posts, agent = _run(fenv, cid, [completion(json.dumps({"tool": "catalog"})),
-                                         completion(json.dumps({"quantiles": q}))], direct_prompt=True)
-    assert rec["valid"] and (rec["rcrps"], rec["S"]) == direct["quantiles"] and rec["calls"] == 1  # a tool call is unusable
+    # CiK's direct prompt: 25 trajectories, no tools; an unusable completion is retried, never a tool call
+    from fwgym.testing.chat_server import trajectory_answer
+
+    cid = forecast[0]
+    rec, posts, agent = _run(fenv, cid, [completion(json.dumps({"tool": "catalog"}))] + [trajectory_answer] * 29,
+                             direct_prompt=True)
+    assert rec["valid"] and rec["calls"] == 0 and len(rec["submission"]["values"]) == 25 and len(posts) == 30
     first = posts[0]["body"]
-    assert "tools" not in first and first["messages"][1]["content"].startswith("I have a time series forecasting task")
-    assert "not_an_answer" in posts[1]["body"]["messages"][-1]["content"]
+    assert "tools" not in first and first["messages"][1]["content"].startswith("\nI have a time series forecasting task")
+    assert agent.trace["direct_samples"]["rejected"] == {"no_forecast_tags": 1}
 
 
 def test_context_suite_is_played_with_levels(case_id):

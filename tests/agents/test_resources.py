@@ -55,12 +55,16 @@ def test_a_worker_process_is_counted():
     import subprocess
     import sys
 
+    from fwgym.agents.resources import _worker_cpu_s
+
     proc = subprocess.Popen([sys.executable, "-c", "import time\nt=time.process_time()\n"
-                             "while time.process_time()-t<0.5: pass\nimport time; time.sleep(30)"])
+                             "while time.process_time()-t<0.5: pass\nimport time; time.sleep(60)"])
     try:
         agent = type("Remote", (), {"pid": proc.pid})()
         meter = EpisodeMeter(agent)
-        time.sleep(0.8)
+        deadline = time.monotonic() + 60
+        while (_worker_cpu_s(proc.pid) or 0) < 0.5 and time.monotonic() < deadline:  # until it has burnt its CPU
+            time.sleep(0.05)
         got = meter.stop()
         if os.path.exists(f"/proc/{proc.pid}/stat"):
             assert got["cpu_s"] >= 0.3  # the worker burnt ~0.5 s while this process slept

@@ -12,7 +12,7 @@ def test_protocol_pool_lists():
     assert suite_policies("decision", False)[0] == base + list(SELECTOR_POLICIES) + list(ORACLE_POLICIES)
     assert suite_policies("context", False)[0] == base + list(SELECTOR_POLICIES) + list(CONTEXT_POLICIES) + [
         "perfect_demand"]
-    assert suite_policies("forecast", False) == (list(CONTEXT_POLICIES), {})
+    assert suite_policies("forecast", False) == (list(CONTEXT_POLICIES) + ["seasonal_empirical_quantiles"], {})
     assert suite_policies("decision", False, "protocol") == suite_policies("decision", False)
 
 
@@ -23,7 +23,7 @@ def test_extended_pool_adds_the_statsmodels_policies_and_the_extended_oracle():
     # the context suite's defaults hold no menu oracle, in either pool
     assert suite_policies("context", False, "extended")[0] == base + list(SELECTOR_POLICIES) + list(CONTEXT_POLICIES) + [
         "perfect_demand"]
-    assert suite_policies("forecast", False, "extended") == (list(CONTEXT_POLICIES), {})
+    assert suite_policies("forecast", False, "extended") == (list(CONTEXT_POLICIES) + ["seasonal_empirical_quantiles"], {})
     extended = set(suite_policies("decision", False, "extended")[0])
     assert set(EXTENDED_POLICIES) <= extended
     assert all(set(policy_models(p)) <= set(EXTENDED_MODELS) for p in extended)

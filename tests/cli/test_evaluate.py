@@ -118,7 +118,7 @@ def test_the_manifest_records_the_run(tmp_path):
     assert st["n_cases"] == 2 == len(st["cases"]) and st["policies"] == ["weekday_empirical", "perfect_demand"]
     assert st["budget"] == 113_726 and st["scenario_seed"] == 0 and set(st["sigma"]) == {"electricity", "cycle_hire"}
     assert st["forecast_pool"] == ["seasonal_empirical", "chronos_bolt_tiny", "chronos2", "timesfm25"]
-    assert st["scorer_version"] == m["environment"]["scorer_version"] == "1"
+    assert st["scorer_version"] == m["environment"]["scorer_version"] == "2"
     env = m["environment"]
     assert env["packages"]["numpy"] and env["packages"]["gymnasium"] and env["fwgym_version"] == "0.1.0"
     assert env["git"] is None or len(env["git"]["commit"]) == 40
@@ -491,3 +491,22 @@ def test_a_refused_openai_agent_leaves_no_folder(tmp_path, monkeypatch, capsys, 
     assert main(argv + ["--policies", "no_such_policy"]) == 2  # refused after the agent made its trace folder
     assert "unknown policy 'no_such_policy'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_scenario_seed_is_a_setting_of_the_run(tmp_path, capsys):
+    from fwgym.context.scenarios import make_scenario
+    from fwgym.core.cases import get_case
+    from fwgym.evaluation.results import load_results
+
+    out = tmp_path / "run"
+    assert main(["evaluate", "--suite", "forecast", "--split", "dev", "--limit", "4", "--scenario-seed", "7",
+                 "--policies", "hour_of_day_empirical_samples", "--no-progress", "--out", str(out)]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["settings"]["scenario_seed"] == 7 and m["settings"]["env_kwargs"]["scenario_seed"] == 7
+    recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    for r in recs:  # every record's note is the seed-7 draw (and the results reader re-scores it under seed 7)
+        assert r["scenario"] == make_scenario(get_case(r["case_id"]), 7).family
+    assert len(load_results([out]).records) == len(recs) == 8
+    assert main(["evaluate", "--suite", "decision", "--scenario-seed", "3", "--limit", "1", "--out",
+                 str(tmp_path / "bad")]) != 0
+    assert "--scenario-seed applies to the context and forecast suites" in capsys.readouterr().err

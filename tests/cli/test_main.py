@@ -28,11 +28,12 @@ def test_python_dash_m_runs_the_command(module):
 
 def test_every_subcommand_module_is_registered_once():
     names = [c.NAME for c in cli.COMMANDS]
-    assert names == ["evaluate", "cases", "leaderboard", "plot", "show-trace", "report", "calibrate-sigma", "forecasts",
-                     "list"]
+    assert names == ["evaluate", "cases", "leaderboard", "compare", "profile", "plot", "show-trace", "report",
+                     "calibrate-sigma", "forecasts", "list"]
     parser = cli.build_parser()
     for name in names:
-        args = {"evaluate": [], "cases": [], "leaderboard": ["r"], "plot": ["tools", "r", "-o", "x.png"],
+        args = {"evaluate": [], "cases": [], "leaderboard": ["r"], "compare": ["a", "b"], "profile": ["r"],
+                "plot": ["tools", "r", "-o", "x.png"],
                 "show-trace": ["t.jsonl"], "report": ["r", "-o", "x"], "calibrate-sigma": [],
                 "forecasts": ["verify", "store"], "list": []}[name]
         ns = parser.parse_args([name, *args])

@@ -1,5 +1,6 @@
 """CRPS estimators, pinball loss, quantile score and RCRPS: hand-computed values, scoringrules, CiK's
 formula, propriety, and the forecast envs' scoring of hostile submissions (issues 4 and 17)."""
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -9,8 +10,8 @@ from hypothesis import strategies as st
 
 from fwgym.core.contract import ForecastSubmission
 from fwgym.core.optimizer import QUANTILE_LEVELS
-from fwgym.core.scoring import (RCRPS_CAP, bound_violation, crps_ensemble, crps_quantiles, pinball_loss, rcrps, rcrps_alpha,
-                           rcrps_quantiles, score_forecast)
+from fwgym.core.scoring import (RCRPS_CAP, bound_violation, crps_ensemble, crps_quantiles, pinball_loss, quantile_atoms,
+                           rcrps, rcrps_alpha, rcrps_terms, score_forecast)
 
 SAMPLES = np.array([[9, 12, 15, 16], [10, 11, 13, 17], [11, 13, 14, 15], [8, 12, 16, 18], [10, 14, 12, 16]], float)
 TARGET = np.array([10, 12, 14, 16], float)
@@ -170,6 +171,22 @@ def test_rcrps_equals_cik_on_a_hand_computed_k3_of_24_example():
     assert rcrps(x, y, 0.1, roi=m, upper=upper, estimator="fair") == pytest.approx(0.1 * (0.25 + 10 / 6), rel=1e-14)
 
 
+def test_rcrps_terms_split_the_hand_computed_k3_example():
+    # the same example: CRPS term 0.1 * 13.25/24, violation term 0.1 * 10 * 5/12 (nrg); fair: 0.1 * 1.5/24, 0.1 * 10/6
+    x, y, upper = _k3_example()
+    crps_term, violation_term = rcrps_terms(x, y, 0.1, upper=upper)
+    assert crps_term == pytest.approx(0.1 * 13.25 / 24, rel=1e-14)
+    assert violation_term == pytest.approx(0.1 * 10 * 5 / 12, rel=1e-14)
+    assert crps_term + violation_term == pytest.approx(rcrps(x, y, 0.1, upper=upper), rel=1e-14)
+    fair = rcrps_terms(x, y, 0.1, upper=upper, estimator="fair")
+    assert fair == pytest.approx((0.1 * 1.5 / 24, 0.1 * 10 / 6), rel=1e-14)
+    # the CRPS term is exactly the RCRPS without bounds; no violation -> a violation term of exactly 0
+    assert crps_term == rcrps(x, y, 0.1)
+    assert rcrps_terms(x, y, 0.1, upper=np.full(24, 100.0)) == (rcrps(x, y, 0.1), 0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        rcrps_terms(x, y, 0.0)
+
+
 def cik_metric(target, forecast, scaling, roi_mask, indices, thresholds):
     """CiK's threshold_weighted_crps restated (roi_weight 1/2, violation factor 10, linear, no log):
     its PWM CRPS, its VariableMaxConstraint (samples and thresholds multiplied by the scaling first)."""
@@ -209,18 +226,64 @@ def test_rcrps_fair_equals_cik_metric_on_random_partial_bounds():
         assert rcrps(x, y, alpha, m, upper=upper, estimator="fair") == pytest.approx(cik_metric(y, x, alpha, m, idx, thr), rel=1e-11)
 
 
-def test_rcrps_quantiles_by_hand():
-    # 2 steps, levels (0.25, 0.5, 0.75), quantiles [1, 2, 3] at both steps, y = (2.5, 2.0):
-    #   step 0: pinball (0.375, 0.25, 0.125) -> QS = 2 * 0.75/3 = 0.5; step 1: (0.25, 0, 0.25) -> 2 * 0.5/3 = 1/3
-    # upper bound 2.5 at step 1 only: the level paths violate by (0, 0, 0.5) -> QS(v, 0) = 2/3 * (0.25 * 0.5) = 1/12
-    levels = (0.25, 0.5, 0.75)
-    q = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
-    y = np.array([2.5, 2.0])
-    upper = np.array([np.nan, 2.5])
-    assert rcrps_quantiles(q, levels, y, 1.0) == pytest.approx((0.5 + 1 / 3) / 2, abs=1e-15)
-    assert rcrps_quantiles(q, levels, y, 2.0, upper=upper) == pytest.approx(2 * ((0.5 + 1 / 3) / 2 + 10 / 12), abs=1e-14)
-    roi_mask = np.array([True, False])
-    assert rcrps_quantiles(q, levels, y, 1.0, roi_mask) == pytest.approx(0.5 * 0.5 + 0.5 / 3, abs=1e-15)
+def test_quantile_submission_is_scored_as_its_nine_atoms_by_hand():
+    # 2 steps, quantiles [1, 2, ..., 9] at both steps, y = (5, 0). As 9 equal atoms:
+    #   step 0: mean |q - 5| = 20/9; pair term sum_{i<j} |qi - qj| = sum_k (2k - 10) k = 120 -> 120/81
+    #           CRPS = 20/9 - 120/81 = 60/81;  step 1: mean |q| = 5; CRPS = 5 - 120/81 = 285/81
+    # upper bound 8.5 at step 1: the level paths violate by 0 (k <= 8) and 0.5 (k = 9): CRPS(v, 0) for
+    #   atoms (0 x 8, 0.5): mean |v| = 0.5/9 = 4.5/81, pair sum 8 * 0.5 = 4 -> 4.5/81 - 4/81 = 0.5/81
+    q = np.tile(np.arange(1.0, 10.0), (2, 1))
+    y = np.array([5.0, 0.0])
+    upper = np.array([np.nan, 8.5])
+    sub = ForecastSubmission("quantiles", q)
+    assert score_forecast(sub, y, 1.0)["rcrps"] == pytest.approx((60 / 81 + 285 / 81) / 2, rel=1e-14)
+    assert score_forecast(sub, y, 2.0, upper=upper)["rcrps"] == pytest.approx(2 * ((60 + 285) / 162 + 10 * 0.5 / 81), rel=1e-14)
+    roi = np.array([True, False])
+    assert score_forecast(sub, y, 1.0, roi)["rcrps"] == pytest.approx(0.5 * 60 / 81 + 0.5 * 285 / 81, rel=1e-14)
+    np.testing.assert_array_equal(quantile_atoms(q), q.T)
+
+
+def _score(kind, values, y, alpha, roi=None, lower=None, upper=None):
+    return score_forecast(ForecastSubmission(kind, np.asarray(values, dtype=np.float64)), y, alpha, roi, lower, upper)
+
+
+def test_same_numbers_score_identically_as_quantiles_and_as_samples_on_random_inputs():
+    # the identity of issue 27: one distribution, one score, bit for bit; and the old quantile score's gap
+    # QS(q, y) - CRPS(q as 9 atoms, y) = (2/810) sum_k (k - 5) q_(k) >= 0 (hand-derived), which is gone
+    rng = np.random.default_rng(2027)
+    for t in range(300):
+        y = rng.gamma(4.0, 50.0, 24)
+        q = np.sort(y[:, None] * rng.uniform(0.5, 1.6, (24, 9)), axis=1)
+        roi = None if t % 3 == 0 else rng.random(24) < 0.3
+        upper = None if t % 2 else np.where(rng.random(24) < 0.4, y * rng.uniform(0.8, 1.2, 24), np.nan)
+        lower = None if t % 5 else np.where(rng.random(24) < 0.2, y * 0.7, np.nan)
+        a = _score("quantiles", q, y, 0.01, roi, lower, upper)
+        b = _score("samples", q.T, y, 0.01, roi, lower, upper)
+        assert a == b
+        gap = crps_quantiles(q, QUANTILE_LEVELS, y) - crps_ensemble(q.T, y, estimator="nrg")
+        np.testing.assert_allclose(gap, (2 / 810) * ((np.arange(1, 10) - 5) * q).sum(axis=1), rtol=1e-9, atol=1e-9)
+        assert np.all(gap >= -1e-9)
+
+
+def test_same_numbers_score_identically_in_the_env_on_real_cases():
+    # the bought seasonal_empirical quantiles of real test cases, submitted as quantiles and as 9 samples
+    import gymnasium as gym
+
+    for env_id in ("FWBench-Electricity-Forecast-v0", "FWBench-CycleHire-Forecast-v0"):
+        env = gym.make(env_id, split="test").unwrapped
+        for case in env.cases[::60]:
+            out = {}
+            for kind in ("quantiles", "samples"):
+                env.reset(options={"case_id": case.case_id})
+                obs, *_ = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
+                res = json.loads(obs["last_result"])["result"]
+                lo, hi = res["target_steps"]
+                q = res["quantiles"][lo - 1:hi]
+                values = q if kind == "quantiles" else np.asarray(q).T.tolist()
+                *_, info = env.step({"tool": "submit", "args": {kind: values}})
+                assert info["valid"]
+                out[kind] = (info["rcrps"], info["crps"], info["R"], info["S"])
+            assert out["quantiles"] == out["samples"], case.case_id
 
 
 def test_pinball_and_quantile_crps_by_hand():
@@ -241,7 +304,7 @@ def test_rcrps_errors():
     with pytest.raises(ValueError):
         rcrps(SAMPLES, TARGET, 1.0, upper=np.full(4, np.inf))
     with pytest.raises(ValueError):
-        rcrps_quantiles(np.ones((4, 2)), QUANTILE_LEVELS, TARGET, 1.0)
+        quantile_atoms(np.ones(4))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -286,22 +349,49 @@ def test_truthful_ensemble_has_the_best_expected_score_and_the_fair_estimator_is
     assert len(gamed_fair) > 40 and all(gamed_fair)  # the fair estimator prefers the bracket to the truth
 
 
-def test_truthful_quantiles_have_the_best_expected_quantile_score():
-    # y uniform on m atoms per step; truthful tau-quantiles (inverted CDF) minimise the expected quantile score
+def test_truthful_nine_atoms_have_the_best_expected_score_as_quantiles():
+    # propriety of the quantile format: y takes one of m equally likely paths (m = 9: the belief is 9
+    # equally weighted atoms per step, exactly what 9 quantiles define); reporting the sorted atoms
+    # beats every rival (perturbed, shrunk, widened, the decile points of a fitted normal, a point)
     rng = np.random.default_rng(23)
-    for _ in range(60):
-        m = int(rng.integers(3, 20))
-        atoms = np.sort(rng.normal(100, 20, (24, m)), axis=1)
-        k = np.ceil(np.asarray(QUANTILE_LEVELS) * m).astype(int) - 1  # smallest x with F(x) >= tau
-        truth = atoms[:, k]
+    for _ in range(40):
+        paths = rng.normal(100, 20, (9, 24))
+        truth = np.sort(paths.T, axis=1)
 
         def expected(q):
-            return np.mean([rcrps_quantiles(q, QUANTILE_LEVELS, atoms[:, j], 0.01) for j in range(m)])
+            return np.mean([_score("quantiles", q, paths[j], 0.01)["rcrps"] for j in range(9)])
 
         best = expected(truth)
-        for rival in (truth * rng.uniform(0.95, 1.05, truth.shape), np.sort(truth + rng.normal(0, 3, truth.shape), axis=1),
-                      np.tile(np.median(atoms, axis=1)[:, None], (1, 9)), np.linspace(atoms[:, :1], atoms[:, -1:], 9, axis=1)[..., 0]):
-            assert best <= expected(np.sort(rival, axis=1)) + 1e-12
+        mu, sd = truth.mean(axis=1, keepdims=True), truth.std(axis=1, keepdims=True)
+        from scipy.stats import norm
+        rivals = (truth * rng.uniform(0.95, 1.05, truth.shape), mu + 0.6 * (truth - mu), mu + 1.5 * (truth - mu),
+                  mu + sd * norm.ppf(np.asarray(QUANTILE_LEVELS))[None], np.tile(np.median(truth, axis=1)[:, None], (1, 9)))
+        for rival in rivals:
+            assert best < expected(np.sort(rival, axis=1))
+
+
+def test_mid_level_quantiles_minimise_the_exact_expected_score_of_nine_atoms_under_a_normal():
+    # for Y ~ N(0, 1), E|x - Y| = x (2 Phi(x) - 1) + 2 phi(x), so the expected CRPS of 9 atoms is exact:
+    # E = mean_k E|x_k - Y| - sum_k (2k - 10) x_(k) / 81. Its minimiser is x_k = Phi^-1((2k - 1)/18)
+    # (derivative (2 Phi(x_k) - 1)/9 - (2k - 10)/81 = 0); the deciles 0.1..0.9 score 0.73 % worse
+    from scipy.stats import norm
+
+    def expected(x):
+        x = np.sort(x)
+        k = np.arange(1, 10)
+        return float(np.mean(x * (2 * norm.cdf(x) - 1) + 2 * norm.pdf(x)) - np.sum((2 * k - 10) * x) / 81)
+
+    mid = norm.ppf((2 * np.arange(1, 10) - 1) / 18)
+    deciles = norm.ppf(np.asarray(QUANTILE_LEVELS))
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        assert expected(mid) < expected(mid + rng.normal(0, 0.05, 9))
+    assert expected(deciles) / expected(mid) - 1 == pytest.approx(0.0073, abs=5e-5)
+    assert expected(mid) / (1 / np.sqrt(np.pi)) - 1 == pytest.approx(0.0084, abs=5e-5)  # the normal's CRPS is 1/sqrt(pi)
+    # the same value from the scorer on one step (alpha 1, y drawn by quadrature)
+    ys = norm.ppf((np.arange(20000) + 0.5) / 20000)
+    sc = np.mean(crps_ensemble(np.tile(mid[:, None], (1, ys.size)), ys, estimator="nrg"))
+    assert sc == pytest.approx(expected(mid), rel=1e-4)
 
 
 def test_minmax_of_an_honest_ensemble_scores_worse_on_real_cases():
@@ -337,14 +427,25 @@ def test_score_forecast_assembly_and_cap():
     x, y, upper = _k3_example()
     res = score_forecast(_sub("samples", x), y, 0.1, None, None, upper)
     assert res["rcrps"] == pytest.approx(0.1 * (13.25 / 24 + 10 * 5 / 12), rel=1e-14)
+    # without the violation term: the CRPS term alone, which is the RCRPS of the same paths without bounds
+    assert res["rcrps_no_violation"] == pytest.approx(0.1 * 13.25 / 24, rel=1e-14)
+    assert res["rcrps_no_violation"] == score_forecast(_sub("samples", x), y, 0.1)["rcrps"]
     assert res["R"] == res["rcrps"] and res["crps"] == pytest.approx(13.25 / 24, rel=1e-14)
     # the bracket: nrg per step = (y + 1e9 - y)/2 - 1e9/4 = 2.5e8 -> far above the cap
     res = score_forecast(_sub("samples", [[0.0] * 24, [1e9] * 24]), y, 0.1)
     assert res["rcrps"] == pytest.approx(0.1 * 2.5e8) and res["R"] == RCRPS_CAP
-    assert score_forecast(None, y, 0.1) == {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "crps": None}
+    assert score_forecast(None, y, 0.1) == {"rcrps": RCRPS_CAP, "R": RCRPS_CAP, "rcrps_no_violation": RCRPS_CAP,
+                                            "crps": None}
     q = np.tile(np.linspace(8, 12, 9), (24, 1))
     res = score_forecast(_sub("quantiles", q), y, 0.1)
-    assert res["rcrps"] == pytest.approx(0.1 * crps_quantiles(q, QUANTILE_LEVELS, y).mean(), rel=1e-14)
+    assert res["rcrps"] == pytest.approx(0.1 * crps_ensemble(q.T, y, estimator="nrg").mean(), rel=1e-14)
+    # the fair estimator beside it: samples only (a label for model draws), None for quantiles and invalid
+    assert score_forecast(_sub("quantiles", q), y, 0.1, fair=True)["rcrps_fair"] is None
+    assert score_forecast(None, y, 0.1, fair=True)["rcrps_fair"] is None
+    res = score_forecast(_sub("samples", q.T), y, 0.1, fair=True)
+    assert res["rcrps_no_violation"] == res["rcrps"]  # no bounds: the same number, bit for bit
+    assert res["rcrps_fair"] == pytest.approx(0.1 * crps_ensemble(q.T, y, estimator="fair").mean(), rel=1e-14)
+    assert res["rcrps"] == pytest.approx(0.1 * crps_ensemble(q.T, y, estimator="nrg").mean(), rel=1e-14)
 
 
 def test_score_forecast_maps_a_non_finite_score_to_the_cap():
@@ -353,6 +454,7 @@ def test_score_forecast_maps_a_non_finite_score_to_the_cap():
     for vals in ([[1e308] * 24, [-1e308] * 24], [[1e308] * 24, [1.5e308] * 24]):
         res = score_forecast(_sub("samples", vals), y, 0.1, None, None, np.full(24, 5.0))
         assert res["rcrps"] == RCRPS_CAP and res["R"] == RCRPS_CAP
+        assert np.isfinite(res["rcrps_no_violation"])
 
 
 @pytest.mark.parametrize("env_id", ["FWBench-Electricity-Forecast-v0", "FWBench-CycleHire-Forecast-v0"])

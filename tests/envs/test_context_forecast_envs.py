@@ -9,8 +9,7 @@ import pytest
 from fwgym.agents import run_episode
 from fwgym.baselines.context import ContextAwareAgent
 from fwgym.envs.fwbench import FWBenchEnv
-from fwgym.core.optimizer import QUANTILE_LEVELS
-from fwgym.core.scoring import crps_quantiles, rcrps_alpha, rcrps_quantiles
+from fwgym.core.scoring import crps_ensemble, rcrps, rcrps_alpha
 
 
 def test_context_env_scores_the_transformed_target():
@@ -39,11 +38,31 @@ def test_forecast_env_rcrps_reward_by_hand():
     assert info["credits"] == 1027
     _, r, term, _, info = env.step({"tool": "submit", "args": {"quantiles": q.tolist()}})
     alpha = rcrps_alpha("electricity", "ISNE", sc.family)  # the announced event's family (as CiK's scaling)
-    expected = rcrps_quantiles(q, QUANTILE_LEVELS, y, alpha, sc.roi, sc.lower, sc.upper)
+    expected = rcrps(q.T, y, alpha, sc.roi, sc.lower, sc.upper, estimator="nrg")  # the 9 values as equal atoms
     assert term and info["valid"] and info["rcrps"] == pytest.approx(expected)
     assert r == pytest.approx(-(min(expected, 5.0) + 1027 / 113726))
     fc = info["forecast_crps"]["f1"]
     assert fc["model"] == "seasonal_empirical" and fc["crps"] > 0
+
+
+def test_forecast_record_carries_the_rcrps_without_its_violation_term():
+    # a station closure (upper bound 0 over the closed hours): history-shaped quantiles violate it, so the
+    # record's rcrps is the CRPS term plus alpha * 10 * CRPS(v, 0), and rcrps_no_violation is the CRPS term alone
+    from fwgym.context.scenarios import make_scenario
+
+    env = FWBenchEnv("cycle_hire", split="test", scenarios=True, task="forecast")
+    case = next(c for c in env.cases if make_scenario(c, 0).upper is not None)
+    env.reset(options={"case_id": case.case_id})
+    sc = env.episode.scenario
+    y = env.hindsight()["target"]
+    q = np.array(_quantiles(np.asarray(env.episode.case.history[-24:]) + 1.0))
+    *_, info = env.step({"tool": "submit", "args": {"quantiles": q.tolist()}})
+    alpha = rcrps_alpha("cycle_hire", case.series_id, sc.family)
+    with_bounds = rcrps(q.T, y, alpha, sc.roi, sc.lower, sc.upper)
+    without = rcrps(q.T, y, alpha, sc.roi)  # the same paths, no bounds
+    assert info["rcrps"] == pytest.approx(with_bounds, rel=1e-12)
+    assert info["rcrps_no_violation"] == pytest.approx(without, rel=1e-12)
+    assert info["rcrps"] > info["rcrps_no_violation"] > 0
 
 
 @pytest.mark.parametrize("args,reason", [
@@ -75,14 +94,15 @@ def test_decision_env_info_reports_forecast_crps():
     obs, *_ = env.step({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
     q = np.array(json.loads(obs["last_result"])["result"]["quantiles"])[170:194]
     _, _, _, _, info = env.step({"tool": "submit", "args": {"levels": [1.0] * 8}})
-    expected = crps_quantiles(q, QUANTILE_LEVELS, env.hindsight()["target"]).mean()
+    expected = crps_ensemble(q.T, env.hindsight()["target"], estimator="nrg").mean()  # as a quantile submission
     assert info["forecast_crps"]["f1"]["crps"] == pytest.approx(expected, rel=1e-6)
 
 
 @pytest.mark.parametrize("env_id", ["FWBench-Electricity-Context-v0", "FWBench-CycleHire-Context-v0",
                                     "FWBench-Electricity-Forecast-v0", "FWBench-CycleHire-Forecast-v0"])
 def test_context_reading_beats_the_same_method_without_text(env_id):
-    env = gym.make(env_id, split="test").unwrapped
+    # on dev notes (the writing the regex baseline was written from); on test it reads nothing (tests/context)
+    env = gym.make(env_id, split="dev").unwrapped
     cases = [c for c in env.cases][::6]
     s = {}
     for agent in (ContextAwareAgent(True), ContextAwareAgent(False)):

@@ -66,7 +66,7 @@ def test_schema_fields_types_and_meanings():
     assert RECORD_FIELDS[0] == "policy"
     assert set(RECORD_FIELDS) == set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS) | set(
         RESOURCE_FIELDS)
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 38
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 43
     assert RESOURCE_FIELDS == RESOURCE_KEYS == ("episode_wall_s", "cpu_s", "peak_rss_mib", "pss_mib")
     assert RUN_FIELDS == ("episode_id", "scored", "harness_kind")
     assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",
@@ -74,7 +74,7 @@ def test_schema_fields_types_and_meanings():
     # the fields of the results files of fwgym 0.1.0, the "core" projection of the behaviour hashes
     assert CORE_FIELDS == ("policy", "case_id", "domain", "cohort", "series_id", "lead", "split", "loss", "floor",
                            "R", "S", "credits", "calls", "valid", "status", "reason", "tool_counts", "levels")
-    assert FORECAST_TASK_FIELDS == ("rcrps", "crps", "alpha")
+    assert FORECAST_TASK_FIELDS == ("rcrps", "crps", "alpha", "rcrps_no_violation", "rcrps_fair")
     assert Record.__required_keys__ == frozenset(RECORD_FIELDS) - set(FORECAST_TASK_FIELDS)
     hints = typing.get_type_hints(Record)
     assert hints["S"] == float | None and hints["credits"] is int and hints["valid"] is bool  # None: not scored

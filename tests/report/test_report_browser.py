@@ -96,7 +96,7 @@ def test_leaderboard_sorting_and_tabs(browser, report_site, artifacts_dir):
     try:
         w.goto(out / "index.html")
         page = w.page
-        assert page.title().startswith("fwgym benchmark report")
+        assert page.title().endswith("fwgym benchmark report: test split")  # after its marks (PARTIAL: ...)
         rows = _table(page)
         assert [r[0] for r in rows] == list(expect)  # one row per policy, by S
         for policy, _rank, name, s, r_, loss, credits, calls, valid, *ci in rows:
@@ -370,6 +370,56 @@ def test_case_page_compares_every_policy(browser, report_site, artifacts_dir):
         w.close()
 
 
+def test_tabs_are_reachable_by_keyboard(browser, report_site):
+    """WAI-ARIA tabs: Tab reaches the selected tab, the arrow keys select the next / previous one (wrapping),
+    Home / End the first / last; the selected tab is the only one in the Tab order."""
+    w = Watch(browser)
+    try:
+        page = w.page
+        w.goto(report_site["out"] / "index.html")
+        ids = page.eval_on_selector_all(".tabs [role=tab]", "bs => bs.map(b => b.id)")
+        assert len(ids) >= 3
+
+        def state():
+            return page.evaluate("""() => [document.activeElement.id,
+                Array.from(document.querySelectorAll('.tabs [role=tab]')).filter(b => b.getAttribute('aria-selected')
+                    === 'true').map(b => b.id),
+                Array.from(document.querySelectorAll('.tabs [role=tab]')).filter(b => b.tabIndex === 0).map(b => b.id),
+                Array.from(document.querySelectorAll('[role=tabpanel]')).filter(p => !p.hidden).map(p => p.id)]""")
+
+        page.focus(f"#{ids[0]}")
+        for key, k in (("ArrowRight", 1), ("ArrowRight", 2), ("ArrowLeft", 1), ("End", len(ids) - 1),
+                       ("ArrowRight", 0), ("ArrowLeft", len(ids) - 1), ("Home", 0)):
+            page.keyboard.press(key)
+            focused, selected, tabbable, panels = state()
+            assert (focused, selected, tabbable) == (ids[k], [ids[k]], [ids[k]]), key
+            assert panels == [ids[k].replace("tabbtn-", "tab-")], key
+        w.check()
+    finally:
+        w.close()
+
+
+#: the cells of the leaderboard's cards whose value is one number (S, R, loss, credits, calls, valid) and the
+#: lines each one's text takes
+_NUMBER_LINES = """() => Array.from(document.querySelectorAll('#tab-all table.leaderboard tbody td'))
+  .filter(td => td.cellIndex >= 2 && td.cellIndex <= 7)
+  .map(td => { const r = document.createRange(); r.selectNodeContents(td);
+               const tops = new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top)));
+               return [td.textContent.trim(), tops.size]; })"""
+
+
+@pytest.mark.parametrize("width", (320, 390))
+def test_phone_cards_keep_numbers_whole(browser, report_site, width):
+    w = Watch(browser, width=width, height=844)
+    try:
+        w.goto(report_site["out"] / "index.html")
+        cells = w.page.evaluate(_NUMBER_LINES)
+        assert len(cells) >= 6 and all(n == 1 for _, n in cells), [c for c in cells if c[1] != 1]
+        w.check()
+    finally:
+        w.close()
+
+
 def test_forecast_suite_pages(browser, forecast_site, artifacts_dir):
     rep = forecast_site["report"]
     w = Watch(browser, width=1440)
@@ -377,6 +427,7 @@ def test_forecast_suite_pages(browser, forecast_site, artifacts_dir):
         page = w.page
         w.goto(rep.index)
         assert "min(RCRPS, 5)" in page.inner_text("footer")
+        assert page.inner_text("#fr-h") == "RCRPS (capped at 5) against credits"  # not "Rcrps"
         heads = page.eval_on_selector_all("#tab-all thead th", "ths => ths.map(t => t.textContent.trim())")
         assert any(h.startswith("RCRPS") for h in heads) and not any(h.startswith("loss") for h in heads)
         path = next(iter(rep.episode_pages.values()))

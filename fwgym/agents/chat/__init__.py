@@ -3,6 +3,8 @@ replies back to env actions.
 
 * :mod:`~fwgym.agents.chat.prompts`: system prompt, first user message, history table, tool schemas;
 * :mod:`~fwgym.agents.chat.parsing`: reading a text reply (final answer, JSON tool call or rejection);
+* :mod:`~fwgym.agents.chat.answers`: the one answer grammar (numbers, decisions, levels, forecasts);
+* :mod:`~fwgym.agents.chat.direct`: Context is Key's direct prompt (trajectories, parsing, retries);
 * :mod:`~fwgym.agents.chat.session`: :class:`ChatSession`, one episode's conversation and its action queue;
 * :mod:`~fwgym.agents.chat.traces`: the per-episode JSONL trace (bounded, secrets scrubbed);
 * :mod:`~fwgym.agents.chat.cache`: the on-disk reply cache keyed by the full request;

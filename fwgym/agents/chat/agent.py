@@ -46,6 +46,7 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
+from fwgym.agents.chat.direct import N_SAMPLES, TEMPERATURE, TrajectoryError, batch_sizes, cik_timestamps, parse_trajectory
 from fwgym.agents.chat.session import MAX_ARGUMENT_CHARS, REPLY_ERROR_TOOL, ChatSession, ModelReply
 from fwgym.agents.chat.traces import (MAX_TRACE_CHARS, add_record, append_jsonl, bound_trace, finish_trace, new_trace,
                                       reply_json, scrub)
@@ -53,7 +54,7 @@ from fwgym.errors import HarnessError
 from fwgym.validation import check_int
 
 #: agent statuses that end an episode through ``abstain`` (the model's failures)
-ABANDON_STATUSES = ("context_exhausted", "max_turns")
+ABANDON_STATUSES = ("context_exhausted", "max_turns", "direct_prompt_failed")
 
 
 class ContextExhausted(RuntimeError):
@@ -85,7 +86,14 @@ class ChatAgent:
         history_hours: show only the last N visible hours in the first message (``None``: all).
         describe_tools, compact_results, strict_tools, tool_results_as: see
             :class:`~fwgym.agents.chat.session.ChatSession`.
-        direct_prompt: the direct-prompt baseline (no tools; the model answers at once).
+        direct_prompt: the direct-prompt baseline (no tools; the model answers at once). In forecast
+            episodes it is Context is Key's direct prompt (:mod:`fwgym.agents.chat.direct`): ``samples``
+            completions, one request each, at temperature 1 unless the backend sets one (with a backend
+            ``seed``, completion i uses ``seed + i``), each one ``(timestamp, value)`` trajectory between
+            ``<forecast>`` tags, retried and counted as CiK does; the valid trajectories are submitted as
+            samples, and fewer than ``samples`` valid ones end the episode through ``abstain``
+            (``direct_prompt_failed``: invalid, the cap, as a failed CiK instance).
+        samples: completions per direct-prompt forecast (default 25, CiK's).
 
     Attributes:
         session: the current (or last finished) episode's :class:`~fwgym.agents.chat.session.ChatSession`.
@@ -105,7 +113,7 @@ class ChatAgent:
                  max_argument_chars: int = MAX_ARGUMENT_CHARS, max_trace_chars: int = MAX_TRACE_CHARS,
                  episode_timeout: float | None = None, describe_tools: bool | None = None,
                  compact_results: bool = False, strict_tools: bool = False, tool_results_as: str = "tool",
-                 direct_prompt: bool = False):
+                 direct_prompt: bool = False, samples: int = N_SAMPLES):
         self.name = str(name)
         self.native_tools = bool(native_tools)
         self.text_tool_calls = bool(text_tool_calls)
@@ -127,6 +135,7 @@ class ChatAgent:
         self.strict_tools = bool(strict_tools)
         self.tool_results_as = tool_results_as
         self.direct_prompt = bool(direct_prompt)
+        self.samples = check_int("samples", samples, minimum=2)
         ChatSession(tool_results_as=tool_results_as)  # validates the session options now
         self.session: ChatSession | None = None
         self.trace: dict | None = None
@@ -199,6 +208,8 @@ class ChatAgent:
         s = self.session
         if self.status in ABANDON_STATUSES:
             return {"tool": REPLY_ERROR_TOOL, "args": {}}
+        if self.direct_prompt and s.task == "forecast" and s.turns == 0 and not s.steps:
+            return self._direct_forecast()
         if s.has_pending():
             return self._hand(s.next_action())
         limit = self.max_turns if self.max_turns is not None else 2 * max(s.max_calls, 1) + 4
@@ -220,6 +231,66 @@ class ChatAgent:
         self.trace["replies"].append(reply_json(s.turns + 1, reply))
         s.add_reply(reply)
         return self._hand(s.next_action())
+
+    def _direct_forecast(self) -> dict:
+        """CiK's direct prompt: sample trajectories in batches (:func:`~fwgym.agents.chat.direct.batch_sizes`),
+        parse each, and submit the first ``samples`` valid ones (or abstain when there are fewer)."""
+        s = self.session
+        if getattr(self, "reply_cache", None) is not None and getattr(self, "seed", None) is None:
+            raise ValueError("the direct prompt with a reply cache needs a seed (completion i is sampled with seed + i; "
+                             "without one, every completion would be the same cached reply): pass --llm-seed")
+        stamps = cik_timestamps(s.episode)
+        valid: list[list[float]] = []
+        outcomes: list[str] = []
+        try:
+            for batch in batch_sizes(self.samples):
+                if len(valid) >= self.samples:
+                    break
+                for _ in range(batch):
+                    reply = self._bound(self._sample_completion(list(s.messages), len(outcomes)))
+                    self._count(reply)
+                    self.trace["replies"].append(reply_json(len(outcomes) + 1, reply))
+                    try:
+                        valid.append(parse_trajectory(reply.content, stamps))
+                        outcomes.append("valid")
+                    except TrajectoryError as exc:
+                        outcomes.append(exc.reason)
+        except ContextExhausted as exc:
+            return self._abandon("context_exhausted", self._clean(str(exc)))
+        except HarnessError as exc:
+            self._harness_failure(exc)
+            raise HarnessError(self._clean(str(exc)), exc.kind) from None
+        s.turns = len(outcomes)
+        rejected = {r: outcomes.count(r) for r in sorted(set(outcomes) - {"valid"})}
+        self.trace["direct_samples"] = {"requested": self.samples, "completions": len(outcomes),
+                                        "valid": outcomes.count("valid"), "rejected": rejected, "outcomes": outcomes}
+        if len(valid) < self.samples:
+            return self._abandon("direct_prompt_failed", f"{len(valid)} of {self.samples} trajectories valid after "
+                                 f"{len(outcomes)} completions (rejected: {rejected})")
+        action = {"tool": "submit", "args": {"samples": valid[: self.samples]}}
+        s.steps.append({"turn": s.turns, "source": "agent", "kind": "direct_samples", "action": action, "error": None,
+                        "env_result": None, "calls_left": None, "budget_left": None})
+        return self._hand(action)
+
+    def _sample_completion(self, messages: list[dict], index: int) -> ModelReply:
+        """Completion ``index`` of a direct-prompt forecast: temperature 1 where the backend sets none, seed
+        ``seed + index`` where it sets one (restored afterwards), within the episode's deadline."""
+        saved = {}
+        if hasattr(self, "temperature") and self.temperature is None:
+            saved["temperature"] = None
+            self.temperature = TEMPERATURE
+        if getattr(self, "seed", None) is not None:
+            saved["seed"] = self.seed
+            self.seed = int(self.seed) + index
+        try:
+            left = self.time_left()
+            if left is not None and left <= 0:
+                raise HarnessError(f"the episode took longer than its deadline of {self.episode_timeout:g} s "
+                                   f"({index} direct-prompt completions)", "timeout")
+            return self.complete(messages, None)
+        finally:
+            for k, v in saved.items():
+                setattr(self, k, v)
 
     def episode_stats(self) -> dict:
         """Accounting of the current (or just ended) episode.

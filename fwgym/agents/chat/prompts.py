@@ -298,15 +298,19 @@ def direct_prompt(observation: Mapping, episode: Mapping | None, *, task: str = 
                   history_hours: int | None = None) -> tuple[str, str]:
     """``(system, user)`` of the direct-prompt baseline: the model answers at once, without tools.
 
-    The user message follows the direct prompt of Context is Key (Williams et al. 2024, "DP"): the
-    context, the visible history as ``(timestamp, value)`` pairs, the timestamps to predict, and the
-    answer format, here the task's ``submit`` JSON (quantiles or sample paths; capacities or levels
-    in decision episodes).
+    Forecast episodes: Context is Key's direct prompt exactly (:func:`fwgym.agents.chat.direct.cik_prompt`:
+    one ``(timestamp, value)`` trajectory between ``<forecast>`` tags per completion). Decision episodes:
+    the same layout (context, the visible history as ``(timestamp, value)`` pairs, the timestamps to
+    plan for) asking for the ``submit`` JSON (capacities or levels).
 
     Args:
         observation: the first observation. episode: the episode's facts (history window, target
             window, contract). task: the episode's task. history_hours: show only the last N hours.
     """
+    if task == "forecast":
+        from fwgym.agents.chat.direct import cik_prompt
+
+        return cik_prompt(observation, episode, history_hours=history_hours)
     facts = episode or {}
     values = [float(v) for v in observation.get("history", [])]
     start = history_start(facts, len(values))
@@ -320,23 +324,15 @@ def direct_prompt(observation: Mapping, episode: Mapping | None, *, task: str = 
     t0 = _iso(target.get("start"))
     stamps = ", ".join((t0 + timedelta(hours=h)).strftime("%Y-%m-%dT%H:00:00Z") for h in range(24)) if t0 else \
         "the 24 hours of the target window"
-    if task == "forecast":
-        system = ("You are a forecasting assistant. Answer with the forecast only, as one JSON object; no tools are "
-                  "available.")
-        ask = ("Now please predict the value at the following timestamps: " + stamps + ".\n"
-               "Return the forecast as one JSON object and nothing else, either 9 non-decreasing quantiles (levels 0.1 "
-               "to 0.9) per timestamp, in timestamp order:\n" + QUANTILES_EXAMPLE + "\nor at least 2 sample paths:\n"
-               + SAMPLES_EXAMPLE)
-    else:
-        contract = facts.get("contract") or {}
-        scale = contract.get("scale")
-        system = ("You are an operations-planning assistant. Answer with the plan only, as one JSON object; no tools "
-                  "are available.")
-        ask = ("Now please choose the capacities for the following timestamps: " + stamps + ", one capacity per "
-               "3-hour block b00..b07 (b00 covers the first 3 timestamps). Each capacity is scale x level with level "
-               "in {0.40, 0.45, ..., 2.00}" + (f" and scale = {scale!r}" if scale is not None else "") +
-               f"; adjacent levels may differ by at most {RAMP:.2f}. Return the plan as one JSON object and nothing "
-               "else:\n" + LEVELS_EXAMPLE + "\nor\n" + ANSWER_EXAMPLE)
+    contract = facts.get("contract") or {}
+    scale = contract.get("scale")
+    system = ("You are an operations-planning assistant. Answer with the plan only, as one JSON object; no tools "
+              "are available.")
+    ask = ("Now please choose the capacities for the following timestamps: " + stamps + ", one capacity per "
+           "3-hour block b00..b07 (b00 covers the first 3 timestamps). Each capacity is scale x level with level "
+           "in {0.40, 0.45, ..., 2.00}" + (f" and scale = {scale!r}" if scale is not None else "") +
+           f"; adjacent levels may differ by at most {RAMP:.2f}. Return the plan as one JSON object and nothing "
+           "else:\n" + LEVELS_EXAMPLE + "\nor\n" + ANSWER_EXAMPLE)
     user = ("I have a time series forecasting task for you.\n\n"
             "Here is some context about the task. Make sure to factor in any background knowledge, satisfy any "
             "constraints, and respect any scenarios. (The context may mention tools: none are available here; answer "

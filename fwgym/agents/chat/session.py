@@ -207,7 +207,7 @@ class ChatSession:
         self.task = "forecast" if facts.get("task") == "forecast" else "decision"
         self.max_calls = int(facts["max_calls"]) if "max_calls" in facts else calls_left(observation)
         budget = facts["budget"] if "budget" in facts else budget_left(observation)
-        if self.direct:
+        if self.direct:  # forecast episodes: Context is Key's direct prompt (fwgym.agents.chat.direct)
             system, user = direct_prompt(observation, facts, task=self.task, history_hours=self.history_hours)
             system = self._system or system
         else:

@@ -1,7 +1,7 @@
 """Options and helpers shared by the LLM agent kinds (``--agent openai``, ``--agent transformers``).
 
 The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
-``--agent-name``, ``--max-tool-chars``, ``--history-hours``, ``--compact-results``, ``--direct-prompt``,
+``--agent-name``, ``--max-tool-chars``, ``--history-hours``, ``--compact-results``, ``--direct-prompt``, ``--samples``,
 ``--episode-timeout``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
 ``--hf-device`` carry a prefix because other kinds (SB3) may want ``--seed`` / ``--device``.
 """
@@ -31,8 +31,11 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
                               "help": "show tool results compactly (6 significant digits, plans as levels, no echo of "
                                       "inputs): fewer tokens for small context windows"}),
     (("--direct-prompt",), {"action": "store_true", "dest": "direct_prompt",
-                            "help": "direct-prompt baseline (Context is Key style): no tools, the model answers at once "
-                                    "(forecast suite: quantiles or samples)"}),
+                            "help": "direct-prompt baseline, no tools; forecast suite: Context is Key's direct prompt "
+                                    "(--samples completions at temperature 1, each a (timestamp, value) trajectory in "
+                                    "<forecast> tags, retried as CiK; the record adds CiK's fair RCRPS)"}),
+    (("--samples",), {"type": int, "default": 25, "dest": "samples",
+                      "help": "direct prompt, forecast suite: trajectories (completions) per forecast (default 25, CiK's)"}),
     (("--episode-timeout",), {"type": positive_float, "default": None, "dest": "episode_timeout",
                               "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
                                       "(never scored; default: no bound)"}),
@@ -66,6 +69,7 @@ def common_kwargs(args) -> dict:
           "history_hours": getattr(args, "history_hours", None),
           "compact_results": bool(getattr(args, "compact_results", False)),
           "direct_prompt": bool(getattr(args, "direct_prompt", False)),
+          "samples": int(getattr(args, "samples", 25)),
           "episode_timeout": getattr(args, "episode_timeout", None)}
     if getattr(args, "agent_name", None):
         kw["name"] = args.agent_name
