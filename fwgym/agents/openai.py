@@ -298,7 +298,7 @@ class OpenAIChatAgent(ChatAgent):
                 "history_hours": self.history_hours, "episode_timeout": self.episode_timeout,
                 "native_tools": self.native_tools, "describe_tools": self.describe_tools,
                 "compact_results": self.compact_results, "strict_tools": self.strict_tools, "samples": self.samples,
-                "tool_results_as": self.tool_results_as, "direct_prompt": self.direct_prompt,
+                "tool_results_as": self.tool_results_as, "direct_prompt": self.direct_prompt, "objective": self.objective,
                 "reply_cache": self.reply_cache}
 
     def secrets(self) -> list[str]:

@@ -239,7 +239,7 @@ class TransformersChatAgent(ChatAgent):
                 "max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
                 "seed": self.seed, "max_context": self.context_window if self._model is not None else self.max_context,
                 "generation_kwargs": self.generation_kwargs or None, "history_hours": self.history_hours,
-                "reuse_cache": self.reuse_cache}
+                "reuse_cache": self.reuse_cache, "objective": self.objective}
 
     def load(self) -> None:
         """Load the tokenizer and model now (otherwise done on the first turn).

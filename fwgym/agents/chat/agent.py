@@ -84,7 +84,7 @@ class ChatAgent:
             episode's trace is still in :attr:`trace`).
         system: replace the system message.
         history_hours: show only the last N visible hours in the first message (``None``: all).
-        describe_tools, compact_results, strict_tools, tool_results_as: see
+        describe_tools, compact_results, strict_tools, tool_results_as, objective: see
             :class:`~fwgym.agents.chat.session.ChatSession`.
         direct_prompt: the direct-prompt baseline (no tools; the model answers at once). In forecast
             episodes it is Context is Key's direct prompt (:mod:`fwgym.agents.chat.direct`): ``samples``
@@ -113,7 +113,7 @@ class ChatAgent:
                  max_argument_chars: int = MAX_ARGUMENT_CHARS, max_trace_chars: int = MAX_TRACE_CHARS,
                  episode_timeout: float | None = None, describe_tools: bool | None = None,
                  compact_results: bool = False, strict_tools: bool = False, tool_results_as: str = "tool",
-                 direct_prompt: bool = False, samples: int = N_SAMPLES):
+                 direct_prompt: bool = False, samples: int = N_SAMPLES, objective: str = "score"):
         self.name = str(name)
         self.native_tools = bool(native_tools)
         self.text_tool_calls = bool(text_tool_calls)
@@ -136,7 +136,8 @@ class ChatAgent:
         self.tool_results_as = tool_results_as
         self.direct_prompt = bool(direct_prompt)
         self.samples = check_int("samples", samples, minimum=2)
-        ChatSession(tool_results_as=tool_results_as)  # validates the session options now
+        self.objective = objective
+        ChatSession(tool_results_as=tool_results_as, objective=objective)  # validates the session options now
         self.session: ChatSession | None = None
         self.trace: dict | None = None
         self.status = "idle"
@@ -336,7 +337,7 @@ class ChatAgent:
                                    history_hours=self.history_hours, describe_tools=self.describe_tools,
                                    compact_results=self.compact_results, strict_tools=self.strict_tools,
                                    tool_results_as=self.tool_results_as, max_argument_chars=self.max_argument_chars,
-                                   direct=self.direct_prompt)
+                                   direct=self.direct_prompt, objective=self.objective)
         self.session.start(observation, self._episode)
         self.status = "running"
         self._t0 = time.perf_counter()

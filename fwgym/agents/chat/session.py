@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from fwgym.agents.chat.parsing import AnswerError, normalise_submit_args, parse_reply_text
+from fwgym.context.text import OBJECTIVES
 from fwgym.agents.chat.prompts import (budget_left, calls_left, compact_result, direct_prompt, first_user_message,
                                        history_start, result_json, system_prompt, tool_schemas)
 from fwgym.tools import REGISTRY, loads_strict
@@ -142,6 +143,9 @@ class ChatSession:
         direct: the direct-prompt baseline (:func:`~fwgym.agents.chat.prompts.direct_prompt`): no tools
             offered, no tool calls accepted; the model answers at once (an unusable answer is a counted
             call with feedback, as always).
+        objective: ``"score"`` (the protocol's S) or ``"loss"``: the prompts state the decision loss as the
+            objective and nothing else changes (the paper's objective ablation;
+            :func:`~fwgym.agents.chat.prompts.objective_paragraph`).
 
     Attributes:
         messages: the chat so far (OpenAI message dicts; ``content`` is always a string).
@@ -155,7 +159,11 @@ class ChatSession:
     def __init__(self, *, native_tools: bool = True, text_tool_calls: bool = True, tools: Sequence[str] | None = None,
                  max_tool_chars: int | None = None, system: str | None = None, history_hours: int | None = None,
                  describe_tools: bool | None = None, compact_results: bool = False, strict_tools: bool = False,
-                 tool_results_as: str = "tool", max_argument_chars: int = MAX_ARGUMENT_CHARS, direct: bool = False):
+                 tool_results_as: str = "tool", max_argument_chars: int = MAX_ARGUMENT_CHARS, direct: bool = False,
+                 objective: str = "score"):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {objective!r}")
+        self.objective = objective
         if tools is not None:
             tool_schemas(tools)  # validates names
         if tool_results_as not in TOOL_RESULT_ROLES:
@@ -214,9 +222,10 @@ class ChatSession:
             system = self._system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
                                                    native_tools=self.native_tools, task=self.task,
                                                    describe_tools=self.describe_tools, compact=self.compact_results,
-                                                   episode=facts)
+                                                   episode=facts, objective=self.objective)
             user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
-                                      history_hours=self.history_hours, native_tools=self.native_tools)
+                                      history_hours=self.history_hours, native_tools=self.native_tools,
+                                      objective=self.objective)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         self.steps, self._queue, self._outstanding, self.notices = [], [], None, []
         self.turns = 0
