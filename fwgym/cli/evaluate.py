@@ -222,6 +222,8 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             settings["labels"] = labels_of(args.label)
         if (getattr(args, "repeat", 1) or 1) > 1:
             settings["repeat"] = int(args.repeat)
+        if args.agent and (getattr(args, "objective", None) or "score") != "score":  # only then: other runs unchanged
+            settings["objective"] = args.objective
         prices = registered_prices(settings["forecast_pool"])
         if prices:  # plug-in prices are a setting (only when there are some: other runs' settings are unchanged)
             settings["registered_prices"] = prices
