@@ -125,7 +125,7 @@ def run(args) -> int:
         check_comparable(settings_a, settings_b, (str(args.runs[0]), str(args.runs[1])))
         views = [("A vs B", sets[0].records, sets[1].records)]
         names = (str(args.runs[0]), str(args.runs[1]))
-    doc = _analyse(args, views, settings_a, settings_b, names, sets)
+    doc = _analyse(args, views, settings_a, settings_b, names, sets, repeats=len(sets) == 1)
     _print(args, doc)
     return 0
 
@@ -144,8 +144,9 @@ def _reference(args, records_a, records_b) -> str | None:
         raise ValueError(f"--reference: {exc}") from None
 
 
-def _analyse(args, views, settings_a: dict, settings_b: dict, names: tuple[str, str], sets) -> dict:
-    """Every number of the comparison, as one JSON-ready document."""
+def _analyse(args, views, settings_a: dict, settings_b: dict, names: tuple[str, str], sets, repeats: bool) -> dict:
+    """Every number of the comparison, as one JSON-ready document (``repeats``: the views are the repeats of
+    one run, whose repeated policies are the pairs)."""
     from fwgym.cli.progress import phase
     from fwgym.evaluation.compare import compare, differing_settings, policy_pairs, stability
     from fwgym.evaluation.header import make_header, result_set_marks
@@ -154,10 +155,10 @@ def _analyse(args, views, settings_a: dict, settings_b: dict, names: tuple[str, 
     for label, a, b in views:
         pa = list(dict.fromkeys(r["policy"] for r in a))
         pb = list(dict.fromkeys(r["policy"] for r in b))
-        pairs = policy_pairs(pa, pb, args.pair) if len(views) == 1 else [
-            (p, p) for p in pa if p in pb and p in _repeat_names(sets[0].records)]
+        pairs = [(p, p) for p in pa if p in pb and p in _repeat_names(sets[0].records)] if repeats else policy_pairs(
+            pa, pb, args.pair)
         with phase(f"{label}: paired bootstrap of {len(pairs)} pair(s) ({args.n_boot:,} draws)"):
-            rows = compare(a, b, pairs, common_cases=args.common_cases or len(views) > 1,
+            rows = compare(a, b, pairs, common_cases=args.common_cases or repeats,
                            valid_in_both=args.valid_in_both, n_boot=args.n_boot, seed=args.seed,
                            by=() if args.no_breakdown else ("cohort", "lead"))
         ref = _reference(args, a, b)
@@ -186,9 +187,9 @@ def _analyse(args, views, settings_a: dict, settings_b: dict, names: tuple[str, 
     header.n_records = None
     header.n_policies, header.row_unit = len(first["pairs"]), ("pair of policies", "pairs of policies")
     header.facts = header.facts[:2]
-    agents = [tuple(p) for p in first["pairs"]] if len(views) == 1 else []
-    diffs = differing_settings(settings_a, settings_b, agents) if len(views) == 1 else []
-    return {"runs": list(names), "suite": suite, "split": settings_a.get("split"), "loss_name": metric.loss_name,
+    agents = [] if repeats else [tuple(p) for p in first["pairs"]]
+    diffs = [] if repeats else differing_settings(settings_a, settings_b, agents)
+    return {"runs": list(names), "repeats": repeats, "suite": suite, "split": settings_a.get("split"), "loss_name": metric.loss_name,
             "differing_settings": diffs, **header.json_fields(), "n_boot": args.n_boot, "seed": args.seed,
             "views": out_views, "_header": header}
 
@@ -222,8 +223,12 @@ def _print(args, doc: dict) -> None:
     width = output_width(wide=args.wide) if fmt == TABLE else None
     print("\n".join(header.lines(width)) if fmt == TABLE else header.markdown())
     print()
-    print("settings that differ (A -> B):" if doc["differing_settings"] else "settings that differ: none (A and B "
-          "were run with the same settings)")
+    if doc["repeats"]:
+        print("repeats of one run: the repeated agent's sampling seed differs (repeat k: seed S + k - 1); every "
+              "other setting is the run's")
+    else:
+        print("settings that differ (A -> B):" if doc["differing_settings"] else "settings that differ: none (A and B "
+              "were run with the same settings)")
     for d in doc["differing_settings"]:
         print(_item(d, fmt, width))
     pairs = pair_lines(doc["views"][0]["pairs"])

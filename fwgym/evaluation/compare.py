@@ -64,7 +64,7 @@ def _flat(value: Any, prefix: str) -> dict[str, Any]:
     return {prefix: value}
 
 
-def _short(v: Any, limit: int = 80) -> str:
+def _short(v: Any, limit: int = 200) -> str:
     text = canonical_json(v)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -43,6 +43,7 @@ def test_repeats_are_seeded_sessions_and_compare_reads_them(tmp_path, capsys):
     st = doc["views"][0]["stability"]
     assert st["reference"] == "hour_of_day_empirical" and st["kendall_tau_b"] == pytest.approx(1.0)
     assert st["same_first"] and not any(r.get("sign_changed") for r in st["rows"])  # a scripted agent: the same plans
+    assert doc["views"][0]["pairs"] == [["openai:test-model", "openai:test-model"]]  # the repeated agent only
     row = doc["views"][0]["rows"][0]
     assert (row["policy_a"], row["subset"], row["group"], row["dS"]) == ("openai:test-model", "common cases", "all", 0.0)
     text = _out(capsys, ["compare", str(out), "--n-boot", "50", "--format", "markdown"]).out

@@ -406,12 +406,14 @@ def _outside_at_save_dpi(fig):
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     w, h = fig.bbox.width, fig.bbox.height
+    ticks = {id(t) for ax in fig.get_axes() for axis in (ax.xaxis, ax.yaxis) for tick in
+             axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
     out = []
     for t in fig.findobj(Text):
-        if not t.get_visible() or not t.get_text().strip():
-            continue
+        if not t.get_visible() or not t.get_text().strip() or id(t) in ticks:
+            continue  # tick labels (some lie outside the view and are not drawn): checked by the paper-size tests
         if t.axes is not None and t not in (t.axes.xaxis.label, t.axes.yaxis.label, t.axes.title):
-            continue  # tick labels and annotations: checked by the paper-size tests
+            continue  # annotations inside the axes
         b = t.get_window_extent(r)
         if b.x0 < -1 or b.x1 > w + 1 or b.y0 < -1 or b.y1 > h + 1:
             out.append((t.get_text()[:60], round(b.x0), round(b.x1), round(w)))
