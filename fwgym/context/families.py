@@ -216,7 +216,7 @@ def _temperature_table(case, rng, lh):
 def _local_hours_of(case, hours):
     from fwgym.core.series import hour_to_datetime
 
-    from fwgym.context.scenarios import local_zone
+    from fwgym.context.zones import local_zone
 
     tz = local_zone(case)
     return [hour_to_datetime(int(h)).astimezone(tz).hour for h in hours]

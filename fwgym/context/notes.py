@@ -86,7 +86,7 @@ def _table(case: Case, values_obs, hours_obs, values_tgt, lh) -> str:
     def seg(label, vals):
         return f"{label}: " + " ".join(f"{v + 0.0:g}" for v in vals)
 
-    from fwgym.context.scenarios import local_zone
+    from fwgym.context.zones import local_zone
 
     tz = local_zone(case)
     parts = []
@@ -100,7 +100,7 @@ def _table(case: Case, values_obs, hours_obs, values_tgt, lh) -> str:
 
 def _place(case: Case) -> tuple[str, str]:
     if case.domain == "electricity":
-        from fwgym.context.scenarios import ba_zones
+        from fwgym.context.zones import ba_zones
 
         region = ba_zones()[case.series_id][1]
         return region, case.series_id
@@ -144,7 +144,7 @@ def _distractor(case: Case, spec: Family, pool: str, rng, kind: str, lh) -> str:
         other = case.target_date + timedelta(days=int(rng.choice([-3, -2, 2, 3, 7])))
         return f"Separately, {spec.event} is also announced {_date(case, pool, rng, other)} {span}."
     if case.domain == "electricity":
-        from fwgym.context.scenarios import ba_zones
+        from fwgym.context.zones import ba_zones
 
         regions = sorted({r for _, r in ba_zones().values()} - {_place(case)[0]})
         where = regions[int(rng.integers(len(regions)))]

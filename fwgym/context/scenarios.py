@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from functools import lru_cache
-from zoneinfo import ZoneInfo
 
 import numpy as np
 
 from fwgym.context.families import CYCLE_HIRE_FAMILIES, ELECTRICITY_FAMILIES, Family, apply_ops
 from fwgym.context.notes import render_note
-from fwgym.core.cases import LONDON, Case
-from fwgym.data import read_csv_rows
+from fwgym.context.zones import ba_zones, local_zone
+from fwgym.core.cases import Case
 from fwgym.core.series import hour_to_datetime
 
 __all__ = ["FAMILIES", "ba_zones", "local_zone", "local_hours", "Scenario", "make_scenario", "register_families",
@@ -64,19 +62,6 @@ def family_spec(domain: str, name: str) -> Family:
     except KeyError:
         raise ValueError(f"unknown scenario family {name!r} for {domain}; expected one of "
                          f"{list(FAMILIES.get(domain, ()))}") from None
-
-
-@lru_cache(maxsize=None)
-def ba_zones() -> dict[str, tuple[str, str]]:
-    """``{BA code: (IANA time zone, region description)}`` for the 54 balancing authorities."""
-    return {r["series_id"]: (r["time_zone"], r["region"]) for r in read_csv_rows("data/balancing_authority_zones.csv")}
-
-
-def local_zone(case: Case) -> ZoneInfo:
-    """Local time zone of the case's series (BA zone, or Europe/London for cycle hire)."""
-    if case.domain == "cycle_hire":
-        return LONDON
-    return ZoneInfo(ba_zones()[case.series_id][0])
 
 
 def local_hours(case: Case) -> np.ndarray:

@@ -144,7 +144,7 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
         task: ``"decision"`` (submit 8 capacities) or ``"forecast"`` (submit a probabilistic forecast).
     """
     if case.domain == "electricity":
-        from fwgym.context.scenarios import ba_zones
+        from fwgym.context.zones import ba_zones
 
         tz, region = ba_zones()[case.series_id]
         what = _DOMAIN_TEXT["electricity"].format(name=case.series.name, sid=case.series_id, region=region, tz=tz)

@@ -11,7 +11,7 @@ from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.core.series import hour_to_iso
 
-KEYS = ["case", "history", "target", "contract", "task", "tools", "budget", "max_calls"]
+KEYS = ["case", "history", "target", "contract", "task", "tools", "budget", "max_calls", "scenario"]
 
 
 @pytest.mark.parametrize("domain", ["electricity", "cycle_hire"])
@@ -33,6 +33,7 @@ def test_the_facts_are_those_of_the_case(domain):
         assert c["unit"] == case.series.unit
         assert facts["tools"] == ["classical_plan", "submit", "abstain"] and facts["task"] == "decision"
         assert (facts["budget"], facts["max_calls"]) == (5000, 7)
+        assert facts["scenario"] is None  # no scenario note in a protocol decision env
 
 
 def test_the_facts_are_plain_data_and_fresh_per_episode():
