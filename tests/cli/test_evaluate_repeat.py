@@ -49,6 +49,13 @@ def test_repeats_are_seeded_sessions_and_compare_reads_them(tmp_path, capsys):
     text = _out(capsys, ["compare", str(out), "--n-boot", "50", "--format", "markdown"]).out
     assert "run-to-run stability on 4 common cases: Kendall tau-b of the rankings 1.000; first the same" in text
     assert "that change sign: none" in text
+    # fwgym report RUN reads RUN/traces.jsonl by default: the agent's episode pages show its transcript
+    site = tmp_path / "site"
+    got = _out(capsys, ["report", str(out), "-o", str(site), "--episodes", "1", "--no-replay", "--n-boot", "50",
+                        "--no-progress"])
+    assert f"traces: {out / 'traces.jsonl'}" in got.out
+    page = next((site / "episodes").glob("openai-test-model-2*/*.html")).read_text()
+    assert 'class="transcript"' in page and "was not recorded" not in page
 
 
 def test_label_and_repeat_refusals(tmp_path, capsys):
