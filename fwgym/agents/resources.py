@@ -152,7 +152,7 @@ class EpisodeMeter:
         if pid:
             w1 = _worker_cpu_s(pid)
             start = self.w0 if pid == self.pid else 0.0  # a worker started during the episode: all its time
-            cpu = None if w1 is None or start is None else cpu + max(w1 - start, 0.0)
+            cpu = None if cpu is None or w1 is None or start is None else cpu + max(w1 - start, 0.0)
             wp = _peak_kib(pid)
             peak = None if peak is None or wp is None else peak + wp
         pss = None

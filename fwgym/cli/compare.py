@@ -246,7 +246,7 @@ def _print(args, doc: dict) -> None:
         if not args.no_breakdown and any(r["group"] != "all" for r in v["rows"]):
             t = breakdown_table(v["rows"], loss)
             print()
-            print(t.title + ("\n" if fmt == MARKDOWN else ""))
+            print((t.title or "") + ("\n" if fmt == MARKDOWN else ""))
             print_table(t.__class__(None, t.columns, t.align, t.rows, t.short, t.priority), fmt, width=width)
         st = v["stability"]
         if st is not None:

@@ -138,6 +138,7 @@ def run(args) -> int:
     from fwgym.evaluation.header import loss_weight_mark, make_header, result_set_marks
     from fwgym.evaluation.leaderboard import (breakdown_tables, format_csv, format_json, format_latex,
                                               leaderboard_table, narrow_cells)
+    from fwgym.core.scoring import BUDGET
     from fwgym.evaluation.weights import LOSS_WEIGHT, reweight, weighted_formula
     from fwgym.suites import suite_metric
 
@@ -160,7 +161,7 @@ def run(args) -> int:
         return _sensitivity(args, rs, records, suite, ref, weights)
     w = weights[0]
     if w != LOSS_WEIGHT:
-        records = reweight(records, w, rs.settings["sigma"], rs.settings.get("budget"), suite)
+        records = reweight(records, w, rs.settings["sigma"], rs.settings.get("budget") or BUDGET, suite)
     with phase(f"bootstrap intervals ({args.n_boot:,} draws x {len(policies)} policies)" if ref else "aggregates"):
         rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
     labels = _labels_of(rs)
@@ -237,10 +238,12 @@ def _sensitivity(args, rs, records, suite: str, ref, weights: list[float]) -> in
     from fwgym.evaluation import write_csv
     from fwgym.evaluation.formats import format_csv, latex_table
     from fwgym.evaluation.header import make_header, result_set_marks
+    from fwgym.core.scoring import BUDGET
     from fwgym.evaluation.weights import sensitivity, sensitivity_table
 
     with phase(f"re-scoring at {len(weights)} loss weights" + (f" with {args.n_boot:,} bootstrap draws" if ref else "")):
-        rows, tau = sensitivity(records, weights, rs.settings["sigma"], rs.settings.get("budget"), suite, reference=ref,
+        rows, tau = sensitivity(records, weights, rs.settings["sigma"], rs.settings.get("budget") or BUDGET, suite,
+                                reference=ref,
                                 n_boot=args.n_boot, seed=args.seed)
     formula = "S = W·R + (1−W)·c/B, R = (loss − F)/σ; W = " + ", ".join(f"{w:g}" for w in weights)
     header = make_header(records, title="fwgym leaderboard: loss-weight sensitivity", suite=suite, formula=formula,

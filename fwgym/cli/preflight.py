@@ -84,7 +84,7 @@ def probe_plugins(models) -> None:
         f = get_forecaster(m)
         why = probe(f)
         if getattr(f, "hosted", False):
-            f.probe_error = why
+            setattr(f, "probe_error", why)  # a hosted plug-in's health (fwgym.forecasters.hosted.HostedForecaster)
         if why is not None:
             print(f"warning: plug-in forecaster {m} failed its probe forecast ({why}); its forecasts will end as "
                   "backend_error (the charge stands), so policies that buy it do not measure it", file=sys.stderr)

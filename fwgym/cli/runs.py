@@ -73,6 +73,7 @@ def play_sessions(args, box: list, out: Path, policies: list, labels: list, case
     from fwgym.evaluation.verify import settings_of
 
     k = int(settings.get("repeat", 1))
+    plan: list[tuple[list, list, int | None]]
     if k > 1 and not resume:  # the agent's copies come first (repeated_agents)
         plan = [(policies[:1] + policies[k:], labels[:1] + labels[k:], 1)]
         plan += [([policies[i]], [labels[i]], i + 1) for i in range(1, k)]

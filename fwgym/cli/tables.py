@@ -118,14 +118,15 @@ def fit_table(table: Table, width: int | None) -> tuple[list[Table], list[str]]:
     if width is None or natural_width(table) <= width:
         return [table], []
     if table.priority is not None:
-        t = Table(table.title, table.short or table.columns, table.align, table.rows, None, table.priority)
+        prio = table.priority
+        t = Table(table.title, table.short or table.columns, table.align, table.rows, None, prio)
         keep = list(range(len(t.columns)))
         left: list[str] = []
         while natural_width(t.select(keep)) > width:
-            droppable = [i for i in keep if t.priority[i] > 0]
+            droppable = [i for i in keep if prio[i] > 0]
             if not droppable:
                 break
-            worst = max(droppable, key=lambda i: (t.priority[i], i))
+            worst = max(droppable, key=lambda i: (prio[i], i))
             keep.remove(worst)
             left.append(table.columns[worst])
         return [t.select(keep)], left
@@ -134,7 +135,8 @@ def fit_table(table: Table, width: int | None) -> tuple[list[Table], list[str]]:
                                  for k, c in enumerate(table.short or table.columns)), table.align, table.rows)
     if natural_width(t) <= width:
         return [t], []
-    tables, chunk = [], [0]
+    tables: list[Table] = []
+    chunk = [0]
     for i in range(1, len(t.columns)):
         if len(chunk) > 1 and natural_width(t.select(chunk + [i])) > width:
             tables.append(t.select(chunk, title=t.title if not tables else None))
@@ -197,7 +199,7 @@ def print_table(table: Table, fmt: str = AUTO, out: TextIO | None = None, width:
             from rich.console import Console
 
             plain = os.environ.get("NO_COLOR", "") != ""  # https://no-color.org: then no escape codes at all
-            fold = width is not None and natural_width(t) > width
+            fold = isinstance(width, int) and natural_width(t) > width
             Console(file=out, highlight=False, color_system=None if plain else "auto",
                     width=width).print(_rich_table(t, fold_first=fold))
         else:

@@ -41,9 +41,12 @@ class Table:
 
     def select(self, keep: Sequence[int], title: str | None = None) -> "Table":
         """This table with only the columns at the indices ``keep`` (in that order)."""
-        pick = (lambda t: None if t is None else tuple(t[i] for i in keep))
+        def pick(t: tuple) -> tuple:
+            return tuple(t[i] for i in keep)
+
         return Table(self.title if title is None else title, pick(self.columns), pick(self.align),
-                     tuple(tuple(r[i] for i in keep) for r in self.rows), pick(self.short), pick(self.priority))
+                     tuple(pick(r) for r in self.rows), None if self.short is None else pick(self.short),
+                     None if self.priority is None else pick(self.priority))
 
 
 def _md_cell(s: str) -> str:

@@ -122,7 +122,7 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
         records = with_no_violation(records)
     groups = by_policy(records)
     reference = reference_policy(list(groups), reference)
-    compared = ("S", "loss")
+    compared: tuple[str, ...] = ("S", "loss")
     if forecast:
         compared = ("S", "R") + (("R_no_violation",) if all(r["R_no_violation"] is not None for r in records) else ())
     boot = None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from fwgym.report.episodes import Cases
 from fwgym.report.episodes import episode_page as _episode_page
 from fwgym.report.templating import environment, is_report, slug
 from fwgym.traces import load_traces
+
+if TYPE_CHECKING:
+    from fwgym.evaluation.header import Header
 
 #: default number of episode pages per policy (a third worst, a third best, the rest random)
 DEFAULT_EPISODE_PAGES = 6
@@ -81,7 +84,7 @@ def cohort_weights_text(records: Sequence[Mapping]) -> str:
 
 
 def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -> tuple[list[dict], list[dict], list[str],
-                                                                                     object]:
+                                                                                     Header | None]:
     """Records (read, re-scored, checked and merged by :func:`fwgym.evaluation.load_results`: runs of one
     suite, split, sigma, budget and version only) and the sources' metadata (``path``, ``suite``,
     ``credit_weight``, ``created``, ``version``, ``split``, ``verified``), the notes of the merge (``NOT

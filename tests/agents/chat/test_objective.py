@@ -58,11 +58,11 @@ def test_objective_refusals():
 
 def test_the_agent_kind_and_factory_carry_the_objective():
     from fwgym.cli import build_parser
-    from fwgym.cli.agent_kinds.llm import common_kwargs
+    from fwgym.cli.agent_kinds.llm import chat_options
     from fwgym.agents.openai import OpenAIChatAgent
 
     args = build_parser().parse_args(["evaluate", "--agent", "openai", "--model", "m", "--objective", "loss"])
-    assert common_kwargs(args)["objective"] == "loss"
+    assert chat_options(args)["objective"] == "loss"
     assert build_parser().parse_args(["evaluate"]).objective == "score"
     agent = OpenAIChatAgent("m", base_url="http://127.0.0.1:9/v1", objective="loss")
-    assert agent.describe()["objective"] == "loss" and agent.objective == "loss"
+    assert agent.describe()["objective"] == "loss" and agent.options.objective == "loss"
