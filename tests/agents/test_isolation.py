@@ -22,7 +22,7 @@ from fwgym.baselines import FixedMethodAgent
 from fwgym.cli import main
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import evaluate
-from fwgym.evaluation.records import stable_record  # noqa: E402
+from fwgym.evaluation.records import EVALUATION_FIELDS, stable_record  # noqa: E402
 
 AGENTS = Path(__file__).with_name("isolation_agents.py")
 CASES = ("elec-PJM-2024-08-11-week_ahead", "elec-AECI-2024-08-03-day_ahead")
@@ -43,7 +43,8 @@ def _rows(path: Path) -> list[dict]:
 
 def _core(record: dict) -> dict:
     """A record without fields that belong to the run rather than to the episode."""
-    return {k: v for k, v in stable_record(record).items() if k != "episode_id"}  # not the measured times, memory
+    # not the measured times and memory, nor what the evaluation adds (exposed: fwgym.evaluation.evaluate's, not the env's)
+    return {k: v for k, v in stable_record(record).items() if k not in ("episode_id", *EVALUATION_FIELDS)}
 
 
 # -- the protocol: plain data both ways ---------------------------------------------------------------

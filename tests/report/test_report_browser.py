@@ -401,7 +401,7 @@ def test_tabs_are_reachable_by_keyboard(browser, report_site):
 
 #: every number (a run of digits with its sign, separators and decimals) in a table cell that a card layout
 #: broke over two lines: ``[cell text, number]`` (not in code: tool-call JSON wraps as code does)
-_SPLIT_NUMBERS = """() => {
+_SPLIT_NUMBERS = r"""() => {
   const bad = [], re = /[+\u2212-]?\d[\d,.]*(?:\/\d+)?%?/g;
   document.querySelectorAll('table td').forEach(td => {
     if (!td.offsetParent || td.closest('table.calls')) return;  // tool calls: JSON text, wrapped as code
