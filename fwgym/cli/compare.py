@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-breakdown", action="store_true", help="omit the by-cohort and by-lead rows")
     p.add_argument("--wide", action="store_true", help="print every column at its full width")
     p.add_argument("--allow-unverified", action="store_true",
-                   help="accept result sources without a manifest.json (re-scored, not hash-checked; marked UNVERIFIED)")
+                   help="accept result sources without a manifest.json (re-scored, not hash-checked; marked NOT HASH-CHECKED)")
 
 
 def _settings(rs) -> dict:
@@ -275,9 +275,12 @@ def _item(text: str, fmt: str, width: int | None) -> str:
 
 
 def header_marks(header) -> dict:
-    """The header's marks as CSV columns (``unverified``, ``partial``: ``true`` / ``false``)."""
+    """The header's marks as CSV columns (``hash_checked``: ``false`` when a run has no manifest, the
+    ``NOT HASH-CHECKED`` mark; ``partial``; ``exposed``: the ``EXPOSED`` mark; ``true`` / ``false``)."""
+    from fwgym.evaluation.header import NOT_HASH_CHECKED
+
     codes = set(header.codes)
-    return {"unverified": "UNVERIFIED" in codes, "partial": "PARTIAL" in codes}
+    return {"hash_checked": NOT_HASH_CHECKED not in codes, "partial": "PARTIAL" in codes, "exposed": "EXPOSED" in codes}
 
 
 __all__ = ["NAME", "HELP", "FORMATS", "REPEAT_LABEL", "add_arguments", "run"]

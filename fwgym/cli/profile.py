@@ -3,7 +3,7 @@ cohort and lead (:mod:`fwgym.evaluation.profile`): wall and CPU time, peak RSS a
 and model requests per episode, from the figures every record carries.
 
 The records are read and checked as ``fwgym leaderboard`` reads them (re-scored, hash-checked); the
-header carries the same marks (``PARTIAL``, ``UNVERIFIED``) and says how the figures were measured and on
+header carries the same marks (``PARTIAL``, ``NOT HASH-CHECKED``, ``EXPOSED``) and says how the figures were measured and on
 which machine (the run manifest's platform and CPU count, its sessions' workers and concurrency).
 
 ``--format``: ``table`` (terminal, fitted to its width; ``--wide``), ``markdown`` (default in a file or
@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-breakdown", action="store_true", help="only one row per policy (no cohort and lead rows)")
     p.add_argument("--wide", action="store_true", help="print every column at its full width")
     p.add_argument("--allow-unverified", action="store_true",
-                   help="accept result sources without a manifest.json (marked UNVERIFIED)")
+                   help="accept result sources without a manifest.json (marked NOT HASH-CHECKED)")
     p.add_argument("--allow-mixed-versions", action="store_true", help="accept runs of different fwgym versions")
 
 
@@ -56,7 +56,7 @@ def run(args) -> int:
     from fwgym.cli.tables import left_out_note, output_width, print_table, resolve_format
     from fwgym.evaluation import load_results
     from fwgym.evaluation.formats import format_csv, latex_table
-    from fwgym.evaluation.header import make_header, mark_rows, result_set_marks
+    from fwgym.evaluation.header import make_header, result_set_marks
     from fwgym.evaluation.profile import profile, profile_table
 
     with phase("reading and re-scoring the results"):
@@ -69,13 +69,14 @@ def run(args) -> int:
     header = make_header(rs.records, title="fwgym profile", suite=rs.settings.get("suite") or "decision",
                          formula="per-episode resources, plain statistics over episodes", marks=result_set_marks(rs),
                          notes=list(rs.notes) + _machine(rs),
-                         checked="re-scored and verified" if not rs.unverified else "re-scored, NOT hash-checked")
+                         checked="re-scored and hash-checked" if not rs.unverified else "re-scored, NOT hash-checked",
+                         row_marks=rs.marks)
     fmt = resolve_format(args.format)
     if fmt == "csv":
-        sys.stdout.write(format_csv(mark_rows(rows, header.marks)))
+        sys.stdout.write(format_csv(header.csv_rows(rows)))
         return 0
     if fmt == "json":
-        print(json.dumps({**header.json_fields(), "rows": mark_rows(rows, header.marks)}, indent=1, ensure_ascii=False,
+        print(json.dumps({**header.json_fields(), "rows": header.csv_rows(rows)}, indent=1, ensure_ascii=False,
                          allow_nan=False))
         return 0
     table = profile_table(rows, groups=not args.no_breakdown)

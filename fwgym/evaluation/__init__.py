@@ -15,7 +15,7 @@ The flow, one module each:
 * :mod:`~fwgym.evaluation.bootstrap`: the paired series-cluster bootstrap (:func:`paired_bootstrap`);
 * :mod:`~fwgym.evaluation.leaderboard`: the table, its Markdown and CSV forms, the reference policy;
 * :mod:`~fwgym.evaluation.header`: the one header of every leaderboard artefact and its marks (PARTIAL,
-  UNVERIFIED, ...); :mod:`~fwgym.evaluation.formats`: tables as Markdown, LaTeX and CSV;
+  NOT HASH-CHECKED, EXPOSED, W=<w>; the per-row marks of :mod:`~fwgym.evaluation.marks`); :mod:`~fwgym.evaluation.formats`: tables as Markdown, LaTeX and CSV;
 * the paper's analyses: :mod:`~fwgym.evaluation.compare` (paired comparison of two runs, stability),
   :mod:`~fwgym.evaluation.weights` (loss-cost weight sensitivity), :mod:`~fwgym.evaluation.profile`
   (per-episode resources).

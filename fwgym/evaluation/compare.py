@@ -36,7 +36,7 @@ REFUSED_SETTINGS: tuple[str, ...] = ("suite", "split", "sigma", "scenario_seed",
 #: settings listed when they differ (the ablation's variable and anything else that changed)
 LISTED_SETTINGS: tuple[str, ...] = ("forecast_pool", "registered_prices", "budget", "credit_weight", "max_calls",
                                     "labels", "objective", "domains", "lead", "limit", "n_cases", "fwgym_version",
-                                    "env_kwargs")
+                                    "env_kwargs", "forecast_store", "plugin_code")
 #: the compared record fields (``valid_share``: 1 for a valid episode, else 0)
 METRICS: tuple[str, ...] = ("S", "R", "loss", "credits", "valid_share")
 _DIGITS = {"S": 4, "R": 4, "loss": 5, "credits": 1, "valid_share": 3}

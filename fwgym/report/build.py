@@ -104,7 +104,8 @@ def _read_sources(paths: Sequence[str | Path], allow_unverified: bool = False) -
     metas = [{"path": str(src.path.parent if src.path.name == "results.jsonl" else src.path), "suite": suite,
               "credit_weight": credit_weight, "created": (src.manifest or {}).get("created"), "version": src.fwgym_version,
               "split": src.settings.get("split"), "verified": src.verified} for src in rs.sources]
-    header = make_header(rs.records, suite=suite, formula="", marks=result_set_marks(rs)) if rs.records else None
+    header = make_header(rs.records, suite=suite, formula="", marks=result_set_marks(rs),
+                         row_marks=rs.marks) if rs.records else None
     return rs.records, metas, list(rs.notes), header
 
 

@@ -66,3 +66,13 @@ def test_the_agent_kind_and_factory_carry_the_objective():
     assert build_parser().parse_args(["evaluate"]).objective == "score"
     agent = OpenAIChatAgent("m", base_url="http://127.0.0.1:9/v1", objective="loss")
     assert agent.describe()["objective"] == "loss" and agent.options.objective == "loss"
+
+
+def test_the_objective_is_a_chat_option():
+    from fwgym.agents.chat.options import ChatOptions
+
+    opts = ChatOptions(objective="loss")
+    assert ChatOptions.from_json(opts.to_json()) == opts and ChatOptions().objective == "score"
+    assert ChatSession(opts).objective == "loss" == ChatSession(objective="loss").options.objective
+    with pytest.raises(ValueError, match="objective must be one of"):
+        ChatOptions(objective="profit")
