@@ -31,6 +31,10 @@ optionally:
   one asked for). Missing keys (and agents without the method) are ``None``
   in the record; other keys are ignored.
 
+Resources. Every record also holds what the episode cost the machine (:mod:`fwgym.agents.resources`):
+``episode_wall_s``, ``cpu_s``, ``peak_rss_mib`` and ``pss_mib`` of the evaluating process and of an
+isolated agent's worker process (on Linux the process's peak-RSS counter is reset at each episode's start).
+
 Episode ids. A runner may give :func:`run_episode` an ``episode_id``; it is stored in the record and
 passed to the agent in the reset info as ``info["episode_id"]``, so an agent that writes a trace line
 per episode (the chat agents: ``trace_out``) writes the same id, and records and traces join on it.
@@ -82,6 +86,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import gymnasium as gym
 
+from fwgym.agents.resources import RESOURCE_KEYS, EpisodeMeter
 from fwgym.errors import AGENT_ERROR_PREFIX, DataIntegrityError, HarnessError
 from fwgym.jsonl import to_jsonable
 from fwgym.validation import is_int, is_number
@@ -240,11 +245,12 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     if agent_errors not in ("raise", "score"):
         raise ValueError(f"agent_errors must be 'raise' or 'score', got {agent_errors!r}")
     grant = _check_hindsight(agent, hindsight)
+    meter = EpisodeMeter(agent)  # wall, CPU, peak RSS and PSS of the episode (fwgym.agents.resources)
     obs, info = env.reset(seed=seed, options=options)
     if episode_id is not None:
         info = {**info, "episode_id": episode_id}
     total, actions, failure, calls = 0.0, [], None, []
-    done = partial(_finish, env, agent, calls=calls, on_record=on_record)
+    done = partial(_finish, env, agent, meter=meter, calls=calls, on_record=on_record)
     try:
         reset_agent(agent, info)
     except HarnessError as exc:
@@ -350,9 +356,10 @@ def result_hash(text: str) -> str:
 
 
 def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, total: float, steps: int,
-            actions: list, *, calls: list, on_record: Callable[[dict], None] | None) -> EpisodeResult:
+            actions: list, *, meter: EpisodeMeter, calls: list,
+            on_record: Callable[[dict], None] | None) -> EpisodeResult:
     record = {"policy": agent_name(agent), **outcome, "episode_id": episode_id, **_episode_stats(agent),
-              "tool_calls": list(calls)}
+              "tool_calls": list(calls), **meter.stop()}
     if on_record is not None:
         on_record(record)
     end = getattr(agent, "end_episode", None)
@@ -369,4 +376,4 @@ def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, tot
 
 
 __all__ = ["Agent", "EpisodeResult", "HindsightGrant", "run_episode", "reset_agent", "agent_name", "EPISODE_STATS_KEYS",
-           "tool_call_entry", "result_hash"]
+           "tool_call_entry", "result_hash", "RESOURCE_KEYS"]

@@ -11,7 +11,8 @@ from fwgym.baselines.forecast import FixedForecastAgent, QuantileForecastAgent, 
 from fwgym.baselines.oracles import MenuOracle, PerfectDemandOracle, catalog_oracle, free_menu_oracle
 from fwgym.baselines.selectors import backtest_selector, lead_matched_selector
 from fwgym.forecasters.classical import CLASSICAL_METHODS
-from fwgym.forecasters.registry import EXTENDED_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS, known_models
+from fwgym.forecasters.registry import (EXTENDED_MODELS, NO_TSFM_MODELS, POOLS, PRICED_MODELS, STATISTICAL_MODELS,
+                                        known_models)
 from fwgym.suites import EXTENDED_FIXED_GROUP, EXTENDED_ORACLE_GROUP, POLICY_GROUPS, TSFM_GROUP, get_suite
 
 __all__ = ["SELECTOR_POLICIES", "ORACLE_POLICIES", "DEFAULT_POLICIES", "TSFM_POLICIES", "EXTENDED_POLICIES",
@@ -28,6 +29,7 @@ _FACTORIES["lead_matched_selector"] = lead_matched_selector
 _FACTORIES["free_menu_oracle"] = free_menu_oracle
 _FACTORIES["catalog_oracle"] = catalog_oracle
 _FACTORIES["catalog_oracle_extended"] = lambda: MenuOracle("catalog", models=EXTENDED_MODELS, name="catalog_oracle_extended")
+_FACTORIES["catalog_oracle_no_tsfm"] = lambda: MenuOracle("catalog", models=NO_TSFM_MODELS, name="catalog_oracle_no_tsfm")
 _FACTORIES["perfect_demand"] = PerfectDemandOracle
 
 #: backtest selectors (free, visible data only) and hindsight menu oracles, in table order
@@ -55,6 +57,8 @@ def policy_models(name: str) -> tuple[str, ...]:
         return PRICED_MODELS
     if name == "catalog_oracle_extended":
         return EXTENDED_MODELS
+    if name == "catalog_oracle_no_tsfm":
+        return NO_TSFM_MODELS
     if name == "routing_reference":
         return ("chronos2",)
     if name == "seasonal_empirical_quantiles":
@@ -85,13 +89,15 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
         suite: the suite's name (:data:`fwgym.suites.SUITES`).
         include_tsfm: :data:`~fwgym.suites.TSFM_GROUP` is the TSFM policies whose weights load in this
             process (:func:`unavailable_policies`); ``False``: none.
-        pool: the env's forecast pool, ``"protocol"`` (default) or ``"extended"``
+        pool: the env's forecast pool, ``"protocol"`` (default), ``"extended"`` or ``"no_tsfm"``
             (:data:`~fwgym.forecasters.registry.POOLS`). ``"extended"`` resolves
             :data:`~fwgym.suites.EXTENDED_FIXED_GROUP` to the fixed statsmodels policies
             (:data:`~fwgym.forecasters.registry.STATISTICAL_MODELS`) and
             :data:`~fwgym.suites.EXTENDED_ORACLE_GROUP` to ``catalog_oracle_extended`` (the protocol pool:
             to nothing; the forecast suite's defaults are the policies that submit forecasts,
             :data:`FORECAST_POLICIES`). Run them in envs made with ``models=EXTENDED_MODELS``.
+            ``"no_tsfm"`` (the TSFM-access ablation) resolves :data:`~fwgym.suites.TSFM_GROUP` to nothing and
+            runs ``catalog_oracle_no_tsfm`` instead of ``catalog_oracle``.
 
     Returns:
         ``(policies, skipped)`` as :func:`default_policies`.
@@ -102,13 +108,15 @@ def suite_policies(suite: str, include_tsfm: bool = True, pool: str = "protocol"
     if pool not in POOLS:
         raise ValueError(f"unknown pool {pool!r}; expected one of {list(POOLS)}")
     spec = get_suite(suite)
-    skipped = unavailable_policies(TSFM_POLICIES) if include_tsfm and TSFM_GROUP in spec.default_policies else {}
-    groups = {TSFM_GROUP: [p for p in TSFM_POLICIES if p not in skipped] if include_tsfm else [],
+    tsfm = include_tsfm and pool != "no_tsfm"
+    skipped = unavailable_policies(TSFM_POLICIES) if tsfm and TSFM_GROUP in spec.default_policies else {}
+    groups = {TSFM_GROUP: [p for p in TSFM_POLICIES if p not in skipped] if tsfm else [],
               EXTENDED_FIXED_GROUP: list(STATISTICAL_MODELS) if pool == "extended" else [],
               EXTENDED_ORACLE_GROUP: ["catalog_oracle_extended"] if pool == "extended" else []}
+    renamed = {"catalog_oracle": "catalog_oracle_no_tsfm"} if pool == "no_tsfm" else {}
     out: list[str] = []
     for entry in spec.default_policies:
-        out += groups[entry] if entry in POLICY_GROUPS else [entry]
+        out += groups[entry] if entry in POLICY_GROUPS else [renamed.get(entry, entry)]
     return out, skipped
 
 

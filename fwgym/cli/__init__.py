@@ -1,7 +1,8 @@
 """The ``fwgym`` command line: one module per subcommand, agent kinds as plug-ins.
 
 ``fwgym evaluate`` (:mod:`~fwgym.cli.evaluate`), ``fwgym cases`` (:mod:`~fwgym.cli.cases`; ``cases export``
-writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym plot``
+writes them as Parquet), ``fwgym leaderboard`` (:mod:`~fwgym.cli.leaderboard`), ``fwgym compare``
+(:mod:`~fwgym.cli.compare`), ``fwgym profile`` (:mod:`~fwgym.cli.profile`), ``fwgym plot``
 (:mod:`~fwgym.cli.plot`), ``fwgym show-trace`` (:mod:`~fwgym.cli.show_trace`), ``fwgym report``
 (:mod:`~fwgym.cli.report`), ``fwgym verify`` (:mod:`~fwgym.cli.verify`; ``--replay`` re-executes every
 episode), ``fwgym calibrate-sigma`` (:mod:`~fwgym.cli.calibrate_sigma`),
@@ -29,15 +30,15 @@ import os
 import sys
 from typing import Sequence
 
-from fwgym.cli import (calibrate_sigma, cases, evaluate, forecasts, import_inspect, leaderboard, listing, mcp, plot,
-                       report, rl, show_trace, verify)
+from fwgym.cli import (calibrate_sigma, cases, compare, evaluate, forecasts, import_inspect, leaderboard, listing, mcp,
+                       plot, profile, report, rl, show_trace, verify)
 from fwgym.data import DataIntegrityError
 from fwgym.forecasters.base import ModelUnavailable
 from fwgym.forecasters.registry import PluginError
 
 #: the subcommand modules, in the order of ``fwgym --help``
-COMMANDS = (evaluate, verify, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts, rl, listing,
-            mcp, import_inspect)
+COMMANDS = (evaluate, verify, compare, profile, cases, leaderboard, plot, show_trace, report, calibrate_sigma, forecasts,
+            rl, listing, mcp, import_inspect)
 
 #: exceptions that are the user's input, not a bug of fwgym: bad argument values and file contents
 #: (``ValueError``, which includes ``json.JSONDecodeError``, ``UnicodeDecodeError`` and the forecast

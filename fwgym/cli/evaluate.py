@@ -27,7 +27,8 @@ from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.agent_kinds.isolation import protect_run_paths
 from fwgym.cli.args import add_domain_argument, positive_int
-from fwgym.cli.preflight import check_agent_infrastructure
+from fwgym.cli.preflight import check_agent_infrastructure, print_preflight, probe_plugins
+from fwgym.cli.runs import label_arg, labels_of, play_sessions, print_run_leaderboard, repeated_agents
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import SUITES
 from fwgym.forecasters.registry import POOLS
@@ -65,15 +66,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", default=None, metavar="DIR",
                    help="finish the run in DIR: play its missing and harness_error episodes with its settings")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--label", action="append", type=label_arg, default=None, metavar="KEY=VALUE",
+                   help="a label of the run (repeatable), e.g. thinking=on for a server-side setting fwgym cannot see: "
+                        "recorded in the manifest's settings, shown in leaderboards and compared by fwgym compare")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="K",
+                   help="play the agent K times with seeds S, S+1, ... (S = --llm-seed, default 0), one session per "
+                        "repeat, its rows named <agent>#1 .. <agent>#K (the other policies play once); fwgym compare "
+                        "RUN reports the repeats' stability (LLM agents only; default 1)")
     p.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
     p.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",
                    help="context and forecast suites: seed of the scenario drawn per case (default 0, the reported "
                         "tables'); a setting of the run")
     p.add_argument("--pool", choices=tuple(POOLS), default="protocol",
-                   help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs) or "
+                   help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs), "
                         "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
-                        "and catalog_oracle_extended to the default policies); a setting of the run")
+                        "and catalog_oracle_extended to the default policies) or no_tsfm (seasonal_empirical only: the "
+                        "TSFM-access ablation; catalog_oracle_no_tsfm replaces catalog_oracle); a setting of the run")
     p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="add these priced models to the forecast pool of every env of the run, after --pool's: "
                         "plug-ins (the 'fwgym.forecasters' entry-point group or register_forecaster) or built-in "
@@ -202,9 +211,7 @@ def _agent_settings(policy) -> object:
 def _execute(args, out: Path, manifest: dict | None) -> int:
     from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.errors import HarnessError
-    from fwgym.evaluation import evaluate, format_leaderboard, leaderboard, reference_policy, write_csv
-    from fwgym.cli.tables import print_table
-    from fwgym.evaluation.leaderboard import format_breakdowns, leaderboard_table
+    from fwgym.evaluation import reference_policy
     from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now, run_settings
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
@@ -241,12 +248,18 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                                 limit=args.limit, cases=case_ids, policies=labels,
                                 agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
                                 env_kwargs=env_kwargs, max_calls=MAX_CALLS)
+        if getattr(args, "label", None):  # only when given: the settings of other runs are unchanged
+            settings["labels"] = labels_of(args.label)
+        if (getattr(args, "repeat", 1) or 1) > 1:
+            settings["repeat"] = int(args.repeat)
+        if args.agent and (getattr(args, "objective", None) or "score") != "score":  # only then: other runs unchanged
+            settings["objective"] = args.objective
         store = _forecast_store(args)  # before the run directory is touched: a bad store is a one-line error
         if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
             settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
         if resume:
             _check_resume(out, manifest, settings, env)
-        _probe_plugins(settings.get("plugin_code") or ())
+        probe_plugins(settings.get("plugin_code") or ())
         try:
             preflight = run_preflight(policies)
         except HarnessError as exc:
@@ -284,23 +297,25 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             run.current_session["forecast_store"] = str(store.path)
             run.save()
         t0 = time.perf_counter()
+        box = [run]  # the session's run directory (a --repeat run opens one session per repeat)
         try:
-            records = evaluate(policies, split=args.split, domains=args.domain, lead=args.lead, limit=args.limit,
-                               workers=args.workers, progress=not args.no_progress, env_kwargs=run_kwargs,
-                               backend=args.backend, ray_address=args.ray_address, concurrency=args.concurrency,
-                               run=run, preflight=False)
+            records, played = play_sessions(args, box, out, policies, labels, case_ids, dict(run.current_session),
+                                            run_kwargs, settings, model_revisions, resume, _end_session)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+            run = box[0]
             counts = _end_session(run, expected, "interrupted", model_revisions, settings)
             what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
             print(f"\n{what}: {counts['recorded']} of {counts['expected']} episodes are recorded in {out}; finish "
                   f"the run with `fwgym evaluate --resume {out}`", file=sys.stderr)
             return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
         except BaseException:
+            run = box[0]
             _end_session(run, expected, "crashed", model_revisions, settings)
             raise
+        run = box[0]
         elapsed = time.perf_counter() - t0
         counts = _end_session(run, expected, None, model_revisions, settings)
-        played = run.current_session["episodes"]
+        played += run.current_session["episodes"]
     finally:
         if run is not None:
             run.close()
@@ -316,41 +331,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
               f"is incomplete ({counts['scored']} of {counts['expected']} scored): fix the backend and finish it "
               f"with `fwgym evaluate --resume {out}`", file=sys.stderr)
         return EXIT_INCOMPLETE
-    from fwgym.evaluation.marks import format_marks, history_line, mark_columns, row_marks
-
     ref = reference_policy(labels)
-    rows = leaderboard(records, reference=ref)
-    marks = row_marks(run.manifest, records)
-    flags = [x for x in format_marks(marks, {lab: len(case_ids) for lab in labels}) if x.startswith("EXPOSED")]
-    flags += [x for x in (history_line(run.manifest),) if x]
-    (out / "leaderboard.md").write_text("".join(f"{x}\n\n" for x in flags) + format_leaderboard(rows, args.suite)
-                                        + "\n\n" + format_breakdowns(rows, args.suite) + "\n")
-    write_csv(mark_columns(rows, marks), out / "leaderboard.csv")
-    n_cases = len({r["case_id"] for r in records})
-    print(f"\nfwgym leaderboard — suite={args.suite}, split={args.split}, {n_cases} cases, {len(labels)} policies, "
-          f"{played} episodes in {elapsed:.1f} s" + (f"; [95% CI] of the difference vs {ref} (paired "
-          "series-cluster bootstrap)" if ref else "") + "".join(f"; {x}" for x in flags) + "\n")
-    print_table(leaderboard_table(rows, args.suite), getattr(args, "format", AUTO))
-    print(f"\nrun directory: {out}  (manifest.json, results.jsonl, leaderboard.md, leaderboard.csv"
-          + (", traces.jsonl" if (out / "traces.jsonl").is_file() else "") + ")")
+    print_run_leaderboard(args, out, records, ref, settings, played, elapsed, run.session if resume else None,
+                       run.manifest)
     return EXIT_OK
-
-
-def _probe_plugins(models) -> None:
-    """One probe forecast of each plug-in forecaster of the run (:func:`fwgym.forecasters.hosted.probe`): one
-    that fails is a warning here and, for a hosted plug-in, in the manifest's ``models`` (its ``health``),
-    like a TSFM without weights: its purchases will end as ``backend_error`` (charged)."""
-    from fwgym.forecasters.hosted import probe
-    from fwgym.forecasters.registry import get_forecaster
-
-    for m in models:
-        f = get_forecaster(m)
-        why = probe(f)
-        if getattr(f, "hosted", False):
-            f.probe_error = why
-        if why is not None:
-            print(f"warning: plug-in forecaster {m} failed its probe forecast ({why}); its forecasts will end as "
-                  "backend_error (the charge stands), so policies that buy it do not measure it", file=sys.stderr)
 
 
 def _forecast_store(args):
@@ -364,30 +348,6 @@ def _forecast_store(args):
     from fwgym.forecasters.store import open_store
 
     return open_store(args.forecast_store)
-
-
-def print_preflight(preflight: dict, concurrency: int = 1) -> None:
-    """The agents' preflight findings on stderr (they are in the manifest too): model listed, seed honoured,
-    tools shown to the model, parallel slots, with a note when requests will queue on a single-slot server."""
-    for policy, facts in preflight.items():
-        if not isinstance(facts, dict):
-            continue
-        parts = []
-        for key, label in (("model_listed", "model listed"), ("seed_honoured", "seed honoured"),
-                           ("tools_shown", "tools shown to the model"), ("parallel_slots", "parallel slots"),
-                           ("server_kind", "server")):
-            if key in facts:
-                parts.append(f"{label}: {'unknown' if facts[key] is None else facts[key]}")
-        if parts:
-            print(f"preflight {policy}: " + "; ".join(parts), file=sys.stderr)
-        if facts.get("tools_shown") is False:
-            print(f"warning: {policy}: the server accepts tools but does not show them to the model (the prompt did "
-                  "not grow); pass --describe-tools (or --no-native-tools)", file=sys.stderr)
-        slots = facts.get("parallel_slots")
-        if isinstance(slots, int) and concurrency > slots:
-            print(f"note: {policy}: the server has {slots} parallel slot(s) and --concurrency is {concurrency}: "
-                  "requests queue, so the per-reply --timeout must cover the queue (concurrency x generation time)",
-                  file=sys.stderr)
 
 
 def _missing_dirs(paths) -> list[Path]:
@@ -455,7 +415,10 @@ def _policies(args, pool: str) -> tuple[list, dict, dict]:
             check_agent_label(args.agent_name, args.policies or ())
         agent = kind.build(args)
         check_agent_label(policy_label(agent), args.policies or ())
-        policies = [agent] + list(args.policies or [])
+        policies = repeated_agents(agent, getattr(args, "repeat", 1) or 1) + list(args.policies or [])
+    elif (getattr(args, "repeat", 1) or 1) > 1:
+        raise ValueError("--repeat repeats an agent (--agent openai or transformers, whose sampling seed changes per "
+                         "repeat); fwgym's policies are deterministic and play once")
     elif args.policies:
         policies = list(args.policies)
     else:
@@ -607,4 +570,5 @@ def _end_session(run, expected: list, status: str | None, model_revisions, setti
 
 
 __all__ = ["NAME", "HELP", "OPERATIONAL", "add_arguments", "run", "pool_models", "check_agent_label",
-           "check_packaged_files", "check_agent_infrastructure", "Terminated"]
+           "check_packaged_files", "check_agent_infrastructure", "Terminated", "label_arg", "labels_of",
+           "repeated_agents"]

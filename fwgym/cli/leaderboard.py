@@ -6,23 +6,32 @@ leaderboard only ever shows re-scored, hash-checked, comparable scores. A source
 bare ``results.jsonl``) is refused unless ``--allow-unverified``; the header then says ``NOT HASH-CHECKED``
 (and a warning goes to stderr in every format).
 Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
-:func:`fwgym.suites.suite_metric`).
+:func:`fwgym.suites.suite_metric`). Every format carries the one header of
+:mod:`fwgym.evaluation.header` and its marks (``PARTIAL``, ``NOT HASH-CHECKED``, ``EXPOSED``, ``W=<w>``, ...).
+
+``--loss-weight W`` re-scores the saved decisions with ``S = W·R + (1−W)·c/B`` (decision and context
+suites; :mod:`fwgym.evaluation.weights`; the default 0.5 is the protocol's S) and says so in every format
+(the ``W=<w>`` mark, the formula, a ``loss_weight`` column); several weights print the sensitivity table
+instead: S and rank at each weight and Kendall's tau-b of each ranking against the protocol's.
 
 ``--format``:
 
-* ``table`` (the default on a terminal): a header line, then aligned tables (main, by cohort and lead);
+* ``table`` (the default on a terminal): the header, then aligned tables (main, by cohort and lead)
+  fitted to the terminal's width (or ``$COLUMNS``): short headers, the least important columns left out
+  (and named) and breakdowns split, never a name cut; ``--wide`` prints every column;
 * ``markdown`` (the default in a file or pipe): the same as Markdown tables;
 * ``csv``: every column of every row (breakdowns and interval bounds included), nothing else; the
-  last columns carry the marks of the header (:mod:`fwgym.evaluation.marks`): ``rescored``, ``hash_checked``
-  (``false``: records from a source without a manifest), ``replayed`` (``fwgym verify --replay`` passed for the
-  records), ``isolation``, ``in_process``, ``exposed`` (a count) and ``partial`` (not the whole split), as in
-  ``--csv FILE``;
+  last columns carry the marks of the header (:func:`fwgym.evaluation.header.mark_rows`): ``rescored``,
+  ``hash_checked`` (``false``: records from a source without a manifest), ``replayed`` (``fwgym verify --replay``
+  passed for the records), ``isolation``, ``in_process``, ``exposed`` (a count; :mod:`fwgym.evaluation.marks`)
+  and ``partial`` (not the whole split), as in ``--csv FILE``;
 * ``latex``: the main table as a booktabs ``tabular`` for ``\\input`` in a paper's ``table`` float
   (needs ``\\usepackage{booktabs}``), then, in the context and forecast suites, one ``tabular`` per
   table of the breakdown by scenario family and context type; the header line as ``%`` comments;
-* ``json``: ``{"suite", "metric", "split", "coverage", "reference", "n_boot", "seed", "notes", "marks", "rows",
-  "breakdown"}`` with every column of every row (``marks``: ``{policy: {rescored, hash_checked, replayed,
-  isolation, in_process, exposed}}``) and the family / context-type breakdown in long form.
+* ``json``: ``{"suite", "metric", "split", "loss_weight", "formula", "coverage", "reference", "n_boot",
+  "seed", "header", "marks", "notes", "rows", "breakdown"}`` with every column of every row (the mark columns
+  of the CSV included; ``marks``: the header's marks, ``{"code", "text", "policies"}``) and the family /
+  context-type breakdown in long form.
 
 The forecast suite's RCRPS column is the capped mean (``R``), beside it the RCRPS without its
 bound-violation term and, for sample submissions, CiK's fair estimator; the context and forecast suites
@@ -62,6 +71,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="accept runs of different fwgym versions (the header names them)")
     p.add_argument("--no-breakdown", action="store_true",
                    help="omit the breakdown tables (per cohort and lead; per scenario family and context type)")
+    p.add_argument("--loss-weight", type=float, nargs="+", default=None, metavar="W",
+                   help="re-score the saved decisions with S = W·R + (1−W)·c/B (decision and context suites; default "
+                        "0.5, the protocol's S); several weights print the sensitivity table: S and rank at each W, "
+                        "Kendall's tau-b against the protocol's ranking")
+    p.add_argument("--wide", action="store_true",
+                   help="print every column at its full width (default on a terminal: fit its width, leaving the "
+                        "least important columns out, and say which)")
     add_allow_unverified(p)
 
 
@@ -82,24 +98,55 @@ def warn_unverified(rs) -> None:
         print(f"warning: {rs.notes[0]}", file=sys.stderr)
 
 
+def _labels_of(rs) -> dict[str, dict[str, str]]:
+    """``{policy: labels}`` of the rows whose run manifest holds labels (``fwgym evaluate --label``)."""
+    out: dict[str, dict[str, str]] = {}
+    for src in rs.sources:
+        labels = ((src.manifest or {}).get("settings") or {}).get("labels") or {}
+        if isinstance(labels, dict) and labels:
+            for r in src.records:
+                out[r["policy"]] = {str(k): str(v) for k, v in labels.items()}
+    return out
+
+
+def loss_weights(values) -> list[float]:
+    """The ``--loss-weight`` values (default: the protocol's 0.5), each checked to be in [0, 1].
+
+    Raises:
+        ValueError: a value outside [0, 1] or given twice.
+    """
+    from fwgym.evaluation.weights import LOSS_WEIGHT, check_loss_weight
+
+    ws = [check_loss_weight(w) for w in (values or [LOSS_WEIGHT])]
+    if len(set(ws)) != len(ws):
+        raise ValueError(f"--loss-weight: a weight is given twice ({' '.join(f'{w:g}' for w in ws)})")
+    return ws
+
+
 def run(args) -> int:
     """Print the leaderboard in ``args.format`` (see the module docstring); optionally write it as CSV.
 
     Raises:
-        ValueError: no records, or ``--reference`` names no policy of the results.
+        ValueError: no records, ``--reference`` names no policy of the results, a bad ``--loss-weight``.
     """
     import sys
 
-    from fwgym.cli.tables import print_table, resolve_format
+    from fwgym.cli.progress import phase
+    from fwgym.cli.tables import left_out_note, output_width, print_table, resolve_format
     from fwgym.evaluation import AUTO as AUTO_REFERENCE
-    from fwgym.evaluation import coverage, leaderboard, load_results, reference_policy, write_csv
-    from fwgym.evaluation.leaderboard import (breakdown_tables, format_csv, format_json,
-                                              format_latex, leaderboard_table, mark_rows)
+    from fwgym.evaluation import leaderboard, load_results, reference_policy, write_csv
+    from fwgym.evaluation.header import loss_weight_mark, make_header, result_set_marks
+    from fwgym.evaluation.leaderboard import (breakdown_tables, format_csv, format_json, format_latex,
+                                              leaderboard_table, narrow_cells)
+    from fwgym.core.scoring import BUDGET
+    from fwgym.evaluation.weights import LOSS_WEIGHT, reweight, weighted_formula
     from fwgym.suites import suite_metric
 
-    rs = load_results(args.results, allow_partial=args.allow_partial, common_cases=args.common_cases,
-                      allow_mixed_versions=args.allow_mixed_versions,
-                      allow_unverified=getattr(args, "allow_unverified", False))
+    weights = loss_weights(getattr(args, "loss_weight", None))
+    with phase("reading and re-scoring the results"):
+        rs = load_results(args.results, allow_partial=args.allow_partial, common_cases=args.common_cases,
+                          allow_mixed_versions=args.allow_mixed_versions,
+                          allow_unverified=getattr(args, "allow_unverified", False))
     warn_unverified(rs)
     records = rs.records
     if not records:
@@ -110,44 +157,118 @@ def run(args) -> int:
         ref = reference_policy(policies, AUTO_REFERENCE if args.reference is None else args.reference)
     except ValueError as exc:
         raise ValueError(f"--reference: {exc}") from None
-    rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
+    if len(weights) > 1:
+        return _sensitivity(args, rs, records, suite, ref, weights)
+    w = weights[0]
+    if w != LOSS_WEIGHT:
+        records = reweight(records, w, rs.settings["sigma"], rs.settings.get("budget") or BUDGET, suite)
+    with phase(f"bootstrap intervals ({args.n_boot:,} draws x {len(policies)} policies)" if ref else "aggregates"):
+        rows = leaderboard(records, reference=ref, n_boot=args.n_boot, seed=args.seed)
+    labels = _labels_of(rs)
+    for r in rows:
+        if labels:
+            r["labels"] = labels.get(r["policy"], {})
+        if w != LOSS_WEIGHT:
+            r["loss_weight"] = w
     credit_weight = rs.settings.get("credit_weight")  # the manifest's (S is never inverted to recover it)
     metric = suite_metric(suite, credit_weight)
-    cov = coverage([r for r in records if r["policy"] == policies[0]])
-    parts = ", ".join(f"{k} {a}/{b}" for k, (a, b) in cov["by_domain"].items())
-    checked = "re-scored, NOT hash-checked" if rs.unverified else "re-scored and hash-checked"
-    header = (f"fwgym leaderboard{' (NOT HASH-CHECKED)' if rs.unverified else ''}: suite={suite} ({metric.formula}), "
-              f"{len(policies)} policies x {cov['cases']} cases "
-              f"({parts}{'' if cov['complete'] else '; PARTIAL: not the whole split'}); {len(records)} records "
-              f"{checked}" + "".join(f"; {n}" for n in rs.notes)
-              + (f"; intervals: paired series-cluster bootstrap, {args.n_boot:,} draws, seed {args.seed}, "
-                 f"policy - {ref}" if ref else ""))
+    formula = weighted_formula(w) if w != LOSS_WEIGHT else metric.formula
+    header = make_header(records, suite=suite, formula=formula, marks=[*result_set_marks(rs), loss_weight_mark(w)],
+                         notes=list(rs.notes) + _shared_labels(labels, rows), checked=_checked(rs),
+                         reference=ref, n_boot=args.n_boot, seed=args.seed, row_marks=rs.marks)
     fmt = resolve_format(args.format)
-    unverified = {r["policy"] for src in rs.sources if not src.verified for r in src.records}
-    csv_rows = mark_rows(rows, unverified, partial=not cov["complete"], marks=rs.marks)  # CSV has no header to say so
+    csv_rows = header.csv_rows(rows)  # CSV has no header to say so
     if fmt == "csv":
         sys.stdout.write(format_csv(csv_rows))
     elif fmt == "json":
-        print(format_json(rows, suite, credit_weight, split=rs.settings.get("split"),
-                          coverage={"cases": cov["cases"], "complete": cov["complete"],
-                                    "by_domain": {k: list(v) for k, v in cov["by_domain"].items()}},
+        cov = header.by_domain
+        print(format_json(csv_rows, suite, credit_weight, split=rs.settings.get("split"), loss_weight=w,
+                          formula=formula, coverage={"cases": header.n_cases, "complete": header.mark("PARTIAL") is None,
+                                                     "by_domain": {k: list(v) for k, v in cov.items()}},
                           reference=ref, n_boot=args.n_boot if ref else None, seed=args.seed if ref else None,
-                          notes=list(rs.notes), marks=rs.marks))
+                          **header.json_fields()))
     elif fmt == "latex":
-        print(format_latex(rows, suite, comment=header + "\nper-cohort and per-lead tables: --format markdown or csv"))
+        print(format_latex(rows, suite, comment=header.latex_comment()
+                           + "\nper-cohort and per-lead tables: --format markdown or csv"))
     else:
-        print(header + "\n")
-        print_table(leaderboard_table(rows, suite), fmt)
+        width = output_width(wide=getattr(args, "wide", False)) if fmt != "markdown" else None
+        print("\n".join(header.lines(width)) if fmt != "markdown" else header.markdown())
+        print()
+        main = leaderboard_table(rows, suite)
+        left = print_table(narrow_cells(main) if width else main, fmt, width=width)
+        note = left_out_note(left, width)
+        if note:
+            print(note)
         if not args.no_breakdown:
             for table in breakdown_tables(rows, suite):
                 print()
                 print(table.title)
                 if fmt == MARKDOWN:
                     print()
-                print_table(table.__class__(None, table.columns, table.align, table.rows), fmt)
+                print_table(table.__class__(None, table.columns, table.align, table.rows), fmt, width=width)
     if args.csv:
         print(f"\nwrote {write_csv(csv_rows, args.csv)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
     return 0
 
 
-__all__ = ["NAME", "HELP", "FORMATS", "add_arguments", "add_allow_unverified", "warn_unverified", "run"]
+def _checked(rs) -> str:
+    """What checked the records of ``rs``, for the header."""
+    return "re-scored, NOT hash-checked" if rs.unverified else "re-scored and hash-checked"
+
+
+def _shared_labels(labels: dict, rows) -> list[str]:
+    """``["labels: k=v, ..."]`` when every row has the same labels (then the table has no labels column)."""
+    from fwgym.evaluation.leaderboard import label_text
+
+    values = {label_text(r.get("labels")) for r in rows}
+    if labels and len(values) == 1:
+        for r in rows:
+            r.pop("labels", None)
+        return [f"labels: {values.pop()}"]
+    return []
+
+
+def _sensitivity(args, rs, records, suite: str, ref, weights: list[float]) -> int:
+    """``--loss-weight W1 W2 ...``: the sensitivity table (S and rank at each weight, Kendall's tau-b)."""
+    import json
+    import sys
+
+    from fwgym.cli.progress import phase
+    from fwgym.cli.tables import output_width, print_table, resolve_format
+    from fwgym.evaluation import write_csv
+    from fwgym.evaluation.formats import format_csv, latex_table
+    from fwgym.evaluation.header import make_header, result_set_marks
+    from fwgym.core.scoring import BUDGET
+    from fwgym.evaluation.weights import sensitivity, sensitivity_table
+
+    with phase(f"re-scoring at {len(weights)} loss weights" + (f" with {args.n_boot:,} bootstrap draws" if ref else "")):
+        rows, tau = sensitivity(records, weights, rs.settings["sigma"], rs.settings.get("budget") or BUDGET, suite,
+                                reference=ref,
+                                n_boot=args.n_boot, seed=args.seed)
+    formula = "S = W·R + (1−W)·c/B, R = (loss − F)/σ; W = " + ", ".join(f"{w:g}" for w in weights)
+    header = make_header(records, title="fwgym leaderboard: loss-weight sensitivity", suite=suite, formula=formula,
+                         marks=result_set_marks(rs), notes=list(rs.notes), checked=_checked(rs),
+                         reference=ref, n_boot=args.n_boot, seed=args.seed, row_marks=rs.marks,
+                         facts=["the protocol's W is 0.5; ranks: 1 = best"])
+    table = sensitivity_table(rows, weights, tau)
+    fmt = resolve_format(args.format)
+    csv_rows = header.csv_rows(rows)
+    if fmt == "csv":
+        sys.stdout.write(format_csv(csv_rows))
+    elif fmt == "json":
+        print(json.dumps({"suite": suite, "loss_weights": weights, "kendall_tau_b": {f"{w:g}": t for w, t in tau.items()},
+                          "reference": ref, **header.json_fields(), "rows": csv_rows}, indent=1, ensure_ascii=False,
+                         allow_nan=False))
+    elif fmt == "latex":
+        print(latex_table(table, header.latex_comment()))
+    else:
+        width = output_width(wide=getattr(args, "wide", False)) if fmt != "markdown" else None
+        print("\n".join(header.lines(width)) if fmt != "markdown" else header.markdown())
+        print()
+        print_table(table, fmt, width=width)
+    if args.csv:
+        print(f"\nwrote {write_csv(csv_rows, args.csv)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
+    return 0
+
+
+__all__ = ["NAME", "HELP", "FORMATS", "add_arguments", "add_allow_unverified", "warn_unverified", "run", "loss_weights"]

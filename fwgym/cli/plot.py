@@ -115,23 +115,29 @@ def run(args) -> int:
             in the results).
     """
     from fwgym import plots
+    from fwgym.cli.progress import phase
     from fwgym.evaluation import load_results
+    from fwgym.evaluation.header import make_header, result_set_marks
 
-    rs = load_results(args.results, allow_unverified=getattr(args, "allow_unverified", False))
+    with phase("reading and re-scoring the results"):
+        rs = load_results(args.results, allow_unverified=getattr(args, "allow_unverified", False))
     warn_unverified(rs)
     records = rs.records
     layout = {"style": args.style, "height": args.height}
-    if rs.unverified:  # in the figure and its metadata, not only on stderr
-        layout.update(mark="NOT HASH-CHECKED: no run manifest", description=rs.notes[0])
+    mark, description = make_header(records, suite=rs.settings.get("suite") or "decision", formula="",
+                                    marks=result_set_marks(rs)).figure_mark()
+    if mark:  # PARTIAL, NOT HASH-CHECKED, ...: in the figure and its metadata, not only on stderr
+        layout.update(mark=mark, description=description)
     if args.columns is not None:
         layout["columns"] = args.columns
     suite = getattr(args, "suite", None) or rs.settings.get("suite")  # the run manifest's (decision for runs that name none)
     if args.what == "frontier":
         check_policy_names("--agents", args.agents or (), records)
-        out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or (), suite=suite,
-                                  credit_weight=rs.settings.get("credit_weight"),
-                                  panels=args.panels, labels=args.labels, reference=args.reference,
-                                  n_boot=args.n_boot, seed=args.seed, **layout)
+        with phase(f"drawing the frontier ({args.n_boot:,} bootstrap draws)"):
+            out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or (), suite=suite,
+                                      credit_weight=rs.settings.get("credit_weight"),
+                                      panels=args.panels, labels=args.labels, reference=args.reference,
+                                      n_boot=args.n_boot, seed=args.seed, **layout)
     elif args.what == "tools":
         out = plots.plot_tools(records, args.output, title=args.title, **layout)
     else:

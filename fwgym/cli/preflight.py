@@ -1,9 +1,13 @@
 """Checks ``fwgym evaluate`` makes before any episode (and before a new run's directory is made): the agents'
 infrastructure (issue 25.6). A failure is one line ``fwgym: error: ...`` (exit 2) and nothing is run, so an
-infrastructure fault is never scored as the agent's failure."""
+infrastructure fault is never scored as the agent's failure. Also what the run says about its agents and
+plug-ins before it plays: the agents' preflight findings (:func:`print_preflight`) and a probe forecast of
+each plug-in forecaster (:func:`probe_plugins`)."""
 from __future__ import annotations
 
-__all__ = ["check_agent_infrastructure"]
+import sys
+
+__all__ = ["check_agent_infrastructure", "print_preflight", "probe_plugins"]
 
 
 def _settings_values(description, key: str) -> list:
@@ -67,3 +71,44 @@ def check_agent_infrastructure(policies, timeout: float = 120.0) -> None:
                 from fwgym.agents.openai import completion_problem
 
                 ReplyCache.check(folder, completion_problem)
+
+
+def probe_plugins(models) -> None:
+    """One probe forecast of each plug-in forecaster of the run (:func:`fwgym.forecasters.hosted.probe`): one
+    that fails is a warning here and, for a hosted plug-in, in the manifest's ``models`` (its ``health``),
+    like a TSFM without weights: its purchases will end as ``backend_error`` (charged)."""
+    from fwgym.forecasters.hosted import probe
+    from fwgym.forecasters.registry import get_forecaster
+
+    for m in models:
+        f = get_forecaster(m)
+        why = probe(f)
+        if getattr(f, "hosted", False):
+            setattr(f, "probe_error", why)  # a hosted plug-in's health (fwgym.forecasters.hosted.HostedForecaster)
+        if why is not None:
+            print(f"warning: plug-in forecaster {m} failed its probe forecast ({why}); its forecasts will end as "
+                  "backend_error (the charge stands), so policies that buy it do not measure it", file=sys.stderr)
+
+
+def print_preflight(preflight: dict, concurrency: int = 1) -> None:
+    """The agents' preflight findings on stderr (they are in the manifest too): model listed, seed honoured,
+    tools shown to the model, parallel slots, with a note when requests will queue on a single-slot server."""
+    for policy, facts in preflight.items():
+        if not isinstance(facts, dict):
+            continue
+        parts = []
+        for key, label in (("model_listed", "model listed"), ("seed_honoured", "seed honoured"),
+                           ("tools_shown", "tools shown to the model"), ("parallel_slots", "parallel slots"),
+                           ("server_kind", "server")):
+            if key in facts:
+                parts.append(f"{label}: {'unknown' if facts[key] is None else facts[key]}")
+        if parts:
+            print(f"preflight {policy}: " + "; ".join(parts), file=sys.stderr)
+        if facts.get("tools_shown") is False:
+            print(f"warning: {policy}: the server accepts tools but does not show them to the model (the prompt did "
+                  "not grow); pass --describe-tools (or --no-native-tools)", file=sys.stderr)
+        slots = facts.get("parallel_slots")
+        if isinstance(slots, int) and concurrency > slots:
+            print(f"note: {policy}: the server has {slots} parallel slot(s) and --concurrency is {concurrency}: "
+                  "requests queue, so the per-reply --timeout must cover the queue (concurrency x generation time)",
+                  file=sys.stderr)

@@ -38,7 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym report``."""
     p.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
     p.add_argument("-o", "--output", required=True, help="output folder (open <folder>/index.html)")
-    p.add_argument("--traces", nargs="+", default=None, help="LLM trace JSONL files (transcripts on episode pages)")
+    p.add_argument("--traces", nargs="+", default=None,
+                   help="LLM trace JSONL files (transcripts and the tool calls in order on episode pages; default: "
+                        "the traces.jsonl of each run directory given, where there is one)")
+    p.add_argument("--no-traces", action="store_true", help="do not read any trace file")
     p.add_argument("--reference", default=None,
                    help="policy of the paired bootstrap intervals (default: hour_of_day_empirical when present; "
                         "'none' for no intervals)")
@@ -57,23 +60,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_allow_unverified(p)
 
 
+def run_traces(results) -> list[str]:
+    """The ``traces.jsonl`` files of the run directories among ``results`` (a run directory, or the folder
+    of a ``results.jsonl`` file given), where they exist: what ``fwgym report`` reads by default."""
+    from pathlib import Path
+
+    from fwgym.evaluation import RESULTS_FILE, TRACES_FILE
+
+    out = []
+    for r in map(Path, results):
+        folder = r if r.is_dir() else r.parent if r.name == RESULTS_FILE else None
+        if folder is not None and (folder / TRACES_FILE).is_file() and str(folder / TRACES_FILE) not in out:
+            out.append(str(folder / TRACES_FILE))
+    return out
+
+
 def run(args) -> int:
     """Build the report and print where it is."""
+    from fwgym.cli.progress import phase
+    from fwgym.evaluation import AUTO
     from fwgym.report import build_report
 
-    from fwgym.evaluation import AUTO
-
     ref = AUTO if args.reference is None else args.reference
-    rep = build_report(args.results, args.output, traces=args.traces, max_episode_pages=args.episodes,
+    traces = None if getattr(args, "no_traces", False) else (args.traces or run_traces(args.results) or None)
+    rep = build_report(args.results, args.output, traces=traces, max_episode_pages=args.episodes,
                        reference=ref, n_boot=args.n_boot, seed=args.seed, replay=not args.no_replay,
                        history_hours=args.hours, title=args.title, progress=not args.no_progress,
-                       workers=args.workers, allow_unverified=getattr(args, "allow_unverified", False))
+                       workers=args.workers, allow_unverified=getattr(args, "allow_unverified", False),
+                       phase=None if args.no_progress else phase)
     for w in rep.warnings:
         print(f"note: {w}", file=sys.stderr)
     print(f"wrote {len(rep.pages)} pages ({len(rep.policy_pages)} policies, {len(rep.episode_pages)} episodes) "
           f"in {rep.seconds:.1f} s" + (f"; intervals vs {rep.reference}" if rep.reference else "")
-          + f"\nopen {rep.index.resolve()}")
+          + (f"; traces: {', '.join(traces)}" if traces else "") + f"\nopen {rep.index.resolve()}")
     return 0
 
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "episodes"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "episodes", "run_traces"]

@@ -3,7 +3,8 @@
 :func:`check_traces` refuses, with the episode named, a record whose fields have JSON types that the
 transcript renderer (:func:`fwgym.cli.show_trace.render_trace`) cannot read, so a foreign or edited
 file ends as ``fwgym show-trace: error: ...`` (exit 2) instead of a traceback. Missing fields are
-fine (they print as ``-``); wrong types are not.
+fine (they print as ``-``); wrong types are not. A file none of whose lines has ``messages`` or
+``trace_version`` (which every trace line has: e.g. a results file) holds no traces and is refused.
 """
 from __future__ import annotations
 
@@ -64,8 +65,17 @@ def check_traces(traces: Sequence[Any], path: str) -> None:
     """Refuse the first trace record of ``traces`` (read from ``path``) whose shape is unreadable.
 
     Raises:
-        ValueError: ``"<path>: episode [i] is not a trace record of fwgym: <problem>"``.
+        ValueError: ``"<path>: episode [i] is not a trace record of fwgym: <problem>"``; ``"<path> holds no
+            traces"`` for a file without any line.
     """
+    if not traces:
+        raise ValueError(f"{path} holds no traces (no line)")
+    if not any(isinstance(t, dict) and ("messages" in t or "trace_version" in t) for t in traces):
+        first = traces[0]
+        looks = (" (its lines are result records: this is a results file; the traces of a run are in its "
+                 "traces.jsonl)") if isinstance(first, dict) and "case_id" in first and "S" in first else ""
+        raise ValueError(f"{path} holds no traces: none of its {len(traces)} lines has 'messages' or "
+                         f"'trace_version'{looks}")
     for i, t in enumerate(traces):
         problem = trace_problem(t)
         if problem:

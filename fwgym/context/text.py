@@ -21,7 +21,25 @@ from fwgym.core.contract import ALPHA, RAMP, VALUE_ABS_TOL, VALUE_REL_TOL, capac
 from fwgym.core.series import date_to_hour, hour_to_datetime, hour_to_iso
 from fwgym.domains import SameMonthLastYear, get_domain
 
-__all__ = ["holidays_between", "historical_window", "prompt_windows", "historical_facts", "calendar_facts", "render_context"]
+__all__ = ["holidays_between", "historical_window", "prompt_windows", "historical_facts", "calendar_facts", "render_context",
+           "OBJECTIVES", "objective_line"]
+
+#: what an agent can be told to minimise (the objective ablation: the protocol's S, or the decision loss only)
+OBJECTIVES: tuple[str, ...] = ("score", "loss")
+
+
+def objective_line(budget: int, objective: str = "score") -> str:
+    """The context's objective sentence: the protocol's S (``"score"``, what every env states) or the loss
+    only (``"loss"``, what a chat agent run with ``--objective loss`` is shown instead).
+
+    Raises:
+        ValueError: an unknown objective.
+    """
+    if objective == "score":
+        return f"Objective: minimise S = 0.5*((loss - best possible loss)/sigma + credits spent/{budget})."
+    if objective == "loss":
+        return "Objective: minimise the loss."
+    raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {objective!r}")
 
 @lru_cache(maxsize=8)
 def _holiday_calendar(domain: str, year: int):
@@ -141,7 +159,7 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
             f"|v - g| <= {VALUE_ABS_TOL:g} + {VALUE_REL_TOL:g} x |g|): " + ", ".join(repr(v) for v in capacity_grid(s)) + ".",
             f"Loss: mean over the 24 target hours of {ALPHA}*max(a-y,0) + w_h*max(y-a,0) with a and y divided by scale; "
             f"shortage weights w_h for this day: {', '.join(f'{w:g}' for w in case.shortage[::6])} for hours 0-5, 6-11, 12-17, 18-23.",
-            f"Objective: minimise S = 0.5*((loss - best possible loss)/sigma + credits spent/{budget}).",
+            objective_line(budget),
             "Submit with {\"tool\": \"submit\", \"args\": {\"decisions\": [{\"decision_id\": \"b00\", \"value\": <capacity>}, ...]}}.",
         ]
     else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -26,7 +27,8 @@ import numpy as np
 from fwgym.core.metrics import DECISION_METRIC, RCRPS_CAP
 from fwgym.domains import BUILTIN_DOMAINS, DOMAINS, get_domain
 
-__all__ = ["BUDGET", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_FILE_DOMAINS", "SIGMA_RELPATH", "load_sigma", "write_sigma",
+__all__ = ["BUDGET", "LOSS_WEIGHT", "SCORER_VERSION", "SIGMA_PATH", "REFERENCE_SIGMA", "SIGMA_FILE_DOMAINS", "SIGMA_RELPATH",
+           "load_sigma", "write_sigma",
            "case_score", "case_weights", "aggregate", "RCRPS_BETA", "RCRPS_CAP", "ESTIMATORS", "crps_ensemble",
            "pinball_loss", "crps_quantiles", "quantile_atoms", "bound_violation", "rcrps", "rcrps_terms", "score_forecast",
            "range_alpha"]
@@ -125,15 +127,24 @@ def write_sigma(text: str, path: str | Path | None = None) -> Path:
     return p
 
 
-def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET) -> tuple[float, float]:
-    """``(R, S)`` of one decision case: ``R = (loss - floor)/sigma``, ``S = (R + credits/budget)/2``
-    (:data:`fwgym.core.metrics.DECISION_METRIC`).
+#: the protocol's weight W of R in S = W*R + (1 - W)*credits/budget (S = (R + c/B)/2, protocol §5.2)
+LOSS_WEIGHT = DECISION_METRIC.r_weight
+
+
+def case_score(loss: float, floor: float, credits: float, sigma: float, budget: float = BUDGET,
+               loss_weight: float = LOSS_WEIGHT) -> tuple[float, float]:
+    """``(R, S)`` of one decision case: ``R = (loss - floor)/sigma``, ``S = W*R + (1 - W)*credits/budget`` with
+    the loss weight ``W`` (the protocol's 1/2: ``S = (R + credits/budget)/2``,
+    :data:`fwgym.core.metrics.DECISION_METRIC`; other weights re-score saved decisions for the paper's
+    loss-cost sensitivity analysis, §4.5, with the same metric's weights replaced).
 
     Raises:
-        ValueError: sigma or budget not > 0, or a non-finite input.
+        ValueError: sigma or budget not > 0, a loss weight outside [0, 1], or a non-finite input.
     """
     if not sigma > 0 or not budget > 0:
         raise ValueError(f"sigma and budget must be > 0 (got {sigma!r}, {budget!r})")
+    if not (isinstance(loss_weight, (int, float)) and 0.0 <= loss_weight <= 1.0):
+        raise ValueError(f"loss_weight must be a number in [0, 1], got {loss_weight!r}")
     try:
         finite = all(math.isfinite(x) for x in (loss, floor, credits))
     except (TypeError, OverflowError):  # not a number, or an int beyond float range
@@ -141,7 +152,10 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
     if not finite:
         raise ValueError("loss, floor and credits must be finite numbers")
     r = (loss - floor) / sigma
-    return float(r), DECISION_METRIC.score(r, credits, budget)
+    if loss_weight == LOSS_WEIGHT:  # the protocol's S (bit for bit as it always was)
+        return float(r), DECISION_METRIC.score(r, credits, budget)
+    return float(r), replace(DECISION_METRIC, r_weight=float(loss_weight),
+                             credit_weight=1.0 - float(loss_weight)).score(r, credits, budget)
 
 
 def case_weights(records: Sequence[Mapping]) -> np.ndarray:

@@ -13,7 +13,12 @@ The flow, one module each:
 * :mod:`~fwgym.evaluation.results`: reading, checking and merging result sources (:func:`load_results`,
   :func:`read_results`) and writing a finished record set (:func:`write_results`);
 * :mod:`~fwgym.evaluation.bootstrap`: the paired series-cluster bootstrap (:func:`paired_bootstrap`);
-* :mod:`~fwgym.evaluation.leaderboard`: the table, its Markdown and CSV forms, the reference policy.
+* :mod:`~fwgym.evaluation.leaderboard`: the table, its Markdown and CSV forms, the reference policy;
+* :mod:`~fwgym.evaluation.header`: the one header of every leaderboard artefact and its marks (PARTIAL,
+  NOT HASH-CHECKED, EXPOSED, W=<w>; the per-row marks of :mod:`~fwgym.evaluation.marks`); :mod:`~fwgym.evaluation.formats`: tables as Markdown, LaTeX and CSV;
+* the paper's analyses: :mod:`~fwgym.evaluation.compare` (paired comparison of two runs, stability),
+  :mod:`~fwgym.evaluation.weights` (loss-cost weight sensitivity), :mod:`~fwgym.evaluation.profile`
+  (per-episode resources).
 
 Sigma calibration, which runs an evaluation, is :mod:`fwgym.evaluation.calibration`.
 """

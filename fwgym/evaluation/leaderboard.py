@@ -1,5 +1,6 @@
 """The leaderboard: one row per policy from result records (DESIGN §5), and its forms: Markdown, CSV,
-LaTeX (booktabs) and JSON, labelled with the suite's metric names (:func:`fwgym.suites.suite_metric`).
+LaTeX (booktabs) and JSON (:mod:`fwgym.evaluation.formats`), labelled with the suite's metric names
+(:func:`fwgym.suites.suite_metric`) under the one header of :mod:`fwgym.evaluation.header`.
 
 Rows aggregate with the cohort weights of :func:`fwgym.core.scoring.case_weights`, carry per-cohort and
 per-lead breakdowns and, against a reference policy (:func:`reference_policy`), the paired
@@ -7,18 +8,16 @@ series-cluster bootstrap intervals of :mod:`fwgym.evaluation.bootstrap`.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT, ClusterBootstrap, paired_bootstrap
 from fwgym.evaluation.breakdown import (GROUPING_TITLES, GROUPINGS, breakdown_columns, breakdown_records,
                                         forecast_columns, parse_column_key, with_no_violation)
+from fwgym.evaluation.formats import Table, format_csv, latex_escape, latex_table, markdown_table, write_csv
+from fwgym.evaluation.header import Header, mark_rows
 from fwgym.evaluation.records import by_policy, check_result_set
 from fwgym.suites import infer_suite, reference_policies, suite_metric
 from fwgym.core.scoring import aggregate
@@ -27,7 +26,7 @@ from fwgym.validation import is_int
 __all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICIES", "AUTO", "reference_policy", "leaderboard", "token_means",
            "Table", "leaderboard_table", "breakdown_tables", "context_tables", "markdown_table", "latex_table", "latex_escape",
            "format_leaderboard", "format_breakdowns", "format_latex", "format_json", "format_csv", "write_csv",
-           "mark_rows"]
+           "mark_rows", "write_leaderboard_files", "label_text", "narrow_cells"]
 
 #: policies the intervals compare against by default, the first present wins: the protocol's sigma
 #: policy (hour-of-day empirical) and its forecast-task twin that submits the same samples
@@ -123,7 +122,7 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
         records = with_no_violation(records)
     groups = by_policy(records)
     reference = reference_policy(list(groups), reference)
-    compared = ("S", "loss")
+    compared: tuple[str, ...] = ("S", "loss")
     if forecast:
         compared = ("S", "R") + (("R_no_violation",) if all(r["R_no_violation"] is not None for r in records) else ())
     boot = None
@@ -149,24 +148,6 @@ def leaderboard(records: Sequence[Mapping], reference: str | None = None, n_boot
     return rows
 
 
-@dataclass(frozen=True)
-class Table:
-    """A table of formatted cells, rendered as Markdown (:func:`markdown_table`), LaTeX
-    (:func:`latex_table`) or, by the command line, as an aligned terminal table.
-
-    Attributes:
-        title: a caption line (``None``: none).
-        columns: the header cells.
-        align: ``"l"`` or ``"r"`` per column.
-        rows: the body, one tuple of cell strings per row (as many cells as ``columns``).
-    """
-
-    title: str | None
-    columns: tuple[str, ...]
-    align: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
 def _ci(row: Mapping, m: str, digits: int) -> str:
     if f"d{m}" not in row:
         return ""
@@ -175,11 +156,24 @@ def _ci(row: Mapping, m: str, digits: int) -> str:
     return f"{row[f'd{m}']:+.{digits}f} [{row[f'd{m}_lo']:+.{digits}f}, {row[f'd{m}_hi']:+.{digits}f}]"
 
 
+def label_text(labels: Mapping[str, str] | None) -> str:
+    """``"k1=v1, k2=v2"`` of a run's labels (``fwgym evaluate --label KEY=VALUE``), keys sorted (as the
+    manifest stores them); ``""`` for none."""
+    return ", ".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
+
+
 def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table:
     """The main table of :func:`leaderboard` rows: policy, S, R, the suite's loss (decision loss, or
     RCRPS in the forecast suite: :func:`fwgym.suites.suite_metric`), credits, calls, valid/n, the mean
-    tokens per case when a row has token counts (LLM agents) and, when the rows carry a reference, the
-    paired-bootstrap 95% intervals of ``ΔS`` and ``Δ<loss>``.
+    tokens per case when a row has token counts (LLM agents), the run labels when a row has some
+    (``labels``: ``{key: value}``) and, when the rows carry a reference, the paired-bootstrap 95%
+    intervals of ``ΔS`` and ``Δ<loss>``.
+
+    Narrow outputs (a terminal) use the short headers (``ΔS [95% CI]``: the header line names the
+    reference; ``valid`` as a count when every row has the same number of cases, named in the header)
+    and leave columns out by priority: policy and S never, then, kept longest first, ΔS, credits, the
+    loss, R, valid, calls, Δloss, the forecast suite's further RCRPS columns, tokens, labels
+    (:attr:`Table.priority`).
 
     The forecast suite's table: policy, S, ``RCRPS`` (the capped mean, R), ``RCRPS w/o violation``
     (the capped mean without the bound-violation term), ``RCRPS fair (CiK)`` when a row has it
@@ -195,18 +189,35 @@ def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table
     forecast = suite == "forecast"
     fair = forecast and any(r.get("R_fair") is not None for r in rows)
     nv = forecast and any(r.get("R_no_violation") is not None for r in rows)
+    same_n = len({r["n"] for r in rows}) == 1
+    n = rows[0]["n"] if rows else 0
+    valid = f"valid/{n}" if same_n else "valid"
     if forecast:
         head = ["policy", "S", f"{loss} (capped mean)"] + ([f"{loss} w/o violation"] if nv else []) \
             + ([f"{loss} fair (CiK)"] if fair else []) + ["credits", "calls", "valid"]
+        short = ["policy", "S", loss] + ([f"{loss} w/o viol."] if nv else []) + ([f"{loss} fair"] if fair else []) \
+            + ["credits", "calls", valid]
+        prio = [0, 0, 3] + ([8] if nv else []) + ([9] if fair else []) + [2, 6, 5]
     else:
         head = ["policy", "S", "R", loss, "credits", "calls", "valid"]
+        short = ["policy", "S", "R", loss, "credits", "calls", valid]
+        prio = [0, 0, 4, 3, 2, 6, 5]
     tokens = any(r.get("prompt_tokens") is not None or r.get("completion_tokens") is not None for r in rows)
+    labels = any(r.get("labels") for r in rows)
     if tokens:
         head.append("tokens/case (prompt + completion)")
+        short.append("tokens/case")
+        prio.append(10)
+    if labels:
+        head.append("labels")
+        short.append("labels")
+        prio.append(11)
     deltas = [("S", "S", 4), (_loss_key(suite), loss, 4 if forecast else 5)] + ([("R_no_violation", f"{loss} w/o violation", 4)]
                                                               if nv and ref and "dR_no_violation" in rows[0] else [])
     if ref:
         head += [f"Δ{name} vs {ref} [95% CI]" for _, name, _ in deltas]
+        short += [f"Δ{name} [95% CI]" for _, name, _ in deltas]
+        prio += [1, 7, 8][:len(deltas)]
     body = []
     for r in rows:
         cells = [r["policy"], f"{r['S']:.4f}"]
@@ -220,10 +231,24 @@ def leaderboard_table(rows: Sequence[Mapping], suite: str = "decision") -> Table
         if tokens:
             pt, ct = r.get("prompt_tokens"), r.get("completion_tokens")
             cells.append("" if pt is None and ct is None else f"{pt or 0:,.0f} + {ct or 0:,.0f}")
+        if labels:
+            cells.append(label_text(r.get("labels")))
         if ref:
             cells += [_ci(r, key, digits) for key, _, digits in deltas]
         body.append(tuple(cells))
-    return Table(None, tuple(head), ("l",) + ("r",) * (len(head) - 1), tuple(body))
+    return Table(None, tuple(head), ("l",) + ("r",) * (len(head) - 1), tuple(body), tuple(short), tuple(prio))
+
+
+def narrow_cells(table: Table) -> Table:
+    """``table`` (of :func:`leaderboard_table`) as a narrow output shows it: short headers, and the
+    valid column as a count when its header holds the number of cases (``valid/1259``)."""
+    if table.short is None:
+        return table
+    rows = table.rows
+    for k, h in enumerate(table.short):
+        if h.startswith("valid/"):
+            rows = tuple(r[:k] + (r[k].split("/")[0],) + r[k + 1:] for r in rows)
+    return Table(table.title, table.short, table.align, rows, None, table.priority)
 
 
 def _num(v, digits: int) -> str:
@@ -285,23 +310,6 @@ def context_tables(rows: Sequence[Mapping], suite: str = "decision") -> list[Tab
     return out
 
 
-def _md_cell(s: str) -> str:
-    return s.replace("|", r"\|")
-
-
-def markdown_table(table: Table) -> str:
-    """A :class:`Table` as a GitHub-flavoured Markdown table (``|`` in cells escaped; the title, if any,
-    and a blank line above it)."""
-    sep = {"l": "---", "r": "---:"}
-
-    def line(cells) -> str:
-        return "|" + "|".join(f" {_md_cell(c)} " if c else " " for c in cells) + "|"
-
-    lines = [line(table.columns), "|" + "|".join(sep[a] for a in table.align) + "|"]
-    lines += [line(row) for row in table.rows]
-    return "\n".join(([table.title, ""] if table.title else []) + lines)
-
-
 def format_leaderboard(rows: Sequence[Mapping], suite: str = "decision") -> str:
     """Markdown table of :func:`leaderboard` rows (:func:`leaderboard_table`; ``"(no results)"`` for none)."""
     if not rows:
@@ -313,43 +321,6 @@ def format_breakdowns(rows: Sequence[Mapping], suite: str = "decision") -> str:
     """Markdown tables of the per-cohort and per-lead columns of :func:`leaderboard` rows (S and the
     suite's loss: :func:`breakdown_tables`)."""
     return "\n\n".join(markdown_table(t) for t in breakdown_tables(rows, suite))
-
-
-#: LaTeX's special characters in text mode and what stands for each
-_LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_SIGNED = re.compile(r"(?<![\w.])([+\-])(\d[\d,]*(?:\.\d+)?)")
-
-
-def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped for text mode (``_`` -> ``\\_``, ...), the Greek
-    and operator symbols of the column names in math mode (``Δ`` -> ``$\\Delta$``, ``σ``, ``−``, ``·``),
-    and signed numbers (``+0.0123``, ``-1.5``) in math mode, so their signs print as plus and minus."""
-    out = "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
-    out = _SIGNED.sub(lambda m: f"${m.group(1)}{m.group(2).replace(',', '{,}')}$", out)
-    for sym, tex in (("Δ", r"$\Delta$"), ("σ", r"$\sigma$"), ("−", "$-$"), ("·", r"$\cdot$")):
-        out = out.replace(sym, tex)
-    return out
-
-
-#: header cells set in math mode by :func:`latex_table`
-_LATEX_HEADS = {"S": "$S$", "R": "$R$", "ΔS [95% CI]": r"$\Delta S$ [95\% CI]"}
-
-
-def latex_table(table: Table, comment: str | None = None) -> str:
-    """A :class:`Table` as a booktabs ``tabular`` (``\\toprule``, ``\\midrule``, ``\\bottomrule``) that a
-    paper can ``\\input`` inside its own ``table`` float (caption and label are the paper's); needs
-    ``\\usepackage{booktabs}``. ``comment``: ``%`` lines above the table (e.g. what it shows)."""
-    lines = [f"% {c}" for c in (comment.splitlines() if comment else [])]
-    lines.append(r"% needs \usepackage{booktabs}")
-    lines.append(r"\begin{tabular}{" + "".join(table.align) + "}")
-    lines.append(r"\toprule")
-    lines.append(" & ".join(_LATEX_HEADS.get(c) or latex_escape(c) for c in table.columns) + r" \\")
-    lines.append(r"\midrule")
-    lines += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in table.rows]
-    lines.append(r"\bottomrule")
-    lines.append(r"\end{tabular}")
-    return "\n".join(lines)
 
 
 def format_latex(rows: Sequence[Mapping], suite: str = "decision", comment: str | None = None) -> str:
@@ -394,49 +365,20 @@ def format_json(rows: Sequence[Mapping], suite: str = "decision", credit_weight:
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
 
 
-def mark_rows(rows: Sequence[Mapping], unverified: Iterable[str] = (), partial: bool = False,
-              marks: Mapping[str, Mapping] | None = None) -> list[dict]:
-    """:func:`leaderboard` rows with columns saying what vouches for them, for outputs that carry
-    no header (CSV): :data:`fwgym.evaluation.marks.MARK_COLUMNS` (``marks``:
-    :attr:`fwgym.evaluation.ResultSet.marks`; without it every row is re-scored and, unless its policy is in
-    ``unverified`` (records from a source without a manifest), hash-checked), then ``partial`` (``partial``:
-    the cases are not the whole split, :func:`fwgym.evaluation.coverage`)."""
-    from fwgym.evaluation.marks import mark_columns
+def write_leaderboard_files(out_dir: str | Path, rows: Sequence[Mapping], header: Header,
+                            suite: str = "decision") -> dict[str, Path]:
+    """Write a run directory's ``leaderboard.md`` (the header as a paragraph, the main table and the
+    breakdowns) and ``leaderboard.csv`` (every column of every row, with the header's marks and row marks as
+    columns: :meth:`fwgym.evaluation.header.Header.csv_rows`); the one writer of both for ``fwgym evaluate``
+    and :func:`fwgym.evaluation.write_results`.
 
-    unverified = set(unverified)
-    given = dict(marks or {})
-    for r in rows:
-        m = given.get(r["policy"])
-        if m is None:
-            given[r["policy"]] = {"rescored": True, "hash_checked": r["policy"] not in unverified, "replayed": False,
-                                  "isolation": "unknown", "in_process": False, "exposed": 0}
-        elif r["policy"] in unverified:
-            given[r["policy"]] = {**m, "hash_checked": False}
-    return [{**r, "partial": bool(partial)} for r in mark_columns(rows, given)]
+    Returns:
+        ``{"markdown": path, "csv": path}``.
+    """
+    out = Path(out_dir)
+    md = out / "leaderboard.md"
+    md.write_text(header.markdown() + "\n\n" + format_leaderboard(rows, suite) + "\n\n"
+                  + format_breakdowns(rows, suite) + "\n", encoding="utf-8")
+    return {"markdown": md, "csv": write_csv(header.csv_rows(rows), out / "leaderboard.csv")}
 
 
-def _csv_cell(v):
-    return ("true" if v else "false") if isinstance(v, bool) else v
-
-
-def format_csv(rows: Sequence[Mapping]) -> str:
-    """:func:`leaderboard` rows as CSV text (RFC 4180: ``\r\n`` line ends; header = the union of row keys,
-    first row's order first; ``None`` as an empty cell; booleans as ``true`` / ``false``)."""
-    fields = list(rows[0]) if rows else ["policy"]
-    for r in rows:
-        fields += [k for k in r if k not in fields]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields)
-    writer.writeheader()
-    writer.writerows({k: _csv_cell(v) for k, v in r.items()} for r in rows)
-    return buf.getvalue()
-
-
-def write_csv(rows: Sequence[Mapping], path: str | Path) -> Path:
-    """Write :func:`leaderboard` rows as CSV (:func:`format_csv`) to ``path`` (parent folders created)."""
-    p = Path(path)
-    if p.parent != Path(""):
-        p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "w", newline="") as fh:
-        fh.write(format_csv(rows))
-    return p

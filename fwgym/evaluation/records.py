@@ -19,8 +19,9 @@ Field groups (TypedDicts, combined by inheritance into :class:`Record`):
 * :class:`DetailFields`: the rest of every env's terminal info (results files hold them since the
   forecast fields were kept; files without them are still read).
 * :class:`ForecastTaskFields`: only forecast-task envs (``task="forecast"``) emit these.
-* :class:`RunFields` (``episode_id``, ``scored``, ``harness_kind``, ``tool_calls``) and :class:`AccountingFields`
-  (tokens, turns, requests, latencies, wall time: the agent's ``episode_stats()``): added by
+* :class:`RunFields` (``episode_id``, ``scored``, ``harness_kind``, ``tool_calls``), :class:`AccountingFields`
+  (tokens, turns, requests, latencies, wall time: the agent's ``episode_stats()``) and
+  :class:`ResourceFields` (the episode's wall and CPU seconds, peak RSS and PSS): added by
   :func:`fwgym.agents.run_episode`.
 * :class:`EvaluationFields` (``exposed``): added by :func:`fwgym.evaluation.evaluate` (optional: records
   of other writers and older files lack it, read as ``False``).
@@ -41,8 +42,9 @@ from fwgym.core.cases import build_cases
 from fwgym.errors import AGENT_ERROR_PREFIX, HARNESS_ERROR
 
 __all__ = ["Record", "AgentFields", "CaseFields", "ScoreFields", "DetailFields", "ForecastTaskFields",
-           "EpisodeOutcome", "RunFields", "AccountingFields", "PurchasedForecastCRPS", "RECORD_FIELDS", "ENV_FIELDS",
-           "CORE_FIELDS", "FORECAST_TASK_FIELDS", "RUN_FIELDS", "ACCOUNTING_FIELDS", "EVALUATION_FIELDS", "SCORE_VALUE_FIELDS",
+           "EpisodeOutcome", "RunFields", "AccountingFields", "ResourceFields", "PurchasedForecastCRPS", "RECORD_FIELDS",
+           "ENV_FIELDS", "CORE_FIELDS", "FORECAST_TASK_FIELDS", "RUN_FIELDS", "ACCOUNTING_FIELDS", "RESOURCE_FIELDS",
+           "EVALUATION_FIELDS", "SCORE_VALUE_FIELDS", "VOLATILE_FIELDS", "stable_record",
            "HARNESS_ERROR", "AGENT_ERROR_PREFIX", "FIELD_MEANINGS", "is_scored", "check_record", "stored_record", "by_policy",
            "split_index", "check_result_set", "coverage"]
 
@@ -189,7 +191,22 @@ class AccountingFields(TypedDict):
                                         "None when every reply named the requested model"]
 
 
-class Record(AgentFields, EpisodeOutcome, RunFields, AccountingFields, EvaluationFields):
+class ResourceFields(TypedDict):
+    """What the episode cost the machine, measured by :func:`fwgym.agents.run_episode` around every
+    episode (:mod:`fwgym.agents.resources`): the evaluating process plus an isolated agent's worker process."""
+
+    episode_wall_s: Annotated[float | None, "wall seconds of the episode in the episode loop (env.reset to the record: "
+                                            "the agent's calls and the env's steps)"]
+    cpu_s: Annotated[float | None, "CPU seconds (user + system, every thread) of the evaluating process and of the "
+                                   "agent's worker process during the episode (shared by the episodes in flight with "
+                                   "--concurrency > 1); None where unknown"]
+    peak_rss_mib: Annotated[float | None, "peak resident set size (MiB) during the episode, processes summed (Linux: "
+                                          "VmHWM reset at the episode's start; elsewhere the process's peak so far)"]
+    pss_mib: Annotated[float | None, "proportional set size (MiB) at the end of the episode, processes summed (Linux "
+                                     "smaps_rollup; read for episodes of >= 0.5 s only, else None)"]
+
+
+class Record(AgentFields, EpisodeOutcome, RunFields, AccountingFields, ResourceFields, EvaluationFields):
     """One episode's result: one line of ``results.jsonl``, one input row of the leaderboard.
 
     Fields (type: meaning):
@@ -211,6 +228,11 @@ RUN_FIELDS: tuple[str, ...] = tuple(RunFields.__annotations__)
 EVALUATION_FIELDS: tuple[str, ...] = tuple(EvaluationFields.__annotations__)
 #: the keys of an agent's ``episode_stats()`` (:mod:`fwgym.agents.base`), stored as record fields
 ACCOUNTING_FIELDS: tuple[str, ...] = tuple(AccountingFields.__annotations__)
+#: the fields of the episode's resource profile (:data:`fwgym.agents.base.RESOURCE_KEYS`)
+RESOURCE_FIELDS: tuple[str, ...] = tuple(ResourceFields.__annotations__)
+#: the fields that differ between identical runs: measured times and memory (what is compared across runs is
+#: every other field; :func:`stable_record`)
+VOLATILE_FIELDS: tuple[str, ...] = ("wall_s", "request_latency_s", *RESOURCE_FIELDS)
 #: score fields re-computed by the verifier (:mod:`fwgym.evaluation.verify`)
 SCORE_VALUE_FIELDS: tuple[str, ...] = ("loss", "floor", "R", "S")
 
@@ -265,6 +287,12 @@ def stored_record(record: Mapping) -> dict:
     """
     check_record(record)
     return {k: record[k] for k in RECORD_FIELDS if k in record}
+
+
+def stable_record(record: Mapping) -> dict:
+    """The record without its :data:`VOLATILE_FIELDS` (measured times and memory): what two identical runs
+    write identically."""
+    return {k: v for k, v in record.items() if k not in VOLATILE_FIELDS}
 
 
 def by_policy(records: Iterable[Mapping]) -> dict[str, list]:

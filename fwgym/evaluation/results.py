@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from fwgym.errors import HARNESS_ERROR
-from fwgym.evaluation.leaderboard import AUTO, format_breakdowns, format_leaderboard, leaderboard, write_csv
+from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT
+from fwgym.evaluation.header import make_header
+from fwgym.evaluation.leaderboard import AUTO, leaderboard, write_leaderboard_files
 from fwgym.evaluation.marks import format_marks, history_line, merge_marks, row_marks
 from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFEST_VERSION, environment, file_sha256,
                                        new_run_id, now, read_manifest, record_sha256, write_manifest)
@@ -53,7 +55,7 @@ from fwgym.jsonl import iter_jsonl, read_json, write_jsonl
 from fwgym.core.cases import SEALED_SPLIT
 from fwgym.core.scoring import BUDGET, SCORER_VERSION, load_sigma
 from fwgym.domains import is_domain
-from fwgym.suites import SUITE_NAMES, infer_suite
+from fwgym.suites import SUITE_NAMES, infer_suite, suite_metric
 from fwgym.validation import is_int, is_number
 
 __all__ = ["RESULTS_FILE", "ALLOW_UNVERIFIED_FLAG", "ALLOW_PARTIAL_FLAG", "ResultSource", "ResultSet", "load_source", "load_results",
@@ -461,9 +463,11 @@ def write_results(records: Sequence[Mapping], out_dir: str | os.PathLike, meta: 
         settings["registered_prices"] = prices
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(paths["results"], stored, sort_keys=True)
-    paths["markdown"].write_text(format_leaderboard(rows, settings["suite"]) + "\n\n"
-                                 + format_breakdowns(rows, settings["suite"]) + "\n")
-    write_csv(rows, paths["csv"])
+    header = make_header(stored, suite=settings["suite"], formula=suite_metric(
+        settings["suite"], settings["credit_weight"] if settings["suite"] == "forecast" else None).formula,
+        checked="written by fwgym.evaluation.write_results", reference=rows[0].get("reference") if rows else None,
+        n_boot=N_BOOT, seed=BOOT_SEED)
+    write_leaderboard_files(out, rows, header, settings["suite"])
     first = next(iter(groups.values()))
     stamp = now()
     manifest = {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "status": "complete", "created": stamp,

@@ -24,7 +24,8 @@ flight (started, never recorded), the lines refused at a session's end and the e
 leaderboard header shows it.
 
 Episode ids are ``"<session>:<policy>:<case_id>"`` (:func:`episode_id`), session 1 for the first
-invocation and one more for each resume: deterministic (identical runs write identical files) and
+invocation and one more for each resume: deterministic (identical runs write identical records but for the measured times and memory,
+:data:`fwgym.evaluation.records.VOLATILE_FIELDS`) and
 unique in the run (a rerun of an episode happens in a later session).
 """
 from __future__ import annotations

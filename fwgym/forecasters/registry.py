@@ -39,7 +39,7 @@ from fwgym.forecasters.statistical import STATISTICAL_FORECASTERS
 from fwgym.forecasters.tsfm import Chronos2, ChronosBoltTiny, TimesFM25
 from fwgym.validation import check_int
 
-__all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
+__all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "NO_TSFM_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
            "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
            "known_models", "check_models", "model_origin", "plugin_spec", "describe_pool", "registered_prices",
            "get_forecaster", "set_forecaster", "plugin_codes",
@@ -51,8 +51,11 @@ PRICED_MODELS: tuple[str, ...] = ("seasonal_empirical", "chronos_bolt_tiny", "ch
 STATISTICAL_MODELS: tuple[str, ...] = tuple(STATISTICAL_FORECASTERS)
 #: the extended pool: the protocol's models and the statsmodels forecasters (opt-in: ``models=EXTENDED_MODELS``)
 EXTENDED_MODELS: tuple[str, ...] = PRICED_MODELS + STATISTICAL_MODELS
+#: the protocol's pool without the TSFMs (the paper's TSFM-access ablation, Table 4: the priced classical
+#: forecaster only)
+NO_TSFM_MODELS: tuple[str, ...] = ("seasonal_empirical",)
 #: named pools (:func:`describe_pool`)
-POOLS: dict[str, tuple[str, ...]] = {"protocol": PRICED_MODELS, "extended": EXTENDED_MODELS}
+POOLS: dict[str, tuple[str, ...]] = {"protocol": PRICED_MODELS, "extended": EXTENDED_MODELS, "no_tsfm": NO_TSFM_MODELS}
 #: the importlib.metadata entry-point group of plug-in forecasters
 ENTRY_POINT_GROUP = "fwgym.forecasters"
 

@@ -4,6 +4,7 @@ suite a result source names, the display category of a policy)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -80,20 +81,25 @@ def panel_sets(records: Sequence[dict], panels: str) -> list[tuple[str, list[dic
 
 def intervals(recs: Sequence[dict], reference: str | None, field: str, n_boot: int, seed: int) -> dict[str, dict]:
     """``{policy: {field: (lo, hi), "credits": (lo, hi)}}``: the policy's aggregate plus the paired
-    bootstrap interval of its difference to ``reference`` (:func:`fwgym.evaluation.paired_bootstrap`)."""
-    from fwgym.evaluation import by_policy, paired_bootstrap
+    bootstrap interval of its difference to ``reference`` (:func:`fwgym.evaluation.paired_bootstrap`, every
+    policy on the same resamples). A metric whose every value is >= 0 (the decision loss, RCRPS, credits)
+    has its interval clipped at 0: the shifted percentile interval of a difference can reach below 0 where
+    the metric cannot."""
+    from fwgym.evaluation import ClusterBootstrap, by_policy, paired_bootstrap
 
     groups = by_policy(recs)
     if reference is None or reference not in groups:
         return {}
+    boot = ClusterBootstrap(groups[reference], n_boot, seed)
+    floor = {m: 0.0 if all(float(r[m]) >= 0 for r in recs) else -math.inf for m in (field, "credits")}
     out = {}
     for p, prs in groups.items():
         agg = aggregate(prs, fields=(field, "credits"))
         if p == reference:
             out[p] = {field: (agg[field], agg[field]), "credits": (agg["credits"], agg["credits"])}
             continue
-        bs = paired_bootstrap(recs, reference, p, n_boot=n_boot, seed=seed, metrics=(field, "credits"))
-        out[p] = {m: (agg[m] - bs[m]["diff"] + bs[m]["lo"], agg[m] - bs[m]["diff"] + bs[m]["hi"])
+        bs = paired_bootstrap(recs, reference, p, n_boot=n_boot, seed=seed, metrics=(field, "credits"), bootstrap=boot)
+        out[p] = {m: (max(agg[m] - bs[m]["diff"] + bs[m]["lo"], floor[m]), agg[m] - bs[m]["diff"] + bs[m]["hi"])
                   for m in (field, "credits")}
     return out
 

@@ -14,7 +14,7 @@ from fwgym.suites import DEFAULT_SUITE, SuiteMetric, suite_metric
 from fwgym.core.scoring import BUDGET, aggregate
 from fwgym.plots.data import intervals, panel_points, panel_sets, policy_kind
 from fwgym.plots.style import (STYLES, check_path, figure_style, figure_width, freeze_ticks, legend_ncol, mark_figure,
-                               new_figure, save_figure, text_width_in)
+                               new_figure, save_figure, text_width_in, wrap_text)
 
 
 _STYLE = {  # kind -> (marker, colour, size (points^2 at paper size), label)
@@ -128,8 +128,9 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
                                                                            marker="|", ms=5)
         ncol = legend_ncol(probe, list(entries), fs, width)
         legend_h = (math.ceil(len(entries) / ncol) + (reference is not None)) * fs * 1.45 / 72 + 0.1
-        row_h = (height - legend_h) / rows if height else max(2.1, min(3.2, 0.8 + len(order) * fs * 1.35 / 72))
-        fig = new_figure(width, row_h * rows + legend_h + 0.2 * (bool(title) + bool(mark)))
+        top = 0.2 * (bool(title) + bool(mark))  # the title and mark lines (within a given height)
+        row_h = (height - legend_h - top) / rows if height else max(2.1, min(3.2, 0.8 + len(order) * fs * 1.35 / 72))
+        fig = new_figure(width, row_h * rows + legend_h + top)
         sub = fig.subfigures(rows, per_row, squeeze=False)
         handles: dict[str, Any] = {}
         placements = []
@@ -147,7 +148,7 @@ def frontier_figure(records: Sequence[dict], title: str | None = None, budget: f
         fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncol=ncol, frameon=False,
                    handletextpad=0.3, columnspacing=0.9)
         if title:
-            fig.suptitle(title)
+            fig.suptitle(wrap_text(probe, title.split(" "), float(STYLES[style]["figure.titlesize"]), width - 0.1))
         if mark:
             mark_figure(fig, mark, style)
         # freeze the layout, then place the labels in display space (they need the final axes sizes)

@@ -12,7 +12,6 @@ titles, label columns, legend columns) is measured as it will be rendered.
 """
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -97,7 +96,7 @@ def new_figure(width: float, height: float, layout: str | None = "constrained"):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), layout=layout)
+    fig = Figure(figsize=(width, height), layout=layout, dpi=SAVE_DPI)  # text is measured as it will be saved
     FigureCanvasAgg(fig)
     if layout == "constrained":
         fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02, wspace=0.02, hspace=0.02)
@@ -135,15 +134,25 @@ def mark_figure(fig, mark: str, style: str = "paper") -> None:
     top of the figure, in bold dark red, as the first line of its suptitle (a suptitle it already has
     follows on the next line; the constrained layout makes room for both), at the style's title
     size (>= :data:`MIN_FONT_PT` points in the paper style). A figure whose suptitle starts with
-    ``mark`` already is left as it is. The figure must still have its layout engine (a frontier is
+    ``mark`` already is left as it is. The mark is wrapped to the figure's width, a line per mark where
+    they do not fit on one (``"; "`` separates marks). The figure must still have its layout engine (a frontier is
     marked by :func:`frontier_figure` itself, before it freezes its layout)."""
-    if fig.get_suptitle().startswith(mark):
-        return
     fs = max(float(STYLES[style]["figure.titlesize"]) if style in STYLES else MIN_FONT_PT, MIN_FONT_PT)
     old = fig.get_suptitle()
     if old:
         fs = max(fs, float(fig._suptitle.get_fontsize()))
-    fig.suptitle(f"{mark}\n{old}" if old else mark, fontsize=fs, fontweight="bold", color="#a00000")
+    segments = mark.split("; ")  # several marks: a line each where one line does not hold them
+    lines = []
+    for k, seg in enumerate(segments):
+        text = seg + (";" if k < len(segments) - 1 else "")
+        lines += wrap_text(fig, text.split(" "), fs, fig.get_figwidth() - 0.1, weight="bold").split("\n")
+    drawn = "\n".join(lines)
+    if old.startswith(drawn):
+        return
+    if old:  # the title under the mark is drawn bold too (one text): wrapped as such
+        old = "\n".join(wrap_text(fig, line.split(" "), fs, fig.get_figwidth() - 0.1, weight="bold")
+                        for line in old.split("\n"))
+    fig.suptitle(f"{drawn}\n{old}" if old else drawn, fontsize=fs, fontweight="bold", color="#a00000")
 
 
 def save_figure(fig, path: str | Path, style: str = "paper", mark: str | None = None,
@@ -172,14 +181,14 @@ def save_figure(fig, path: str | Path, style: str = "paper", mark: str | None = 
     return p
 
 
-def text_width_in(fig, texts: Iterable[str], fs: float) -> float:
+def text_width_in(fig, texts: Iterable[str], fs: float, weight: str = "normal") -> float:
     """Widest of ``texts`` in inches at font size ``fs`` (measured with the figure's renderer)."""
     from matplotlib.text import Text
 
     r = fig.canvas.get_renderer()
     w = 0.0
     for s in texts:
-        t = Text(0, 0, s, fontsize=fs, figure=fig)
+        t = Text(0, 0, s, fontsize=fs, figure=fig, fontweight=weight)
         w = max(w, t.get_window_extent(r).width / fig.dpi)
     return w
 
@@ -192,19 +201,44 @@ def legend_ncol(fig, labels: Sequence[str], fs: float, width_in: float, max_ncol
     em = fs / 72
     widths = [text_width_in(fig, str(s).split("\n"), fs) + 2.1 * em for s in labels]
     for ncol in range(min(max_ncol, len(labels)), 1, -1):
-        per = math.ceil(len(labels) / ncol)
-        cols = [widths[i:i + per] for i in range(0, len(widths), per)]
+        # matplotlib's split (Legend._init_legend_box): the first n % ncol columns hold one entry more
+        rows, large = divmod(len(labels), ncol)
+        sizes = [rows + 1] * large + [rows] * (ncol - large)
+        starts = [sum(sizes[:k]) for k in range(ncol)]
+        cols = [widths[a: a + n] for a, n in zip(starts, sizes) if n]
         if sum(max(c) for c in cols) + 0.9 * em * (len(cols) - 1) + 0.1 <= width_in:
             return ncol
     return 1
 
 
-def wrap_text(fig, parts: Sequence[str], fs: float, width_in: float) -> str:
-    """``parts`` joined by spaces, with line breaks between parts where a line would exceed ``width_in``."""
-    lines = [parts[0]]
-    for p in parts[1:]:
+def _split_long(fig, part: str, fs: float, width_in: float, weight: str = "normal") -> list[str]:
+    """``part`` in pieces that each fit ``width_in`` (measured), cut after ``/``, ``-``, ``_``, ``:`` or ``.``
+    where possible, else anywhere: a name longer than the figure is wide is never clipped."""
+    if text_width_in(fig, [part], fs, weight) <= width_in:
+        return [part]
+    pieces, cur = [], ""
+    for ch in part:
+        if cur and text_width_in(fig, [cur + ch], fs, weight) > width_in:
+            cut = max((cur.rfind(c) for c in "/-_:."), default=-1)
+            if cut > 0:
+                pieces.append(cur[: cut + 1])
+                cur = cur[cut + 1:]
+            else:
+                pieces.append(cur)
+                cur = ""
+        cur += ch
+    return pieces + ([cur] if cur else [])
+
+
+def wrap_text(fig, parts: Sequence[str], fs: float, width_in: float, weight: str = "normal") -> str:
+    """``parts`` joined by spaces, with line breaks between parts where a line would exceed ``width_in``
+    (measured with the figure's renderer, at its dpi: the dpi it is saved at); a part wider than
+    ``width_in`` on its own is cut into pieces that fit (:func:`_split_long`)."""
+    pieces = [q for p in parts for q in _split_long(fig, p, fs, width_in, weight)]
+    lines = [pieces[0]]
+    for p in pieces[1:]:
         trial = f"{lines[-1]} {p}"
-        if text_width_in(fig, [trial], fs) <= width_in:
+        if text_width_in(fig, [trial], fs, weight) <= width_in:
             lines[-1] = trial
         else:
             lines.append(p)

@@ -18,6 +18,7 @@ from fwgym.agents.chat.traces import REDACTED  # noqa: E402
 from fwgym.agents.factory import LLMAgentFactory  # noqa: E402
 from fwgym.agents.openai import OpenAIChatAgent, completion_problem  # noqa: E402
 from fwgym.testing.chat_server import ScriptedChatServer, Step, completion  # noqa: E402
+from fwgym.evaluation.records import VOLATILE_FIELDS  # noqa: E402
 
 METHOD = "hour_of_day_empirical"
 
@@ -203,7 +204,7 @@ def test_reply_cache_second_run_makes_no_request(serve, env, case_id, plan_and_s
         agent = agent_for(srv, reply_cache=cache, temperature=0.7, seed=5)
         records.append(run_episode(env, agent, options={"case_id": case_id}).record)
     assert len(srv.posts()) == 2  # the first run's two turns; the second run: zero HTTP requests
-    volatile = ("requests", "request_latency_s", "wall_s")  # the run's accounting: 2 requests, then 0
+    volatile = ("requests", *VOLATILE_FIELDS)  # the run's accounting (2 requests, then 0) and measured times
     assert ({k: v for k, v in records[0].items() if k not in volatile}
             == {k: v for k, v in records[1].items() if k not in volatile}) and records[0]["S"] == s_direct
     assert records[0]["requests"] == 2 and records[1]["requests"] == 0

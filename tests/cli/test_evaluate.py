@@ -4,6 +4,7 @@ import json
 import pytest
 
 from fwgym.cli import main
+from fwgym.evaluation.records import VOLATILE_FIELDS
 
 
 def test_evaluate_command_writes_results(tmp_path, capsys):
@@ -63,7 +64,7 @@ from fwgym.testing.chat_server import ScriptedChatServer, Step, completion, plan
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["evaluate", "--split", "test", "--domain", "cycle_hire", "--no-progress"]
 #: fields that differ between two runs of the same episodes (ids carry the session; times)
-VOLATILE = ("episode_id", "wall_s", "request_latency_s")
+VOLATILE = ("episode_id", *VOLATILE_FIELDS)
 
 
 def _records(d):

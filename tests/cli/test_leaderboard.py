@@ -77,7 +77,12 @@ def test_csv_json_and_latex_hold_the_rows(results, capsys):
     doc = json.loads(_out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "json"]).out)
     assert doc["suite"] == "decision" and doc["split"] == "test" and doc["reference"] == "hour_of_day_empirical"
     assert (doc["n_boot"], doc["seed"], doc["coverage"]["cases"], doc["coverage"]["complete"]) == (200, 1701, 4, False)
-    assert doc["metric"]["formula"] == "S = (R + c/B)/2, R = (loss − F)/σ" and doc["rows"] == rows
+    assert doc["metric"]["formula"] == "S = (R + c/B)/2, R = (loss − F)/σ"
+    from fwgym.evaluation.marks import MARK_COLUMNS
+
+    assert [{k: v for k, v in r.items() if k not in (*MARK_COLUMNS, "partial")} for r in doc["rows"]] == rows
+    assert {(r["hash_checked"], r["partial"]) for r in doc["rows"]} == {(True, True)}  # the marks, as in CSV
+    assert [m["code"] for m in doc["marks"]] == ["PARTIAL"] and doc["header"].startswith("fwgym leaderboard (PARTIAL):")
     tex = _out(capsys, ["leaderboard", str(results), "--n-boot", "200", "--format", "latex"]).out
     body = [ln for ln in tex.splitlines() if not ln.startswith("%")]
     assert body[0] == r"\begin{tabular}{lrrrrrrrr}" and body[1] == r"\toprule" and body[3] == r"\midrule"

@@ -87,7 +87,7 @@ def test_models_say_where_they_come_from(capsys):
         out = capsys.readouterr().out
         assert "| model | from | pools | tariff | weights | available |" in out
         assert "| toy_listed | registered in-process | - | registered | - | yes |" in out
-        assert "| seasonal_empirical | fwgym (built-in) | protocol, extended | protocol | - | yes |" in out
+        assert "| seasonal_empirical | fwgym (built-in) | protocol, extended, no_tsfm | protocol | - | yes |" in out
         assert "| ets | fwgym (built-in) | extended | extended | - | yes (statsmodels) |" in out
     finally:
         unregister_forecaster("toy_listed")

@@ -28,11 +28,12 @@ def test_python_dash_m_runs_the_command(module):
 
 def test_every_subcommand_module_is_registered_once():
     names = [c.NAME for c in cli.COMMANDS]
-    assert names == ["evaluate", "verify", "cases", "leaderboard", "plot", "show-trace", "report", "calibrate-sigma",
-                     "forecasts", "rl", "list", "mcp", "import-inspect"]
+    assert names == ["evaluate", "verify", "compare", "profile", "cases", "leaderboard", "plot", "show-trace", "report",
+                     "calibrate-sigma", "forecasts", "rl", "list", "mcp", "import-inspect"]
     parser = cli.build_parser()
     for name in names:
-        args = {"evaluate": [], "verify": ["r"], "cases": [], "leaderboard": ["r"], "plot": ["tools", "r", "-o", "x.png"],
+        args = {"evaluate": [], "verify": ["r"], "compare": ["a", "b"], "profile": ["r"], "cases": [],
+                "leaderboard": ["r"], "plot": ["tools", "r", "-o", "x.png"],
                 "show-trace": ["t.jsonl"], "report": ["r", "-o", "x"], "calibrate-sigma": [],
                 "forecasts": ["verify", "store"], "rl": ["list"], "list": [], "mcp": ["serve", "--case-id", "c"],
                 "import-inspect": ["x.eval", "--out", "r"]}[name]

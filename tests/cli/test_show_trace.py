@@ -54,7 +54,7 @@ def test_show_trace_errors(tmp_path, capsys):
     assert "bad.jsonl:1: not a JSON line" in capsys.readouterr().err
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    assert main(["show-trace", str(empty)]) == 1
+    assert main(["show-trace", str(empty)]) == 2  # holds no traces
     one = tmp_path / "one.jsonl"
     one.write_text(json.dumps({"policy": "p", "messages": []}) + "\n")
     assert main(["show-trace", str(one), "--episode", "3"]) == 2

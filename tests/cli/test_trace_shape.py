@@ -27,7 +27,7 @@ from fwgym.cli.trace_shape import trace_problem
 def test_unreadable_shapes_are_refused_with_the_episode_named(tmp_path, capsys, trace, problem):
     assert problem in trace_problem(trace)
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"policy": "ok"}) + "\n" + json.dumps(trace) + "\n")
+    path.write_text(json.dumps({"policy": "ok", "messages": None}) + "\n" + json.dumps(trace) + "\n")
     assert main(["show-trace", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"fwgym show-trace: error: {path}: episode [1] is not a trace record of fwgym: ")
@@ -37,7 +37,7 @@ def test_unreadable_shapes_are_refused_with_the_episode_named(tmp_path, capsys, 
 def test_a_minimal_record_and_missing_fields_are_fine(tmp_path, capsys):
     assert trace_problem({}) is None and trace_problem({"messages": None, "score": None}) is None
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"policy": "p"}) + "\n")
+    path.write_text(json.dumps({"policy": "p", "messages": None}) + "\n")
     assert main(["show-trace", str(path), "--list"]) == 0
     assert capsys.readouterr().out.startswith("[0] p | case ? | status -")
 
@@ -63,4 +63,23 @@ def test_fuzzed_records_render_or_are_refused_never_crash(tmp_path_factory, t, l
     args = SimpleNamespace(file=str(path), list=listing, case=None, policy=None, episode=None, full=False,
                            max_chars=50, no_system=False)
     code = show_trace.run(args, out=io.StringIO())
-    assert code == (2 if trace_problem(t) else 0)
+    assert code == (2 if trace_problem(t) or "messages" not in t else 0)  # a file without traces: refused
+
+
+def test_a_results_file_holds_no_traces_and_is_refused(tmp_path, capsys):
+    """The results file of a run is JSON Lines of records, not traces: refused in one line (exit 2), where it
+    printed every record as a 'transcript' (113,310 lines for a test-split run) with exit 0."""
+    from fwgym.evaluation import evaluate, write_results
+
+    run = tmp_path / "run"
+    write_results(evaluate(["hour_of_day_empirical"], split="test", limit=1, progress=False), run)
+    results = run / "results.jsonl"
+    assert main(["show-trace", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"fwgym show-trace: error: {results} holds no traces: none of its 2 lines has 'messages' or "
+                   "'trace_version' (its lines are result records: this is a results file; the traces of a run are "
+                   "in its traces.jsonl)")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["show-trace", str(empty)]) == 2
+    assert capsys.readouterr().err.strip() == f"fwgym show-trace: error: {empty} holds no traces (no line)"

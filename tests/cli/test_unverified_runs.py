@@ -66,8 +66,9 @@ def test_allow_unverified_ranks_it_marked_unverified(forged, capsys):
     flags = ["--n-boot", "100", "--allow-unverified", "--allow-partial"]
     got = _out(capsys, ["leaderboard", str(forged), "--format", "markdown", *flags], 0)
     header = got.out.splitlines()[0]
-    assert header.startswith("fwgym leaderboard (NOT HASH-CHECKED):") and "re-scored, NOT hash-checked" in header
-    assert f"NOT HASH-CHECKED: {forged} has no manifest.json" in header and "and verified" not in header
+    assert header.startswith("fwgym leaderboard (**NOT HASH-CHECKED**, **PARTIAL**):")
+    assert "re-scored, NOT hash-checked" in header
+    assert f"NOT HASH-CHECKED: {forged} has no manifest.json" in header and "and hash-checked" not in header
     assert got.err.startswith(f"warning: NOT HASH-CHECKED: {forged} has no manifest.json")
     for fmt in ("csv", "json"):  # formats without a header still warn
         got = _out(capsys, ["leaderboard", str(forged), "--format", fmt, *flags], 0)
@@ -94,7 +95,7 @@ def test_plot_and_report_refuse_it_too(forged, tmp_path, capsys):
                         "--no-progress", "--allow-unverified"], 0)
     assert f"note: NOT HASH-CHECKED: {forged}" in got.err
     index = (tmp_path / "rep" / "index.html").read_text()
-    assert "<h1>NOT HASH-CHECKED: fwgym benchmark report" in index and "has no manifest.json" in index
+    assert "<h1>NOT HASH-CHECKED, PARTIAL: fwgym benchmark report" in index and "has no manifest.json" in index
 
 
 def test_a_deleted_record_is_named_missing(run, tmp_path, capsys):
@@ -162,17 +163,18 @@ def test_figures_of_unverified_runs_say_so_in_the_figure_and_its_metadata(run, f
         from PIL import Image
 
         info = Image.open(out).text
-        assert info["Title"] == "NOT HASH-CHECKED: no run manifest"
+        assert info["Title"] == ("NOT HASH-CHECKED: no run manifest; PARTIAL: not the whole split (4 of "
+                                 "1259 cases)")  # every mark of the header, in the figure too
         assert info["Description"].startswith(f"NOT HASH-CHECKED: {forged} has no manifest.json")
     elif ext == ".pdf":
-        assert b"/Title (NOT HASH-CHECKED: no run manifest)" in data and b"/Subject (NOT HASH-CHECKED: " in data
+        assert b"/Title (NOT HASH-CHECKED: no run manifest" in data and b"/Subject (NOT HASH-CHECKED: " in data
     else:
         text = data.decode()
         assert text.count("NOT HASH-CHECKED: no run manifest") >= 2  # drawn (svg.fonttype none) + title
         assert f"NOT HASH-CHECKED: {forged} has no manifest.json" in text
     clean = tmp_path / f"clean{ext}"
     _out(capsys, ["plot", "frontier", str(run), "-o", str(clean), "--n-boot", "50"], 0)
-    assert b"UNVERIFIED" not in clean.read_bytes()
+    assert b"NOT HASH-CHECKED" not in clean.read_bytes() and b"PARTIAL" in clean.read_bytes()
 
 
 def test_the_partial_error_names_its_flag(forged, capsys):

@@ -11,9 +11,10 @@ import fwgym
 from fwgym.agents import run_episode
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import SUITES, evaluate
-from fwgym.agents.base import EPISODE_STATS_KEYS
+from fwgym.agents.base import EPISODE_STATS_KEYS, RESOURCE_KEYS
 from fwgym.evaluation.records import (ACCOUNTING_FIELDS, CORE_FIELDS, ENV_FIELDS, FIELD_MEANINGS, FORECAST_TASK_FIELDS,
-                                      RECORD_FIELDS, RUN_FIELDS, EVALUATION_FIELDS, Record, check_record, check_result_set, coverage,
+                                      RECORD_FIELDS, RESOURCE_FIELDS, RUN_FIELDS, EVALUATION_FIELDS, Record, check_record,
+                                      check_result_set, coverage,
                                       is_scored, stored_record)
 
 PACKAGE = Path(fwgym.__file__).parent
@@ -54,7 +55,8 @@ def test_env_terminal_info_is_the_schema(suite):
             assert info["status"] == status
             assert set(info) - {"tool_result"} == expected, status
             record = run_episode(env, make(), options={"case_id": case.case_id}).record
-            assert set(record) == expected | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
+            assert set(record) == expected | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS) | set(RESOURCE_FIELDS)
+            assert record["episode_wall_s"] > 0 and record["cpu_s"] >= 0 and record["peak_rss_mib"] > 10
             assert record["scored"] is True and record["harness_kind"] is None and record["episode_id"] is None
             assert all(record[k] is None for k in ACCOUNTING_FIELDS)  # a scripted agent has no episode_stats
             assert (record["submission"] is not None) == (forecast and status == "submitted")
@@ -64,8 +66,9 @@ def test_env_terminal_info_is_the_schema(suite):
 def test_schema_fields_types_and_meanings():
     assert RECORD_FIELDS[0] == "policy"
     assert set(RECORD_FIELDS) == (set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
-                                  | set(EVALUATION_FIELDS))
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 42
+                                  | set(RESOURCE_FIELDS) | set(EVALUATION_FIELDS))
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 46
+    assert RESOURCE_FIELDS == RESOURCE_KEYS == ("episode_wall_s", "cpu_s", "peak_rss_mib", "pss_mib")
     assert RUN_FIELDS == ("episode_id", "scored", "harness_kind", "tool_calls")
     assert EVALUATION_FIELDS == ("exposed",)
     assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",

@@ -7,7 +7,7 @@ from scripted_agents import BuyThenSubmitQuantiles, GiveUp
 
 from fwgym.evaluation import (CORE_FIELDS, FORECAST_TASK_FIELDS, RECORD_FIELDS, SUITES, evaluate, leaderboard,
                               read_results, write_results)
-from fwgym.evaluation.records import ACCOUNTING_FIELDS, ENV_FIELDS, RUN_FIELDS
+from fwgym.evaluation.records import ACCOUNTING_FIELDS, ENV_FIELDS, RESOURCE_FIELDS, RUN_FIELDS
 from fwgym.jsonl import write_jsonl
 
 
@@ -20,7 +20,8 @@ def test_results_roundtrip_and_leaderboard(tmp_path):
     assert [r["policy"] for r in rows] == ["perfect_demand", "weekday_empirical"]
     assert rows[0]["S"] == 0.0 and rows[1]["S"] > 0
     assert paths["csv"].read_text().startswith("policy,")
-    assert paths["markdown"].read_text().startswith("| policy | S |")
+    md = paths["markdown"].read_text()  # the one header (its marks), then the table
+    assert md.startswith("fwgym leaderboard (**PARTIAL**): suite=decision") and "\n\n| policy | S |" in md
     manifest = json.loads(paths["manifest"].read_text())
     assert manifest["extra"]["k"] == 1 and manifest["records"]["count"] == 40 and manifest["status"] == "complete"
     assert manifest["coverage"]["cases"] == 20 and manifest["settings"]["suite"] == "decision"
@@ -55,7 +56,8 @@ def test_decision_suite_results_file_holds_the_env_fields(tmp_path):
     recs = evaluate(["seasonal_empirical"], split="test", limit=2, progress=False)
     write_results(recs, tmp_path / "d")
     line = json.loads((tmp_path / "d" / "results.jsonl").read_text().splitlines()[0])
-    assert set(line) == {"policy", *ENV_FIELDS, *RUN_FIELDS, *ACCOUNTING_FIELDS, "exposed"} - set(FORECAST_TASK_FIELDS)
+    assert set(line) == {"policy", *ENV_FIELDS, *RUN_FIELDS, *ACCOUNTING_FIELDS, *RESOURCE_FIELDS, "exposed"} - set(
+        FORECAST_TASK_FIELDS)
     assert line["scenario"] is None and line["budget_left"] == 113_726 - line["credits"]
     assert line["forecast_crps"]["f1"]["model"] == "seasonal_empirical" and line["forecast_crps"]["f1"]["crps"] > 0
     assert read_results([tmp_path / "d"]) == recs

@@ -392,3 +392,67 @@ def test_plot_command_reports_errors(run_dir, tmp_path, capsys):
     assert main(["plot", "case", str(out), "--case-id", "elec-NOPE-2024-02-03-day_ahead", "--policy", "x",
                  "-o", str(tmp_path / "x.png")]) == 2
     assert "no record" in capsys.readouterr().err
+
+
+def _outside_at_save_dpi(fig):
+    """Figure-level texts (titles, marks, legends, axis labels) that reach outside the figure when it is drawn at
+    the dpi it is saved at."""
+    from matplotlib.text import Text
+
+    fig.set_dpi(plots.SAVE_DPI)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    w, h = fig.bbox.width, fig.bbox.height
+    ticks = {id(t) for ax in fig.get_axes() for axis in (ax.xaxis, ax.yaxis) for tick in
+             axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip() or id(t) in ticks:
+            continue  # tick labels (some lie outside the view and are not drawn): checked by the paper-size tests
+        if t.axes is not None and t not in (t.axes.xaxis.label, t.axes.yaxis.label, t.axes.title):
+            continue  # annotations inside the axes
+        b = t.get_window_extent(r)
+        if b.x0 < -1 or b.x1 > w + 1 or b.y0 < -1 or b.y1 > h + 1:
+            out.append((t.get_text()[:60], round(b.x0), round(b.x1), round(w)))
+    return out
+
+
+@pytest.mark.parametrize("columns", [1, 2])
+def test_titles_fit_the_figure_at_the_dpi_it_is_saved_at(run_dir, columns):
+    """PNGs are saved at 300 dpi: their titles were wrapped by text measured at 100 dpi and cut at the edges
+    (e.g. a case title with a 25-character agent name in one column); a figure is now made at the save dpi, a
+    name wider than the figure is cut into pieces, and marks and long frontier titles are wrapped."""
+    _, recs = run_dir
+    base = recs[0]
+    assert plots.case_figure(recs, base["case_id"], base["policy"]).dpi == plots.SAVE_DPI == 300
+    for n in (25, 46, 49, 64, 90):
+        name = ("openai:Qwen/Qwen3-30B-A3B-Instruct-2507-FP8-thinking-extra-long-name-for-testing" * 2)[:n]
+        fig = plots.case_figure([{**base, "policy": name}], base["case_id"], name, columns=columns)
+        assert _outside_at_save_dpi(fig) == [], (n, columns)
+    fig = plots.frontier_figure(recs, n_boot=50, columns=columns, title="a long title of a frontier figure " * 4,
+                                mark="UNVERIFIED: not checked against a run manifest; PARTIAL: not the whole split "
+                                     "(8 of 1259 cases)")
+    assert _outside_at_save_dpi(fig) == []
+    assert fig.get_suptitle().startswith("UNVERIFIED: not checked against a run manifest;")
+
+
+def test_intervals_of_a_non_negative_metric_stop_at_zero():
+    """The frontier draws aggregate + the paired interval of the difference: for a metric that cannot be negative
+    (the decision loss, RCRPS, credits) the interval is clipped at 0 (it reached -0.5 here)."""
+    series = ["ISNE", "PJM", "CISO", "ERCO"]
+
+    def rec(policy, k, loss):
+        return {"policy": policy, "case_id": f"elec-{series[k]}-2024-07-03-day_ahead", "domain": "electricity",
+                "cohort": "electricity-july", "series_id": series[k], "lead": "day_ahead", "split": "test",
+                "loss": loss, "floor": 0.0, "R": loss / 0.05, "S": loss / 0.1, "credits": 0, "calls": 1, "valid": True,
+                "status": "submitted"}
+
+    recs = [rec("hour_of_day_empirical", k, [0.0, 1.0, 0.0, 1.0][k]) for k in range(4)]
+    recs += [rec("good", k, 0.0) for k in range(4)]
+    pts = {q["policy"]: q for q in plots.frontier_points(recs, suite="decision", n_boot=400, seed=1)}
+    lo, hi = pts["good"]["y_ci"]
+    assert lo == 0.0 and 0.3 < hi <= 0.5  # unclipped: 0 - (-0.5) + [-1, 0] = [-0.5, 0.5]
+    from fwgym.evaluation import paired_bootstrap
+
+    bs = paired_bootstrap(recs, "hour_of_day_empirical", "good", n_boot=400, seed=1, metrics=("loss",))
+    assert 0.0 - bs["loss"]["diff"] + bs["loss"]["lo"] < 0  # what the clipping removes

@@ -96,7 +96,7 @@ def test_leaderboard_sorting_and_tabs(browser, report_site, artifacts_dir):
     try:
         w.goto(out / "index.html")
         page = w.page
-        assert page.title().startswith("fwgym benchmark report")
+        assert page.title().endswith("fwgym benchmark report: test split")  # after its marks (PARTIAL: ...)
         rows = _table(page)
         assert [r[0] for r in rows] == list(expect)  # one row per policy, by S
         for policy, _rank, name, s, r_, loss, credits, calls, valid, *ci in rows:
@@ -370,6 +370,70 @@ def test_case_page_compares_every_policy(browser, report_site, artifacts_dir):
         w.close()
 
 
+def test_tabs_are_reachable_by_keyboard(browser, report_site):
+    """WAI-ARIA tabs: Tab reaches the selected tab, the arrow keys select the next / previous one (wrapping),
+    Home / End the first / last; the selected tab is the only one in the Tab order."""
+    w = Watch(browser)
+    try:
+        page = w.page
+        w.goto(report_site["out"] / "index.html")
+        ids = page.eval_on_selector_all(".tabs [role=tab]", "bs => bs.map(b => b.id)")
+        assert len(ids) >= 3
+
+        def state():
+            return page.evaluate("""() => [document.activeElement.id,
+                Array.from(document.querySelectorAll('.tabs [role=tab]')).filter(b => b.getAttribute('aria-selected')
+                    === 'true').map(b => b.id),
+                Array.from(document.querySelectorAll('.tabs [role=tab]')).filter(b => b.tabIndex === 0).map(b => b.id),
+                Array.from(document.querySelectorAll('[role=tabpanel]')).filter(p => !p.hidden).map(p => p.id)]""")
+
+        page.focus(f"#{ids[0]}")
+        for key, k in (("ArrowRight", 1), ("ArrowRight", 2), ("ArrowLeft", 1), ("End", len(ids) - 1),
+                       ("ArrowRight", 0), ("ArrowLeft", len(ids) - 1), ("Home", 0)):
+            page.keyboard.press(key)
+            focused, selected, tabbable, panels = state()
+            assert (focused, selected, tabbable) == (ids[k], [ids[k]], [ids[k]]), key
+            assert panels == [ids[k].replace("tabbtn-", "tab-")], key
+        w.check()
+    finally:
+        w.close()
+
+
+#: every number (a run of digits with its sign, separators and decimals) in a table cell that a card layout
+#: broke over two lines: ``[cell text, number]`` (not in code: tool-call JSON wraps as code does)
+_SPLIT_NUMBERS = r"""() => {
+  const bad = [], re = /[+\u2212-]?\d[\d,.]*(?:\/\d+)?%?/g;
+  document.querySelectorAll('table td').forEach(td => {
+    if (!td.offsetParent || td.closest('table.calls')) return;  // tool calls: JSON text, wrapped as code
+    const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      if (n.parentElement.closest('pre, code')) continue;
+      let m;
+      while ((m = re.exec(n.textContent)) !== null) {
+        const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const tops = new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top)));
+        if (tops.size > 1) bad.push([td.textContent.trim().slice(0, 40), m[0]]);
+      }
+    }
+  });
+  return bad.slice(0, 10);
+}"""
+
+
+@pytest.mark.parametrize("width", (320, 390))
+def test_phone_cards_keep_numbers_whole(browser, report_site, width):
+    """On a phone the tables become cards; a number is never broken over two lines (the cards wrapped "10/10"
+    as "1" / "0/10" and cut long numbers)."""
+    w = Watch(browser, width=width, height=844)
+    try:
+        for _name, path in _pages(report_site):
+            w.goto(path)
+            assert w.page.evaluate(_SPLIT_NUMBERS) == [], (_name, width)
+        w.check()
+    finally:
+        w.close()
+
+
 def test_forecast_suite_pages(browser, forecast_site, artifacts_dir):
     rep = forecast_site["report"]
     w = Watch(browser, width=1440)
@@ -377,6 +441,7 @@ def test_forecast_suite_pages(browser, forecast_site, artifacts_dir):
         page = w.page
         w.goto(rep.index)
         assert "min(RCRPS, 5)" in page.inner_text("footer")
+        assert page.inner_text("#fr-h") == "RCRPS (capped at 5) against credits"  # not "Rcrps"
         heads = page.eval_on_selector_all("#tab-all thead th", "ths => ths.map(t => t.textContent.trim())")
         assert any(h.startswith("RCRPS") for h in heads) and not any(h.startswith("loss") for h in heads)
         path = next(iter(rep.episode_pages.values()))

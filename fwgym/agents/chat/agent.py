@@ -85,8 +85,9 @@ class ChatAgent:
         **option_kwargs: single chat options instead of (or replacing those of) ``options``:
             ``native_tools``, ``text_tool_calls``, ``tools``, ``max_tool_chars``, ``system``, ``history_hours``,
             ``describe_tools``, ``compact_results``, ``strict_tools``, ``tool_results_as``,
-            ``max_argument_chars``, ``direct_prompt``, ``samples``, ``constrain``
-            (:class:`~fwgym.agents.chat.options.ChatOptions`). ``direct_prompt`` in forecast episodes is Context
+            ``max_argument_chars``, ``direct_prompt``, ``samples``, ``constrain``, ``objective``
+            (:class:`~fwgym.agents.chat.options.ChatOptions`; ``objective="loss"``: the prompts state the decision
+            loss as the objective, nothing else changes). ``direct_prompt`` in forecast episodes is Context
             is Key's direct prompt (:mod:`fwgym.agents.chat.direct`): ``samples`` completions, one request each,
             at temperature 1 unless the backend sets one (with a backend ``seed``, completion i uses
             ``seed + i``), each one ``(timestamp, value)`` trajectory between ``<forecast>`` tags, retried and

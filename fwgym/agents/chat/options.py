@@ -14,7 +14,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-__all__ = ["ChatOptions", "CONSTRAIN_MODES", "TOOL_RESULT_ROLES", "MAX_ARGUMENT_CHARS", "as_options"]
+from fwgym.context.text import OBJECTIVES
+
+__all__ = ["ChatOptions", "CONSTRAIN_MODES", "OBJECTIVES", "TOOL_RESULT_ROLES", "MAX_ARGUMENT_CHARS", "as_options"]
 
 #: How tool results go back to the model: ``tool`` messages, or ``user`` messages (for chat templates
 #: that drop ``tool`` messages, e.g. llama-cpp-python's ``chatml-function-calling``).
@@ -56,6 +58,9 @@ class ChatOptions:
         constrain: ``None``, ``"json-schema"`` or ``"grammar"``: constrain each reply to the episode's
             own answer and tool-call grammar (:mod:`fwgym.agents.chat.constrain`); replies are then JSON
             in text (native tools are not sent).
+        objective: ``"score"`` (the protocol's S) or ``"loss"``: the prompts state the decision loss as the
+            objective and nothing else changes (the paper's objective ablation, decision task only;
+            :func:`~fwgym.agents.chat.prompts.objective_paragraph`, :func:`fwgym.context.text.objective_line`).
 
     Raises:
         ValueError: a value out of its range (when constructed).
@@ -75,6 +80,7 @@ class ChatOptions:
     direct_prompt: bool = False
     samples: int = 25
     constrain: str | None = None
+    objective: str = "score"
 
     def __post_init__(self) -> None:
         if self.tools is not None:
@@ -94,6 +100,8 @@ class ChatOptions:
             raise ValueError(f"samples must be an integer >= 2, got {self.samples!r}")
         if self.constrain is not None and self.constrain not in CONSTRAIN_MODES:
             raise ValueError(f"constrain must be None or one of {list(CONSTRAIN_MODES)}, got {self.constrain!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {self.objective!r}")
         for name in ("native_tools", "text_tool_calls", "compact_results", "strict_tools", "direct_prompt"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 

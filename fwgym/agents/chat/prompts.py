@@ -18,6 +18,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Sequence
 
+from fwgym.context.text import OBJECTIVES, objective_line
 from fwgym.core.contract import ALPHA, RAMP
 from fwgym.core.series import hour_to_datetime, iso_to_hour
 from fwgym.tools import REGISTRY
@@ -184,9 +185,32 @@ def _target_steps(episode: Mapping | None) -> tuple[int, int] | None:
     return None
 
 
+def objective_paragraph(budget: int, objective: str = "score") -> str:
+    """The decision task's objective paragraph of the system message: the protocol's S (``"score"``) or the
+    decision loss alone (``"loss"``, the paper's objective ablation: the same loss definition, no S, sigma or
+    credit cost). Everything else of the prompts is the same for both
+    (:data:`fwgym.context.text.OBJECTIVES`).
+
+    Raises:
+        ValueError: an unknown objective.
+    """
+    loss = (f"the mean over the 24 target hours of {ALPHA} x surplus + w_h x shortage, where surplus = max(capacity "
+            "- demand, 0), shortage = max(demand - capacity, 0), both divided by the contract scale, and w_h is the "
+            "hour's shortage weight (given in the case description).")
+    if objective == "loss":
+        return f"Objective: minimise the loss: {loss} In words: cover demand where shortage is expensive and do not over-reserve."
+    if objective != "score":
+        raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {objective!r}")
+    return ("Objective: minimise S = 0.5 * ((loss - best possible loss) / sigma + credits spent / "
+            f"{budget}). The loss is {loss} The best possible loss is "
+            "that of the best plan for the true demand; sigma is a fixed scale of the domain. In words: cover demand "
+            "where shortage is expensive, do not over-reserve, and spend credits only when a forecast is worth it: "
+            f"spending the whole budget of {budget} credits costs as much as 1 sigma of excess loss.")
+
+
 def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native_tools: bool, task: str = "decision",
                   describe_tools: bool | None = None, compact: bool = False, episode: Mapping | None = None,
-                  pool: Sequence[PoolModel] | None = None) -> str:
+                  pool: Sequence[PoolModel] | None = None, objective: str = "score") -> str:
     """The system message of an episode.
 
     Args:
@@ -202,10 +226,14 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
             ``levels`` answer.
         episode: the episode's facts (the target steps are read from them in forecast episodes).
         pool: the episode's forecast pool (the tool listing's models and context ranges; ``None``: the protocol's).
+        objective: ``"score"`` (the protocol's S) or ``"loss"`` (decision task only: the objective paragraph
+            states the loss alone, :func:`objective_paragraph`).
 
     Returns:
         The system message text.
     """
+    if task == "forecast" and objective != "score":
+        raise ValueError("the objective switch is for the decision task (the forecast task is scored by RCRPS)")
     budget = int(round(float(budget)))
     describe = (not native_tools) if describe_tools is None else bool(describe_tools)
     note = ("The case description may include a context note about the target day (an announced event or a "
@@ -233,13 +261,7 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
             "For one demand series you must choose 8 capacities b00..b07, one per 3-hour block of a 24-hour target "
             "window in the future, using only the information and tools given here. Do not invent observations. "
             + note,
-            "Objective: minimise S = 0.5 * ((loss - best possible loss) / sigma + credits spent / "
-            f"{budget}). The loss is the mean over the 24 target hours of {ALPHA} x surplus + w_h x shortage, where "
-            "surplus = max(capacity - demand, 0), shortage = max(demand - capacity, 0), both divided by the contract "
-            "scale, and w_h is the hour's shortage weight (given in the case description). The best possible loss is "
-            "that of the best plan for the true demand; sigma is a fixed scale of the domain. In words: cover demand "
-            "where shortage is expensive, do not over-reserve, and spend credits only when a forecast is worth it: "
-            f"spending the whole budget of {budget} credits costs as much as 1 sigma of excess loss.",
+            objective_paragraph(budget, objective),
             "Contract: each capacity equals scale x level with level in {0.40, 0.45, ..., 2.00} (step 0.05); adjacent "
             f"blocks may differ by at most {RAMP:.2f} in level (6 grid steps). Answer with the 8 levels (b00..b07), or "
             "with the physical capacities, which must equal a grid value exactly (tolerance 1e-6 absolute, 1e-9 "
@@ -275,7 +297,7 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
 
 
 def first_user_message(observation: Mapping, *, history_start: datetime | None = None, history_hours: int | None = None,
-                       native_tools: bool = True) -> str:
+                       native_tools: bool = True, objective: str = "score") -> str:
     """The first user message: the case context and the visible history table.
 
     Args:
@@ -285,8 +307,19 @@ def first_user_message(observation: Mapping, *, history_start: datetime | None =
         history_hours: show only the last N visible hours in the table (``None``: all of them); a
             saving for small-context models, which can still call the ``history`` tool.
         native_tools: tools are called by function calling (only changes the closing sentence).
+        objective: ``"score"`` (the context as the env states it) or ``"loss"``: the context's objective
+            sentence (:func:`fwgym.context.text.objective_line`) becomes the loss-only one, nothing else.
+
+    Raises:
+        ValueError: ``objective="loss"`` for a context without the protocol's objective sentence.
     """
     context = str(observation.get("context", ""))
+    if objective != "score":
+        stated = objective_line(budget_left(observation))
+        if stated not in context:
+            raise ValueError("the context does not state the protocol's objective sentence, so it cannot be replaced "
+                             f"by the {objective!r} objective")
+        context = context.replace(stated, objective_line(budget_left(observation), objective))
     values = [float(v) for v in observation.get("history", [])]
     start = history_start if values else None
     n_all = len(values)
@@ -462,6 +495,6 @@ def result_json(result: Any) -> str:
     return json.dumps(result, ensure_ascii=True, separators=(",", ":"))
 
 
-__all__ = ["system_prompt", "first_user_message", "direct_prompt", "history_table", "history_start", "tool_schemas",
+__all__ = ["system_prompt", "objective_paragraph", "first_user_message", "direct_prompt", "history_table", "history_start", "tool_schemas",
            "tool_lines", "describe_args", "answer_formats", "compact_result", "result_json", "calls_left", "budget_left",
            "ANSWER_EXAMPLE", "LEVELS_EXAMPLE", "QUANTILES_EXAMPLE", "SAMPLES_EXAMPLE", "COMPACT_DIGITS"]

@@ -128,6 +128,7 @@ class ChatSession:
         native_tools, text_tool_calls, direct: what the options mean for this session (tools are native unless
             the prompt is direct or the replies are constrained; text tool calls are read whenever tools are
             not native, never in the direct prompt).
+        objective: the objective the prompts state (``options.objective``: ``"score"`` or ``"loss"``).
         messages: the chat so far (OpenAI message dicts; ``content`` is always a string).
         steps: one dict per env action (reply turn, action, parse outcome, env result, feedback).
         tools, task, max_calls: the episode's tools, task and call limit (set by :meth:`start`).
@@ -145,6 +146,7 @@ class ChatSession:
         self.direct = opts.direct_prompt
         self.native_tools = opts.sends_native_tools
         self.text_tool_calls = (opts.text_tool_calls or not self.native_tools) and not self.direct
+        self.objective = opts.objective
         self.messages: list[dict] = []
         self.steps: list[dict] = []
         self.episode: dict = {}
@@ -188,9 +190,10 @@ class ChatSession:
             system = o.system or system_prompt(max_calls=self.max_calls, budget=budget, tools=self.tools,
                                                native_tools=self.native_tools, task=self.task,
                                                describe_tools=o.describe_tools, compact=o.compact_results,
-                                               episode=facts, pool=self.pool)
+                                               episode=facts, pool=self.pool, objective=o.objective)
             user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
-                                      history_hours=self.options.history_hours, native_tools=self.native_tools)
+                                      history_hours=o.history_hours, native_tools=self.native_tools,
+                                      objective=o.objective)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         mode = self.options.constrain
         self._constraint = None if mode is None else (

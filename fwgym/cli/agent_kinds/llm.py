@@ -2,7 +2,7 @@
 
 The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
 ``--agent-name``, ``--max-tool-chars``, ``--history-hours``, ``--compact-results``, ``--direct-prompt``, ``--samples``,
-``--episode-timeout``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
+``--episode-timeout``, ``--objective``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
 ``--hf-device`` carry a prefix because other kinds (SB3) may want ``--seed`` / ``--device``.
 """
 from __future__ import annotations
@@ -30,6 +30,9 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--compact-results",), {"action": "store_true", "dest": "compact_results",
                               "help": "show tool results compactly (6 significant digits, plans as levels, no echo of "
                                       "inputs): fewer tokens for small context windows"}),
+    (("--objective",), {"choices": ("score", "loss"), "default": "score", "dest": "objective",
+                        "help": "what the prompts tell the model to minimise: score (default: the protocol's S, loss and "
+                                "credits) or loss (the decision loss only; the objective ablation; a setting of the run)"}),
     (("--direct-prompt",), {"action": "store_true", "dest": "direct_prompt",
                             "help": "direct-prompt baseline, no tools; forecast suite: Context is Key's direct prompt "
                                     "(--samples completions at temperature 1, each a (timestamp, value) trajectory in "
@@ -79,7 +82,8 @@ def chat_options(args, **kind_options) -> dict:
                        history_hours=getattr(args, "history_hours", None),
                        compact_results=bool(getattr(args, "compact_results", False)),
                        direct_prompt=bool(getattr(args, "direct_prompt", False)),
-                       samples=int(getattr(args, "samples", 25)), tools=_tools(getattr(args, "tools", None)), **kind_options).to_json()
+                       samples=int(getattr(args, "samples", 25)), tools=_tools(getattr(args, "tools", None)),
+                       objective=getattr(args, "objective", None) or "score", **kind_options).to_json()
 
 
 def _tools(names):

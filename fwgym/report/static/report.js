@@ -72,7 +72,19 @@
         el.hidden = el.getAttribute("data-tab-for") !== id;
       });
     }
-    buttons.forEach(function (b) { b.addEventListener("click", function () { show(b); }); });
+    buttons.forEach(function (b, i) {
+      b.addEventListener("click", function () { show(b); });
+      /* WAI-ARIA tabs: arrow keys move to (and select) the previous / next tab, Home / End the first / last */
+      b.addEventListener("keydown", function (e) {
+        var n = buttons.length, k = {ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1,
+                                      Home: 0, End: n - 1}[e.key];
+        if (k === undefined) return;
+        e.preventDefault();
+        var to = buttons[(k + n) % n];
+        show(to);
+        to.focus();
+      });
+    });
     var first = bar.querySelector("[aria-selected=true]") || buttons[0];
     if (first) show(first);
   });

@@ -1,0 +1,54 @@
+"""The one header writer renders the trust marks of fwgym.evaluation.marks (NOT HASH-CHECKED, EXPOSED) beside
+its own (PARTIAL, W=<w>), in the header line, the CSV/JSON columns and the figures' mark."""
+from __future__ import annotations
+
+from fwgym.evaluation.header import (NOT_HASH_CHECKED, loss_weight_mark, make_header, mark_rows, not_hash_checked_mark,
+                                     trust_marks)
+from fwgym.evaluation.marks import MARK_COLUMNS, format_marks, row_marks
+from fwgym.core.cases import build_cases
+
+
+def _records(n: int = 3) -> list[dict]:
+    """Records of two policies on the first ``n`` test cases of cycle hire (only the fields the header reads)."""
+    cases = [c.case_id for c in build_cases("cycle_hire", "test")][:n]
+    return [{"policy": p, "case_id": c, "split": "test", "domain": "cycle_hire", "exposed": p == "agent" and k == 0}
+            for p in ("agent", "weekday_empirical") for k, c in enumerate(cases)]
+
+
+def test_row_marks_become_header_marks_and_columns():
+    recs = _records()
+    manifest = {"settings": {"agents": {"agent": {"kind": "openai"}, "weekday_empirical": "weekday_empirical"}}}
+    marks = row_marks(manifest, recs)
+    assert marks["agent"]["exposed"] == 1 and marks["agent"]["isolation"] == "in-process"
+    got = trust_marks(marks, {"agent": 3, "weekday_empirical": 3})
+    assert [m.code for m in got] == ["EXPOSED"] and got[0].policies == frozenset({"agent"})
+    # the EXPOSED text is the marks module's own line, not a second wording
+    assert got[0].text == next(x for x in format_marks(marks, {"agent": 3, "weekday_empirical": 3})
+                               if x.startswith("EXPOSED"))
+    header = make_header(recs, suite="decision", formula="S", marks=[*got, loss_weight_mark(0.25)], row_marks=marks,
+                         notes=[got[0].text, "EXPOSED: a note load_results wrote with other counts", "other note"])
+    assert header.codes == ["EXPOSED", "W=0.25", "PARTIAL"]
+    assert header.line().startswith("fwgym leaderboard (EXPOSED, W=0.25, PARTIAL): ")
+    assert header.all_notes()[-1] == "other note" and sum(n.startswith("EXPOSED") for n in header.all_notes()) == 1
+    rows = header.csv_rows([{"policy": "agent", "S": 0.1}, {"policy": "weekday_empirical", "S": 0.2}])
+    assert list(rows[0]) == ["policy", "S", *MARK_COLUMNS, "partial"]
+    assert [(r["exposed"], r["hash_checked"], r["isolation"], r["in_process"], r["partial"]) for r in rows] == [
+        (1, True, "in-process", True, True), (0, True, "fwgym", False, True)]
+    assert header.figure_mark()[0].startswith("EXPOSED: records replayed after their target was sent; W=0.25: ")
+
+
+def test_not_hash_checked_rows_without_row_marks():
+    recs = [{**r, "exposed": False} for r in _records(2)]
+    mark = not_hash_checked_mark(["agent"], "NOT HASH-CHECKED: a.jsonl has no manifest.json")
+    assert mark is not None and mark.code == NOT_HASH_CHECKED and not_hash_checked_mark([]) is None
+    rows = mark_rows([{"policy": "agent"}, {"policy": "weekday_empirical"}], [mark])
+    assert [(r["hash_checked"], r["isolation"], r["partial"]) for r in rows] == [(False, "unknown", False),
+                                                                               (True, "unknown", False)]
+    # a source without a manifest: every row not hash-checked, said once in the header
+    marks = row_marks(None, recs)
+    got = trust_marks(marks, text="NOT HASH-CHECKED: a.jsonl has no manifest.json")
+    header = make_header(recs, suite="decision", formula="S", marks=got, row_marks=marks,
+                         notes=["NOT HASH-CHECKED: a.jsonl has no manifest.json"])
+    assert header.codes == [NOT_HASH_CHECKED, "PARTIAL"]
+    assert header.line().count("a.jsonl has no manifest.json") == 1
+    assert {r["hash_checked"] for r in header.csv_rows([{"policy": "agent"}])} == {False}
