@@ -109,7 +109,7 @@ def _cost_table(values, weights, scale, shortage, grid, alpha):  # pragma: no co
 
 
 @njit(cache=True, nogil=True)
-def _solve_blocks(block_cost, max_step, rtol):  # pragma: no cover - compiled
+def _solve_blocks(block_cost, max_step, rtol):  # noqa: C901  (one numba kernel: the DP and its reconstruction share arrays)  # pragma: no cover - compiled
     # Backward DP: togo[b, j] = least cost of blocks b..B-1 when block b takes index j (cost-to-go).
     # The minimum over the ramp window [j - max_step, j + max_step] of the next block's cost-to-go
     # uses the van Herk / Gil-Werman running-minimum scheme (prefix and suffix minima over segments

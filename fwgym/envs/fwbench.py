@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import bisect
 import copy
-import math
 import string
-import threading
 from types import MappingProxyType
 from typing import Any, Sequence
 
@@ -47,10 +45,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from fwgym.core.cases import HISTORY_HOURS, LEADS, SPLITS, Case, build_cases, get_case, parse_case_id
+from fwgym.core.cases import HISTORY_HOURS, Case, build_cases, get_case, parse_case_id
 from fwgym.context.text import render_context
 from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
-from fwgym.domains import domain_names, is_domain
+from fwgym.envs.settings import (check_credit_weight, check_domains, check_episode_rules,
+                                 check_forecast_timeout, resolve_tools)
 from fwgym.envs.spaces import PrintableText
 from fwgym.errors import HARNESS_ERROR
 from fwgym.forecasters.covering import target_quantiles
@@ -60,14 +59,14 @@ from fwgym.core.optimizer import perfect_demand_plan
 from fwgym.context.alpha import case_alpha
 from fwgym.context.scenarios import make_scenario
 from fwgym.core.series import hour_to_iso
-from fwgym.core.metrics import TASKS, task_metric
+from fwgym.core.metrics import task_metric
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET, case_weights, crps_ensemble, load_sigma, quantile_atoms
 from fwgym.core.tariff import HORIZON_BUCKETS
-from fwgym.tools import (ANSWER_TOOLS, DEFAULT_TOOLS, ERROR, MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
+from fwgym.tools import (MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
                          parse_action, result_json)
 from fwgym.tools.registry import pool_facts, tool_pool
-from fwgym.validation import check_int, is_number
+from fwgym.validation import check_int
 
 __all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv", "RenderModeError"]
 
@@ -195,25 +194,11 @@ class FWBenchEnv(gym.Env):
         text_observations: bool = True,
         forecast_store=None,
     ):
-        domains = (domain,) if isinstance(domain, str) else tuple(domain)
-        bad = [d for d in domains if not is_domain(d)]
-        if bad or not domains:
-            raise ValueError(f"unknown domain(s) {bad or domains}; expected some of {list(domain_names())}")
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
-        if lead is not None and lead not in LEADS:
-            raise ValueError(f"unknown lead {lead!r}; expected None or one of {list(LEADS)}")
-        if reward not in ("terminal", "dense"):
-            raise ValueError(f"reward must be 'terminal' or 'dense', got {reward!r}")
-        for name, v in (("invalid_submission", invalid_submission), ("call_limit", call_limit)):
-            if v not in (TERMINATE, ERROR):
-                raise ValueError(f"{name} must be {TERMINATE!r} or {ERROR!r}, got {v!r}")
+        domains = check_domains(domain)
+        check_episode_rules(split=split, lead=lead, reward=reward, invalid_submission=invalid_submission,
+                            call_limit=call_limit, task=task)
         budget, max_calls = check_int("budget", budget, minimum=0), check_int("max_calls", max_calls, minimum=0)
-        tools = tuple(DEFAULT_TOOLS if tools is None else tools)
-        unknown = [t for t in tools if t not in REGISTRY]
-        if unknown:
-            raise ValueError(f"unknown tools {unknown}; registered: {list(REGISTRY)}")
-        tools += tuple(t for t in ANSWER_TOOLS if t not in tools)  # always available
+        tools = resolve_tools(tools)
         models = check_models(models)  # default: the protocol's pool; names: fwgym.forecasters.known_models()
         forecasters = dict(forecasters or {})
         check_models(list(forecasters))
@@ -225,20 +210,12 @@ class FWBenchEnv(gym.Env):
         store = self.forecast_store if self.forecast_store is not None else active_store()
         if store is not None:  # refuse a store that cannot serve now, not in the middle of an episode
             store.attach({m: forecasters.get(m) or get_forecaster(m) for m in models if m in store.models})
-        if task not in TASKS:
-            raise ValueError(f"task must be 'decision' or 'forecast', got {task!r}")
-        if not (np.isfinite(credit_weight) and credit_weight >= 0):
-            raise ValueError(f"credit_weight must be finite and >= 0, got {credit_weight!r}")
+        credit_weight = check_credit_weight(credit_weight)
         self.scenarios, self.scenario_seed = bool(scenarios), int(scenario_seed)
         self.task, self.credit_weight = task, float(credit_weight)
         #: the task's metric: S = r_weight * R + credit_weight * credits / B (the scorer's and the dense reward's)
         self.metric = task_metric(task, self.credit_weight)
-        if forecast_timeout is not None:
-            seconds = float(forecast_timeout) if is_number(forecast_timeout) else math.nan
-            if not 0 < seconds <= threading.TIMEOUT_MAX:
-                raise ValueError(f"forecast_timeout must be None (wait indefinitely) or seconds in (0, "
-                                 f"{threading.TIMEOUT_MAX:.3g}], got {forecast_timeout!r}")
-            forecast_timeout = seconds  # a Python float: threading refuses NumPy floats other than float64
+        forecast_timeout = check_forecast_timeout(forecast_timeout)
         self.forecast_timeout = forecast_timeout
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise RenderModeError(f"render_mode must be None or 'ansi', got {render_mode!r}")

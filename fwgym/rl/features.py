@@ -354,21 +354,8 @@ def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple)
         if replays and m in replays:
             d[j + 5] = 1.0
             d[j + 6] = _fit(replays[m], LOSS_MAX)
-    known, best = False, math.inf  # least loss over the known plans; None and NaN losses are skipped
-    for m, p in tracker.plans.items():
-        j = _METHOD0.get(m)
-        if j is not None:
-            v = p["expected_loss"]
-            d[j], d[j + 1], known = 1.0, _fit(v, LOSS_MAX), True
-            if v is not None and v < best:
-                best = v
+    known, best = _write_plans(tracker, d)
     if tracker.forecasts:
-        for fc in tracker.forecasts.values():
-            v = fc["expected_loss"]
-            if v is not None:
-                known = True
-                if v < best:
-                    best = v
         d[_D_FORECASTS] = _fit(len(tracker.forecasts) / 4.0, 3.0)
     if known:
         d[_D_BEST] = _fit(best, LOSS_MAX)
@@ -376,6 +363,26 @@ def _dynamic_values(tracker: EpisodeTracker, template: list[float], rows: tuple)
     if replays:
         d[_D_REPLAYS] = _fit(len(replays) / 4.0, 3.0)
     return d
+
+
+def _write_plans(tracker: EpisodeTracker, d: list[float]) -> tuple[bool, float]:
+    """Write each known classical plan's flag and expected loss into ``d``; return whether any plan or bought
+    forecast's plan is known and the least expected loss among them (None and NaN losses are skipped)."""
+    known, best = False, math.inf
+    for m, p in tracker.plans.items():
+        j = _METHOD0.get(m)
+        if j is not None:
+            v = p["expected_loss"]
+            d[j], d[j + 1], known = 1.0, _fit(v, LOSS_MAX), True
+            if v is not None and v < best:
+                best = v
+    for fc in (tracker.forecasts or {}).values():
+        v = fc["expected_loss"]
+        if v is not None:
+            known = True
+            if v < best:
+                best = v
+    return known, best
 
 
 def _full_vector(tracker: EpisodeTracker) -> np.ndarray:
