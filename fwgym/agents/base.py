@@ -252,43 +252,52 @@ def run_episode(env: gym.Env, agent: Any, *, seed: int | None = None, options: d
     total, actions, failure, calls = 0.0, [], None, []
     done = partial(_finish, env, agent, meter=meter, calls=calls, on_record=on_record)
     try:
-        reset_agent(agent, info)
+        _, failure = _call_agent(reset_agent, agent, info, agent_errors=agent_errors)
     except HarnessError as exc:
         return done(_harness_record(env, info, exc), episode_id, 0.0, 0, actions)
-    except DataIntegrityError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
-        if agent_errors == "raise":
-            raise
-        failure = _agent_error_action(exc)
     if grant and failure is None:
         agent.set_hindsight(hindsight.read(env))
     for step in range(1, max_steps + 1):
-        if failure is not None:
-            action = failure
-        else:
+        action = failure
+        if failure is None:
             try:
-                action = agent.act(obs)
+                action, failure = _call_agent(agent.act, obs, agent_errors=agent_errors)
             except HarnessError as exc:
                 return done(_harness_record(env, info, exc), episode_id, total, step - 1, actions)
-            except DataIntegrityError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                if agent_errors == "raise":
-                    raise
-                action = failure = _agent_error_action(exc)
+            action = failure if failure is not None else action
         if keep_actions:
             actions.append(action)
-        entry = tool_call_entry(action)  # as received: before the env could change a dict it was handed
-        obs, reward, terminated, truncated, info = env.step(action)
-        calls.append({**entry, "result_hash": result_hash(obs.get("last_result", "") if isinstance(obs, Mapping)
-                                                          else "")})
+        obs, reward, terminated, truncated, info = _step_env(env, action, calls)
         total += float(reward)
         if terminated or truncated:
             record = {k: v for k, v in info.items() if k != "tool_result"}
             record.update(scored=True, harness_kind=None)
             return done(record, episode_id, total, step, actions)
     raise RuntimeError(f"episode did not end within {max_steps} steps (case {info.get('case_id')})")
+
+
+def _call_agent(fn: Callable[..., Any], *args: Any, agent_errors: str) -> tuple[Any, dict | None]:
+    """``fn(*args)`` (an agent's ``reset`` or ``act``) under the episode's rule for agent exceptions:
+    ``(its result, None)``, or with ``agent_errors="score"`` ``(None, the abstain that ends the episode as the agent's
+    failure)``. A :class:`HarnessError`, a :class:`DataIntegrityError`, a ``KeyboardInterrupt`` and (with
+    ``agent_errors="raise"``) any other exception propagate."""
+    try:
+        return fn(*args), None
+    except (HarnessError, DataIntegrityError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug in the agent is the agent's failure, never a crash
+        if agent_errors == "raise":
+            raise
+        return None, _agent_error_action(exc)
+
+
+def _step_env(env: gym.Env, action: Any, calls: list[dict]) -> tuple:
+    """``env.step(action)``, with the call's :func:`tool_call_entry` (taken as received: before the env could change
+    a dict it was handed) and the hash of the tool result it got appended to ``calls``."""
+    entry = tool_call_entry(action)
+    obs, reward, terminated, truncated, info = env.step(action)
+    calls.append({**entry, "result_hash": result_hash(obs.get("last_result", "") if isinstance(obs, Mapping) else "")})
+    return obs, reward, terminated, truncated, info
 
 
 def _agent_error_action(exc: BaseException) -> dict:

@@ -349,7 +349,6 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
         FileNotFoundError, ValueError: as the module docstring says.
     """
     sources = [load_source(p, verify=verify, allow_unverified=allow_unverified) for p in paths]
-    records: list[dict] = []
     notes: list[str] = []
     unverified = [str(src.path.parent if src.path.name == RESULTS_FILE else src.path) for src in sources
                   if not src.verified]
@@ -360,15 +359,7 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     if not sources:
         raise ValueError("no results given")
     first = sources[0]
-    for src in sources[1:]:
-        for k in COMPARED_SETTINGS:
-            if k == "fwgym_version" and allow_mixed_versions:
-                continue
-            a, b = first.settings.get(k), src.settings.get(k)
-            if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
-                hint = (" (--allow-mixed-versions accepts it, noted in the table)" if k == "fwgym_version" else "")
-                raise ValueError(f"runs differ in {k}: {first.run_dir} has {a!r}, {src.run_dir} has {b!r}; only runs "
-                                 f"of one {k} share a leaderboard{hint}")
+    _check_same_settings(sources, allow_mixed_versions=allow_mixed_versions)
     counts = {p: len(rs) for p, rs in by_policy(r for src in sources for r in src.records).items()}
     notes += [line for line in format_marks(merge_marks([src.marks for src in sources]), counts)
               if line.startswith("EXPOSED")]
@@ -379,25 +370,10 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     if first.settings.get("sigma") != load_sigma(domains=[d for d in first.settings.get("sigma") or {}
                                                           if is_domain(d)]):
         notes.append(f"sigma {first.settings.get('sigma')} is not the packaged calibration")
-    seen: dict[tuple[str, str], Path] = {}
-    for src in sources:
-        for r in src.records:
-            key = (r["policy"], r["case_id"])
-            if key in seen:
-                raise ValueError(f"duplicated result set: policy {key[0]!r} on case {key[1]!r} appears in "
-                                 f"{seen[key]} and {src.path}: two runs name their agents alike (give each run its "
-                                 "own name: fwgym evaluate --agent ... --agent-name NAME), or one run is merged twice")
-            seen[key] = src.path
-        records += src.records
+    records = _merged_records(sources)
     common = None
     if records and common_cases:
-        groups = by_policy(records)
-        shared = frozenset.intersection(*(frozenset(r["case_id"] for r in rs) for rs in groups.values()))
-        if not shared:
-            raise ValueError("--common-cases: the policies have no case in common")
-        dropped = sum(r["case_id"] not in shared for r in records)
-        records = [r for r in records if r["case_id"] in shared]
-        common = len(shared)
+        records, common, dropped = _common_cases_only(records)
         if dropped:
             notes.append(f"restricted to the {common} cases common to every policy (--common-cases; "
                          f"{dropped} records of other cases left out)")
@@ -410,6 +386,59 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
                 raise ValueError(f"{exc} with {ALLOW_PARTIAL_FLAG} (allow_partial=True; the table then says "
                                  "PARTIAL)") from None
     return ResultSet(records, sources, RunSettings(first.settings), notes, common)
+
+
+def _check_same_settings(sources: Sequence[ResultSource], *, allow_mixed_versions: bool) -> None:
+    """Refuse sources whose :data:`COMPARED_SETTINGS` differ from the first source's (the fwgym version too, unless
+    ``allow_mixed_versions``); settings are compared as canonical JSON.
+
+    Raises:
+        ValueError: naming the setting, both runs and both values.
+    """
+    first = sources[0]
+    for src in sources[1:]:
+        for k in COMPARED_SETTINGS:
+            if k == "fwgym_version" and allow_mixed_versions:
+                continue
+            a, b = first.settings.get(k), src.settings.get(k)
+            if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+                hint = (" (--allow-mixed-versions accepts it, noted in the table)" if k == "fwgym_version" else "")
+                raise ValueError(f"runs differ in {k}: {first.run_dir} has {a!r}, {src.run_dir} has {b!r}; only runs "
+                                 f"of one {k} share a leaderboard{hint}")
+
+
+def _merged_records(sources: Sequence[ResultSource]) -> list[dict]:
+    """The records of every source, in order.
+
+    Raises:
+        ValueError: a (policy, case) pair appears twice (naming both files).
+    """
+    records: list[dict] = []
+    seen: dict[tuple[str, str], Path] = {}
+    for src in sources:
+        for r in src.records:
+            key = (r["policy"], r["case_id"])
+            if key in seen:
+                raise ValueError(f"duplicated result set: policy {key[0]!r} on case {key[1]!r} appears in "
+                                 f"{seen[key]} and {src.path}: two runs name their agents alike (give each run its "
+                                 "own name: fwgym evaluate --agent ... --agent-name NAME), or one run is merged twice")
+            seen[key] = src.path
+        records += src.records
+    return records
+
+
+def _common_cases_only(records: list[dict]) -> tuple[list[dict], int, int]:
+    """``--common-cases``: ``(the records of the cases every policy has, how many such cases, records dropped)``.
+
+    Raises:
+        ValueError: the policies have no case in common.
+    """
+    groups = by_policy(records)
+    shared = frozenset.intersection(*(frozenset(r["case_id"] for r in rs) for rs in groups.values()))
+    if not shared:
+        raise ValueError("--common-cases: the policies have no case in common")
+    kept = [r for r in records if r["case_id"] in shared]
+    return kept, len(shared), len(records) - len(kept)
 
 
 def read_results(paths: Iterable[str | os.PathLike], allow_partial: bool = True, **kwargs) -> list[dict]:

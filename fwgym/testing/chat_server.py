@@ -68,6 +68,14 @@ class Step:
         self.body, self.status, self.sleep = body, status, sleep
         self.headers, self.raw, self.drip, self.content_type = dict(headers or {}), raw, drip, content_type
 
+    def data(self) -> bytes:
+        """The response body: ``raw`` (bytes, or a string UTF-8 encoded), else ``body`` as JSON (for an error status
+        without a body, ``{"error": {"message": "boom", "type": "server_error"}}``)."""
+        if self.raw is not None:
+            return self.raw if isinstance(self.raw, bytes) else str(self.raw).encode()
+        payload = self.body if self.status == 200 else (self.body or {"error": {"message": "boom", "type": "server_error"}})
+        return json.dumps(payload).encode()
+
 
 def _text(content) -> str:
     """A message's text: a string, or the text parts of a list of content parts (``[{"type": "text", ...}]``,
@@ -214,6 +222,63 @@ def unused_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+class _ScriptedHandler(BaseHTTPRequestHandler):
+    """The HTTP handler of :class:`ScriptedChatServer` (``self.server.scripted`` is the scripted server)."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, data: bytes, headers=None, content_type: str = "application/json",
+              drip: float | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, str(v))
+            self.end_headers()
+            if drip:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(drip)
+            else:
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            pass
+
+    def do_GET(self):
+        scripted = self.server.scripted
+        scripted._record("GET", self.path, self.headers, None)
+        if self.path.rstrip("/").endswith("/models") and scripted.models is not None:
+            data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fwgym"} for m in scripted.models]}
+            self._send(200, json.dumps(data).encode())
+        else:
+            self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+
+    def do_POST(self):
+        scripted = self.server.scripted
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_unreadable": raw[:200].decode("latin-1")}
+        step = scripted._step(scripted._record("POST", self.path, self.headers, body), body)
+        if scripted.delay:
+            time.sleep(scripted.delay)
+        if step.sleep:
+            time.sleep(step.sleep)
+        self._send(step.status, step.data(), step.headers, step.content_type, step.drip)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many concurrent clients: no connection waits in a full backlog
+    scripted: ScriptedChatServer
+
+
 class ScriptedChatServer:
     """Serves POST /v1/chat/completions from a script; each item is a Step, a completion dict, or a
     callable(request_json) -> either; then ``respond(request_json)`` (default: a "script exhausted"
@@ -224,82 +289,33 @@ class ScriptedChatServer:
 
     def __init__(self, script=(), *, respond=None, delay: float = 0.0, port: int = 0, models=("test-model",)):
         self.script = list(script)
-        self.requests = []
+        self.requests: list[dict] = []
         self.respond, self.delay = respond, float(delay)
         self.models = list(models) if models is not None else None
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, data, headers=None, content_type="application/json", drip=None):
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", content_type)
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, str(v))
-                    self.end_headers()
-                    if drip:
-                        for i in range(len(data)):
-                            self.wfile.write(data[i:i + 1])
-                            self.wfile.flush()
-                            time.sleep(drip)
-                    else:
-                        self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-                    pass
-
-            def do_GET(self):
-                with server._lock:
-                    server.requests.append({"method": "GET", "path": self.path,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": None})
-                if self.path.rstrip("/").endswith("/models") and server.models is not None:
-                    data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fwgym"} for m in server.models]}
-                    self._send(200, json.dumps(data).encode())
-                else:
-                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", 0))
-                raw = self.rfile.read(n)
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_unreadable": raw[:200].decode("latin-1")}
-                with server._lock:
-                    server.requests.append({"method": "POST", "path": self.path,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
-                    item = server.script.pop(0) if server.script else None
-                if item is None:
-                    item = server.respond if server.respond is not None else Step(completion("script exhausted"))
-                if callable(item):
-                    item = item(body)
-                if not isinstance(item, Step):
-                    item = Step(item)
-                if server.delay:
-                    time.sleep(server.delay)
-                if item.sleep:
-                    time.sleep(item.sleep)
-                if item.raw is not None:
-                    data = item.raw if isinstance(item.raw, bytes) else str(item.raw).encode()
-                else:
-                    payload = item.body if item.status == 200 else (item.body or {"error": {"message": "boom", "type": "server_error"}})
-                    data = json.dumps(payload).encode()
-                self._send(item.status, data, item.headers, item.content_type, item.drip)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256  # many concurrent clients: no connection waits in a full backlog
-
-        self.httpd = Server(("127.0.0.1", int(port)), Handler)
+        self.httpd = _Server(("127.0.0.1", int(port)), _ScriptedHandler)
+        self.httpd.scripted = self
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def _record(self, method: str, path: str, headers, body):
+        """Append one request to :attr:`requests` (header names lower-cased); for a ``POST``, also take the script's
+        next item (``None`` when it is used up) under the same lock, so that requests and script items pair in order."""
+        with self._lock:
+            self.requests.append({"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},
+                                  "body": body})
+            return self.script.pop(0) if method == "POST" and self.script else None
+
+    def _step(self, item, body) -> Step:
+        """The :class:`Step` answering the chat request ``body`` from a script ``item`` (``None``: ``respond``, else a
+        "script exhausted" completion); a callable is called with ``body``, a completion dict becomes a Step."""
+        if item is None:
+            item = self.respond if self.respond is not None else Step(completion("script exhausted"))
+        if callable(item):
+            item = item(body)
+        return item if isinstance(item, Step) else Step(item)
 
     def posts(self):
         """The recorded ``POST`` requests (chat completions), in order."""
