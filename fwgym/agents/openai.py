@@ -47,24 +47,26 @@ Preflight: :meth:`OpenAIChatAgent.preflight` makes one ``GET /models`` and a sho
 completion (twice with the seed, once with another) before a run: it fails early with a clear
 :class:`~fwgym.errors.HarnessError` when the server is missing or misconfigured, and reports the
 server's model names and whether it honoured the seed.
+
+Modules: the agent is here; the HTTP layer (the SDK, the deadline transport, the retry policy) is
+:mod:`fwgym.agents.openai_transport` and the wire format (constraint fields, the check and reading of a
+completion body, error bodies) :mod:`fwgym.agents.openai_completions`; their public names are importable from here.
 """
 from __future__ import annotations
 
-import contextvars
-import importlib
 import json
 import os
-import re
-import socket
-import threading
 import time
 from typing import Any, Mapping
 
-from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply, ToolRequest
+from fwgym.agents.chat import ChatAgent, ContextExhausted, ModelReply
 from fwgym.agents.chat.cache import ReplyCache, ReplyCacheError
 from fwgym.agents.chat.traces import scrub
+from fwgym.agents.openai_completions import (SERVER_KINDS, completion_problem, completion_reply, constraint_fields,
+                                             error_text, is_context_error, server_kind_of)
+from fwgym.agents.openai_transport import MAX_RESPONSE_BYTES, RETRY_STATUSES, http_client, request_deadline, sdk
 from fwgym.errors import HarnessError
-from fwgym.validation import check_int, is_number
+from fwgym.validation import check_int
 
 #: Placeholder key sent when the key variable is unset (local servers ignore it).
 DUMMY_API_KEY = "sk-no-key-required"
@@ -72,161 +74,6 @@ DUMMY_API_KEY = "sk-no-key-required"
 DEFAULT_MAX_TOKENS = 2048
 #: the preflight's prompt: its sampled replies vary, so an ignored seed shows
 SEED_PROBE = "Write ten random words, separated by commas."
-#: HTTP statuses retried (transient by definition); any other error status is final unless the server
-#: sends ``x-should-retry: true``
-RETRY_STATUSES = frozenset({408, 409, 429, 502, 503, 504})
-#: largest response body read (bytes); a larger one is a ``bad_response`` harness error
-MAX_RESPONSE_BYTES = 256 << 20
-_CONTEXT_RE = re.compile(r"context|maximum (?:input |prompt )?length|too many tokens|prompt is too long|"
-                         r"maximum number of tokens|exceeds? the (?:model'?s? )?(?:max|limit)", re.IGNORECASE)
-#: the wall-clock deadline (time.monotonic) of the request in flight on this thread/context
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("fwgym_openai_deadline", default=None)
-
-
-def is_context_error(status: int | None, message: str) -> bool:
-    """Whether an HTTP error means the prompt does not fit the context window."""
-    return status in (400, 413, 422) and bool(_CONTEXT_RE.search(message or ""))
-
-
-_SDK_LOCK = threading.Lock()
-_SDK: tuple | None = None
-
-
-def _sdk():
-    """``(openai, httpx module the SDK uses, DeadlineExceeded, ResponseTooLarge)``; imported on first use
-    (once per process, under a lock: the exception classes must be the same objects in every thread)."""
-    global _SDK
-    with _SDK_LOCK:
-        if _SDK is None:
-            _SDK = _load_sdk()
-        return _SDK
-
-
-def _load_sdk():
-    import openai
-
-    base = next(c for c in openai.DefaultHttpxClient.__mro__
-                if c.__name__ == "Client" and not c.__module__.startswith("openai"))
-    httpx = importlib.import_module(base.__module__.split(".")[0])
-
-    class DeadlineExceeded(openai.OpenAIError):
-        """The request's wall-clock deadline passed (an OpenAIError: the SDK does not retry it)."""
-
-    class ResponseTooLarge(openai.OpenAIError):
-        """The response body exceeds the bound (an OpenAIError: the SDK does not retry it)."""
-
-    return openai, httpx, DeadlineExceeded, ResponseTooLarge
-
-
-def _make_transport(max_body: int):
-    """An httpx transport enforcing the deadline of :data:`_DEADLINE` and the body bound (see the module docstring)."""
-    openai, httpx, DeadlineExceeded, ResponseTooLarge = _sdk()
-
-    class BoundedStream(httpx.SyncByteStream):
-        def __init__(self, inner, deadline, request, sock):
-            self.inner, self.deadline, self.request, self.n = inner, deadline, request, 0
-            self.timer = None
-            if deadline is not None and sock is not None:
-                self.timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _shutdown, (sock,))
-                self.timer.daemon = True
-                self.timer.start()
-
-        def _late(self) -> bool:
-            return self.deadline is not None and time.monotonic() >= self.deadline - 0.01
-
-        def __iter__(self):
-            try:
-                for chunk in self.inner:
-                    self.n += len(chunk)
-                    if self.n > max_body:
-                        raise ResponseTooLarge(f"the response body exceeds {max_body} bytes")
-                    if self._late():
-                        raise DeadlineExceeded("the reply's deadline passed while the body was arriving")
-                    yield chunk
-            except (httpx.TransportError, OSError) as exc:
-                if self._late():
-                    raise DeadlineExceeded("the reply's deadline passed while the body was arriving") from exc
-                raise
-            finally:
-                self._cancel()
-
-        def _cancel(self):
-            if self.timer is not None:
-                self.timer.cancel()
-                self.timer = None
-
-        def close(self):
-            self._cancel()
-            self.inner.close()
-
-    class DeadlineTransport(httpx.BaseTransport):
-        def __init__(self):
-            self.inner = httpx.HTTPTransport()
-
-        def handle_request(self, request):
-            deadline = _DEADLINE.get()
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise DeadlineExceeded("the reply's deadline passed before the request was sent")
-                given = request.extensions.get("timeout") or {}
-                request.extensions["timeout"] = {k: min(given[k], left) if given.get(k) is not None else left
-                                                 for k in ("connect", "read", "write", "pool")}
-            try:
-                resp = self.inner.handle_request(request)
-            except httpx.TimeoutException as exc:
-                if deadline is not None and time.monotonic() >= deadline - 0.05:
-                    raise DeadlineExceeded("the reply's deadline passed while waiting for the server") from exc
-                raise
-            return httpx.Response(status_code=resp.status_code, headers=resp.headers,
-                                  stream=BoundedStream(resp.stream, deadline, request, _socket_of(resp)),
-                                  extensions=resp.extensions, request=request)
-
-        def close(self):
-            self.inner.close()
-
-    return DeadlineTransport()
-
-
-def _socket_of(resp):
-    """The socket under an httpx response (for the deadline watchdog), ``None`` where the backend does not say."""
-    stream = resp.extensions.get("network_stream")
-    if stream is None or not hasattr(stream, "get_extra_info"):
-        return None
-    try:
-        return stream.get_extra_info("socket")
-    except Exception:  # noqa: BLE001 - any backend: the watchdog is best effort, reads are still checked
-        return None
-
-
-def _shutdown(sock) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-def _retry_policy(response) -> None:
-    """httpx response hook: tell the SDK (``x-should-retry: false``) not to retry a deterministic error
-    or a ``Retry-After`` beyond the deadline (the SDK obeys the header)."""
-    code = response.status_code
-    if code < 400 or "x-should-retry" in response.headers:
-        return
-    deadline = _DEADLINE.get()
-    wait = _retry_after(response.headers)
-    if code not in RETRY_STATUSES or (deadline is not None and wait is not None and time.monotonic() + wait > deadline):
-        response.headers["x-should-retry"] = "false"
-
-
-def _retry_after(headers) -> float | None:
-    for name, div in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        v = headers.get(name)
-        if v is not None:
-            try:
-                return float(v) / div
-            except ValueError:
-                return None
-    return None
 
 
 class OpenAIChatAgent(ChatAgent):
@@ -318,11 +165,10 @@ class OpenAIChatAgent(ChatAgent):
     def client(self):
         """The ``openai.OpenAI`` client (created on first use; the SDK's retries, fwgym's deadline transport)."""
         if self._client is None:
-            openai, httpx, *_ = _sdk()
-            http = openai.DefaultHttpxClient(transport=_make_transport(self.max_response_bytes),
-                                             event_hooks={"response": [_retry_policy]})
+            openai = sdk()[0]
             self._client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or DUMMY_API_KEY,
-                                         timeout=self.timeout, max_retries=self.max_retries, http_client=http)
+                                         timeout=self.timeout, max_retries=self.max_retries,
+                                         http_client=http_client(self.max_response_bytes))
         return self._client
 
     def close(self) -> None:
@@ -367,14 +213,11 @@ class OpenAIChatAgent(ChatAgent):
         """``server_kind``, else what ``GET /models`` says (once per agent; ``openai`` when it says nothing)."""
         if self.server_kind is None:
             self.server_kind = "openai"
-            token = _DEADLINE.set(time.monotonic() + min(self.timeout, 30.0))
             try:
-                owners = {getattr(m, "owned_by", None) for m in self.client.models.list()}
-                self.server_kind = next((k for o, k in _OWNERS.items() if o in owners), "openai")
+                with request_deadline(min(self.timeout, 30.0)):
+                    self.server_kind = server_kind_of(getattr(m, "owned_by", None) for m in self.client.models.list())
             except Exception:  # noqa: BLE001 - no listing: the OpenAI spelling
                 pass
-            finally:
-                _DEADLINE.reset(token)
         return self.server_kind
 
     def cache_key(self, kwargs: Mapping) -> str:
@@ -393,9 +236,9 @@ class OpenAIChatAgent(ChatAgent):
                 problem = completion_problem(body)
                 if problem:  # an edited entry: never a reply, never the agent's failure
                     raise ReplyCacheError(f"reply cache entry {cache.path(key)} is malformed: {problem}; remove it")
-                return _reply(body, latency=time.perf_counter() - t0, requests=0, cached=True)
+                return completion_reply(body, latency=time.perf_counter() - t0, requests=0, cached=True)
         body, retries = self._post(kw)
-        reply = _reply(body, latency=time.perf_counter() - t0, requests=retries + 1)
+        reply = completion_reply(body, latency=time.perf_counter() - t0, requests=retries + 1)
         if cache is not None:
             cache.put(key, scrub(body, self.secrets()), {"model": self.model, "base_url": self.base_url})
         return reply
@@ -406,17 +249,17 @@ class OpenAIChatAgent(ChatAgent):
         Raises:
             ContextExhausted, HarnessError (see the module docstring).
         """
-        openai, httpx, DeadlineExceeded, ResponseTooLarge = _sdk()
+        openai, _, DeadlineExceeded, ResponseTooLarge = sdk()
         limit = self.timeout if timeout is None else timeout
         left = self.time_left()
         if left is not None:
             limit = min(limit, left)
             if limit <= 0:
                 raise HarnessError(f"the episode took longer than its deadline of {self.episode_timeout:g} s", "timeout")
-        token = _DEADLINE.set(time.monotonic() + limit)
         where = self.base_url or "the OpenAI API"
         try:
-            raw = self.client.chat.completions.with_raw_response.create(**kw)
+            with request_deadline(limit):
+                raw = self.client.chat.completions.with_raw_response.create(**kw)
         except DeadlineExceeded as exc:
             raise HarnessError(f"no reply from {where} within {limit:g} s ({exc})", "timeout") from None
         except ResponseTooLarge as exc:
@@ -429,7 +272,7 @@ class OpenAIChatAgent(ChatAgent):
                                f"{type(cause).__name__ if cause else 'connection error'}: {cause or exc}"[:1000],
                                "transport") from None
         except openai.APIStatusError as exc:
-            status, msg = exc.status_code, _error_text(exc)
+            status, msg = exc.status_code, error_text(exc)
             if is_context_error(status, msg):
                 raise ContextExhausted(f"HTTP {status}: {msg}"[:2000]) from None
             kind = ("rate_limited" if status == 429 else "auth" if status in (401, 403) else "not_found" if status == 404
@@ -438,8 +281,6 @@ class OpenAIChatAgent(ChatAgent):
                                kind) from None
         except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
             raise HarnessError(f"{where}: {type(exc).__name__}: {exc}"[:1000], "bad_response") from None
-        finally:
-            _DEADLINE.reset(token)
         text = raw.http_response.text
         try:
             body = json.loads(text)
@@ -470,22 +311,20 @@ class OpenAIChatAgent(ChatAgent):
             HarnessError: no server, a refused key, an unknown model, a reply that is not a chat
                 completion (a clear message naming the endpoint and model).
         """
-        openai, httpx, *_ = _sdk()
+        openai, httpx, *_ = sdk()
         where = self.base_url or "the OpenAI API"
         models = None
-        token = _DEADLINE.set(time.monotonic() + self.timeout)
         try:
-            models = sorted(m.id for m in self.client.models.list())
+            with request_deadline(self.timeout):
+                models = sorted(m.id for m in self.client.models.list())
         except openai.APIConnectionError as exc:
             raise HarnessError(f"preflight: no OpenAI-compatible server at {where} ({type(exc).__name__}); start the "
                                "server or fix --base-url", "transport") from None
         except openai.AuthenticationError as exc:
-            raise HarnessError(f"preflight: {where} refused the API key from ${self.api_key_env}: {_error_text(exc)}"[:1000],
+            raise HarnessError(f"preflight: {where} refused the API key from ${self.api_key_env}: {error_text(exc)}"[:1000],
                                "auth") from None
         except (openai.APIStatusError, openai.OpenAIError, AttributeError, TypeError):
             models = None  # no /models endpoint (or an odd listing): the completion below decides
-        finally:
-            _DEADLINE.reset(token)
         if models is not None and self.model not in models and self.base_url is not None:
             note = f" (the server lists {models[:10]})"
         else:
@@ -546,98 +385,6 @@ class OpenAIChatAgent(ChatAgent):
         except (OSError, ValueError, AttributeError):
             return None
         return int(slots) if isinstance(slots, int) else None
-
-
-#: the servers whose constraint fields differ (:func:`constraint_fields`)
-SERVER_KINDS = ("llama.cpp", "llama-cpp-python", "vllm", "openai")
-#: ``owned_by`` of ``GET /models`` -> server kind
-_OWNERS = {"llamacpp": "llama.cpp", "me": "llama-cpp-python", "vllm": "vllm"}
-
-
-def constraint_fields(mode: str, payload: Any, server_kind: str) -> dict:
-    """The request fields that constrain a reply to ``payload`` (a JSON schema for ``json-schema``, a GBNF grammar
-    for ``grammar``) on a server of ``server_kind``; the server's own fields go under ``extra_body``.
-
-    Raises:
-        HarnessError: (``bad_request``) the server takes no grammar (the OpenAI API).
-    """
-    if mode == "json-schema":
-        if server_kind == "vllm":
-            return {"extra_body": {"guided_json": payload}}
-        if server_kind == "llama-cpp-python":
-            return {"response_format": {"type": "json_object", "schema": payload}}
-        return {"response_format": {"type": "json_schema", "json_schema": {"name": "fwgym_reply", "schema": payload}}}
-    if server_kind in ("llama.cpp", "llama-cpp-python"):
-        return {"extra_body": {"grammar": payload}}
-    if server_kind == "vllm":
-        return {"extra_body": {"guided_grammar": payload}}
-    raise HarnessError("--constrain grammar: the server takes no grammar (an OpenAI-style API); use --constrain "
-                       "json-schema or --server-kind llama.cpp|llama-cpp-python|vllm", "bad_request")
-
-
-def _error_text(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        err = body.get("error", body)
-        if isinstance(err, Mapping) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return str(getattr(exc, "message", None) or exc)
-
-
-def completion_problem(body: Any) -> str | None:
-    """Why ``body`` is not a usable ``chat.completion`` (``None`` when it is): a JSON object with a
-    non-empty ``choices`` list whose first ``message`` is an object with ``content`` a string or null
-    and ``tool_calls`` (if any) a list of ``{"function": {"name": str, "arguments": str | object}}``."""
-    if not isinstance(body, dict):
-        return f"a JSON {type(body).__name__}, not an object"
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return "no 'choices' list" if not isinstance(choices, list) else "an empty 'choices' list"
-    msg = choices[0].get("message") if isinstance(choices[0], dict) else None
-    if not isinstance(msg, dict):
-        return "choices[0] has no 'message' object"
-    if msg.get("content") is not None and not isinstance(msg["content"], str):
-        return "message.content is neither a string nor null"
-    calls = msg.get("tool_calls")
-    if calls is not None:
-        if not isinstance(calls, list):
-            return "message.tool_calls is not a list"
-        for c in calls:
-            fn = c.get("function") if isinstance(c, dict) else None
-            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or \
-                    not isinstance(fn.get("arguments", "{}"), (str, dict, type(None))):
-                return "a tool call without a function name and arguments"
-    usage = body.get("usage")
-    if usage is not None and not isinstance(usage, dict):
-        return "'usage' is not an object"
-    return None
-
-
-def _reply(body: dict, *, latency: float, requests: int, cached: bool = False) -> ModelReply:
-    """A validated chat-completion body (:func:`completion_problem`) as a :class:`ModelReply`."""
-    meta: dict[str, Any] = {"requests": requests, "latency_s": round(latency, 3)}
-    if isinstance(body.get("model"), str):
-        meta["model"] = body["model"]  # the model the server says answered (ChatAgent notes another one)
-    if cached:
-        meta["cached"] = True
-    usage = body.get("usage")
-    if isinstance(usage, dict):
-        meta["usage"] = {k: v for k, v in usage.items() if is_number(v)}
-    choice = body["choices"][0]
-    msg = choice["message"]
-    calls = []
-    for i, tc in enumerate(msg.get("tool_calls") or []):
-        fn = tc["function"]
-        args = fn.get("arguments")
-        calls.append(ToolRequest(id=str(tc.get("id") or f"call_{i}"), name=fn["name"],
-                                 arguments=args if args is not None else "{}"))
-    reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-    return ModelReply(content=msg.get("content"), tool_calls=calls,
-                      reasoning=reasoning if isinstance(reasoning, str) else None,
-                      finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
-                      meta=meta)
 
 
 __all__ = ["OpenAIChatAgent", "is_context_error", "completion_problem", "constraint_fields", "DUMMY_API_KEY",
