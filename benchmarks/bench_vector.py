@@ -128,7 +128,7 @@ def sequential_rate(venv, steps: int, rng) -> float:
     return steps * venv.num_envs / (time.perf_counter() - t)
 
 
-def main(argv=None) -> int:  # noqa: C901 - the benchmark's sections, in order
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="the default RL recipe's speed (native vector env, PPO, sequential)")
     ap.add_argument("--quick", action="store_true", help="few rounds (smoke test)")
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds per row (default 30, quick 5)")

@@ -476,6 +476,36 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def print_search_table(runs: list[dict], settings: list[tuple], mean_dev: dict, chosen: tuple, seeds: list[int]) -> None:
+    """The dev search as a Markdown table: one row per (features, learning rate) setting, the dev S of each seed,
+    their mean (the chosen setting marked) and each seed's share of dev episodes that buy."""
+    print("| features | learning rate | " + " | ".join(f"seed {s}" for s in seeds)
+          + " | mean dev S | dev episodes buying (per seed) |")
+    print("|---|---:|" + "---:|" * len(seeds) + "---:|---|")
+    for k in settings:
+        rs = [r for r in runs if (r["features"], r["lr"]) == k]
+        mark = " **(chosen)**" if k == chosen else ""
+        buys = ", ".join(f"{100 * r['dev_buy_rate']:.1f}%" for r in rs)
+        print(f"| {k[0]} | {k[1]:g} | " + " | ".join(f"{r['dev_S']:.4f}" for r in rs)
+              + f" | {mean_dev[k]:.4f}{mark} | {buys} |")
+
+
+def dev_choices(actions, table) -> dict[str, dict[str, float]]:
+    """``{"<domain>|<lead>": {menu choice: share of the group's dev cases}}`` of one policy's dev ``actions`` (menu
+    indices, one per case of ``table``), groups in (domain, lead) order, empty groups left out."""
+    out = {}
+    for domain in DOMAINS:
+        for lead in LEADS:
+            idx = [i for i, m in enumerate(table.meta) if m["domain"] == domain and m["lead"] == lead]
+            if not idx:
+                continue
+            counts = defaultdict(int)
+            for i in idx:
+                counts[table.menu[actions[i]].split(":", 1)[1]] += 1
+            out[f"{domain}|{lead}"] = {k: v / len(idx) for k, v in counts.items()}
+    return out
+
+
 def main(argv=None) -> int:
     ap = _parser()
     if ap.parse_args(argv).quick:  # the quick settings become the defaults; explicit options still win
@@ -565,15 +595,7 @@ def main(argv=None) -> int:
     chosen = min(settings, key=lambda k: (mean_dev[k], settings.index(k)))
     print(f"\nDEV split ({len(table.case_ids)} cases): search table (PPO trained on {len(ids)} train cases, "
           f"{trained_steps(args.steps):,} steps per run)\n")
-    print("| features | learning rate | " + " | ".join(f"seed {s}" for s in args.seeds)
-          + " | mean dev S | dev episodes buying (per seed) |")
-    print("|---|---:|" + "---:|" * len(args.seeds) + "---:|---|")
-    for k in settings:
-        rs = [r for r in runs if (r["features"], r["lr"]) == k]
-        mark = " **(chosen)**" if k == chosen else ""
-        buys = ", ".join(f"{100 * r['dev_buy_rate']:.1f}%" for r in rs)
-        print(f"| {k[0]} | {k[1]:g} | " + " | ".join(f"{r['dev_S']:.4f}" for r in rs)
-              + f" | {mean_dev[k]:.4f}{mark} | {buys} |")
+    print_search_table(runs, settings, mean_dev, chosen, args.seeds)
     print("\nfixed policies on dev: " + ", ".join(f"{p} {dev_rows[p]['S']:.4f}" for p in sorted(fixed, key=lambda p: dev_rows[p]["S"]))
           + f"; free_menu_oracle {dev_rows['free_menu_oracle']['S']:.4f}, {oracle} {dev_rows[oracle]['S']:.4f}")
     print(f"dev-chosen: {chosen[0]} features, learning rate {chosen[1]:g}; best fixed policy on dev: {best_fixed} "
@@ -583,19 +605,12 @@ def main(argv=None) -> int:
     print("\nwhat the chosen setting's policies choose on dev (share of each (domain, lead) group's cases):")
     choices = {}
     for r in (r for r in runs if (r["features"], r["lr"]) == chosen):
-        parts = []
-        for domain in DOMAINS:
-            for lead in LEADS:
-                idx = [i for i, m in enumerate(table.meta) if m["domain"] == domain and m["lead"] == lead]
-                if not idx:
-                    continue
-                counts = defaultdict(int)
-                for i in idx:
-                    counts[table.menu[r["dev_actions"][i]].split(":", 1)[1]] += 1
-                top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-                choices[f"{r['name']}|{domain}|{lead}"] = {k: v / len(idx) for k, v in counts.items()}
-                parts.append(f"{domain} {lead}: " + ", ".join(f"{k} {100 * v / len(idx):.0f}%" for k, v in top))
-        print(f"  {r['name']}: " + "; ".join(parts))
+        shares = dev_choices(r["dev_actions"], table)
+        choices.update({f"{r['name']}|{group}": share for group, share in shares.items()})
+        print(f"  {r['name']}: " + "; ".join(
+            f"{group.replace('|', ' ')}: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in
+                                                    sorted(share.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+            for group, share in shares.items()))
     if worst > 1e-9:
         print("WARNING: the learning curves' dev table and the episode loop disagree; the curves are not exact "
               "(the reported dev S values above are the loop's)", flush=True)

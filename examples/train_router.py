@@ -120,7 +120,7 @@ def train_one(X, S, w, Xd, Sd, wd, keep, seed: int, args) -> tuple[list[float], 
     return curve, snaps
 
 
-def main(argv=None) -> int:  # noqa: C901 - the study's stages, in order
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS), help="training seeds (default 0 1 2)")
     ap.add_argument("--inputs", nargs="+", choices=INPUT_SETS, default=list(INPUT_SETS), help="input sets searched on dev")

@@ -194,7 +194,7 @@ class InfoStore:
             codes[node.index] = self._code(kind)
             self._put(node, kind, value, row)
 
-    def _put(self, node: _Node, kind, value, row: int) -> None:  # noqa: C901 - one branch per leaf state
+    def _put(self, node: _Node, kind, value, row: int) -> None:
         st = node.state
         if st is None:
             node.state, node.kind = _CONST, kind

@@ -234,7 +234,7 @@ class MacroVectorEnv(VectorEnv):
             info = self._out.infos.batch(info_rows, only=reset_mask)
         return self._out.observations(self._rows, self._slots), info
 
-    def step(self, actions):  # noqa: C901 - the three autoreset modes of one step
+    def step(self, actions):
         """Step every sub-env with its menu index (under next-step autoreset, the envs whose episode ended at the
         previous step are reset instead and their actions ignored).
 

@@ -123,6 +123,6 @@ def test_purchase_table_by_hand(example):
 
 
 def test_the_step_count_printed_is_the_one_trained(example):
-    rollout = example.ppo_hyperparams()["rollout"]
-    assert example.trained_steps(20_000) == 20_480 == 20 * rollout
-    assert example.trained_steps(rollout) == rollout and example.trained_steps(1) == rollout
+    rollout = example["ppo_hyperparams"]()["rollout"]
+    assert example["trained_steps"](20_000) == 20_480 == 20 * rollout
+    assert example["trained_steps"](rollout) == rollout and example["trained_steps"](1) == rollout

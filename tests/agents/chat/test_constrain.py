@@ -30,64 +30,69 @@ def gbnf(text: str):
     for line in text.strip().splitlines():
         name, _, body = line.partition(" ::= ")
         rules[name.strip()] = [t for t in _TOKEN.findall(body)]
+    trees = {n: _parse_alternatives(toks)[0] for n, toks in rules.items()}
+    return lambda s: _derives(trees, s)
 
-    def parse(tokens, i=0):  # -> (node, i); node: ("alt", [seq...]) with seq: [(atom, op)]
-        alts, seq = [], []
-        while i < len(tokens) and tokens[i] != ")":
-            t = tokens[i]
-            if t == "|":
-                alts.append(tuple(seq))
-                seq = []
-                i += 1
-                continue
-            if t == "(":
-                atom, i = parse(tokens, i + 1)
-                i += 1
-            else:
-                atom, i = t, i + 1
-            op = tokens[i] if i < len(tokens) and tokens[i] in "?*+" else ""
-            i += bool(op)
-            seq.append((atom, op))
-        alts.append(tuple(seq))
-        return ("alt", tuple(alts)), i
 
-    trees = {n: parse(toks)[0] for n, toks in rules.items()}
+def _parse_alternatives(tokens, i=0):
+    """``(node, i)``: the alternatives from ``tokens[i]`` to the closing ``)`` (or the end); node:
+    ``("alt", (seq, ...))`` with seq ``((atom, op), ...)``, an atom a token or a nested node, op ``"" ? * +``."""
+    alts, seq = [], []
+    while i < len(tokens) and tokens[i] != ")":
+        t = tokens[i]
+        if t == "|":
+            alts.append(tuple(seq))
+            seq = []
+            i += 1
+            continue
+        if t == "(":
+            atom, i = _parse_alternatives(tokens, i + 1)
+            i += 1
+        else:
+            atom, i = t, i + 1
+        op = tokens[i] if i < len(tokens) and tokens[i] in "?*+" else ""
+        i += bool(op)
+        seq.append((atom, op))
+    alts.append(tuple(seq))
+    return ("alt", tuple(alts)), i
 
-    def match(s: str) -> bool:
-        @lru_cache(maxsize=None)
-        def atom_ends(atom, pos):
-            if isinstance(atom, tuple):
-                return node_ends(atom, pos)
-            if atom.startswith('"'):
-                lit = json.loads(atom)
-                return frozenset([pos + len(lit)]) if s.startswith(lit, pos) else frozenset()
-            if atom.startswith("["):
-                return frozenset([pos + 1]) if pos < len(s) and re.fullmatch(atom, s[pos]) else frozenset()
-            return node_ends(trees[atom], pos)
 
-        def node_ends(node, pos):
-            out = set()
-            for seq in node[1]:
-                ends = {pos}
-                for atom, op in seq:
-                    nxt = set()
-                    for e in ends:
-                        once = atom_ends(atom, e)
-                        if op in ("?", "*"):
-                            nxt.add(e)
-                        nxt |= once
-                        if op in ("*", "+"):
-                            frontier = set(once)
-                            while frontier:
-                                frontier = {f for x in frontier for f in atom_ends(atom, x)} - nxt
-                                nxt |= frontier
-                    ends = nxt
-                out |= ends
-            return frozenset(out)
+def _derives(trees, s: str) -> bool:
+    """Whether the rule ``root`` of ``trees`` derives exactly ``s`` (the sets of end positions each atom reaches)."""
+    @lru_cache(maxsize=None)
+    def atom_ends(atom, pos):
+        if isinstance(atom, tuple):
+            return node_ends(atom, pos)
+        if atom.startswith('"'):
+            lit = json.loads(atom)
+            return frozenset([pos + len(lit)]) if s.startswith(lit, pos) else frozenset()
+        if atom.startswith("["):
+            return frozenset([pos + 1]) if pos < len(s) and re.fullmatch(atom, s[pos]) else frozenset()
+        return node_ends(trees[atom], pos)
 
-        return len(s) in node_ends(trees["root"], 0)
+    def node_ends(node, pos):
+        out = set()
+        for seq in node[1]:
+            ends = {pos}
+            for atom, op in seq:
+                ends = set().union(*(_repeated_ends(atom_ends, atom, op, e) for e in ends))
+            out |= ends
+        return frozenset(out)
 
-    return match
+    return len(s) in node_ends(trees["root"], 0)
+
+
+def _repeated_ends(atom_ends, atom, op, pos):
+    """The end positions of ``atom`` under ``op`` (``""`` once, ``?`` at most once, ``*`` any number, ``+`` at least
+    once) from ``pos``."""
+    once = atom_ends(atom, pos)
+    out = set(once) | ({pos} if op in ("?", "*") else set())
+    if op in ("*", "+"):
+        frontier = set(once)
+        while frontier:
+            frontier = {f for x in frontier for f in atom_ends(atom, x)} - out
+            out |= frontier
+    return out
 
 
 @pytest.fixture(scope="module")
