@@ -239,7 +239,7 @@ class OpenAIChatAgent(ChatAgent):
                 return completion_reply(body, latency=time.perf_counter() - t0, requests=0, cached=True)
         body, retries = self._post(kw)
         reply = completion_reply(body, latency=time.perf_counter() - t0, requests=retries + 1)
-        if cache is not None:
+        if cache is not None and key is not None:
             cache.put(key, scrub(body, self.secrets()), {"model": self.model, "base_url": self.base_url})
         return reply
 

@@ -8,7 +8,7 @@ re-aggregates with the cohort and (series x lead) weights of :func:`fwgym.core.s
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -143,8 +143,8 @@ def paired_bootstrap(records: Sequence[Mapping], reference: str, policy: str, n_
     draws = boot.draws(diffs)
     lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
     agg_ref, agg_pol = aggregate(ref, fields=metrics), aggregate(pol, fields=metrics)
-    out = {"policy": policy, "reference": reference, "n_boot": int(n_boot), "seed": seed, "level": level,
-           "n_cases": len(ref), "clusters": boot.clusters}
+    out: dict[str, Any] = {"policy": policy, "reference": reference, "n_boot": int(n_boot), "seed": seed,
+                           "level": level, "n_cases": len(ref), "clusters": boot.clusters}
     for k, m in enumerate(metrics):
         out[m] = {"diff": agg_pol[m] - agg_ref[m], "lo": float(lo[k]), "hi": float(hi[k])}
     out.update(out[metrics[0]])

@@ -195,6 +195,8 @@ def export_cases(out: str | os.PathLike, split: str, suite: str = "forecast", do
             env = envs[domain] = FWBenchEnv(domain=domain, split=split, lead=lead, **env_kwargs)
         obs, _ = env.reset(options={"case_id": case_id})
         ep = env.episode
+        if ep is None:  # reset() always starts one
+            raise RuntimeError(f"{domain}/{split}: the env has no episode after reset(case_id={case_id!r})")
         case, sc = ep.case, ep.scenario
         s = case.summary()
         row = {"case_id": case.case_id, "domain": case.domain, "series_id": case.series_id,

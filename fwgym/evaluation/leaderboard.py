@@ -61,7 +61,7 @@ def reference_policy(policies: Sequence[str], reference: str | None = AUTO) -> s
 
 
 def _group_aggregates(recs: Sequence[Mapping], key: str) -> dict[str, dict]:
-    parts: dict[str, list[dict]] = defaultdict(list)
+    parts: dict[str, list[Mapping]] = defaultdict(list)
     for r in recs:
         parts[r[key]].append(r)
     return {g: aggregate(parts[g], fields=("S", "R", "loss", "credits")) for g in sorted(parts)}
@@ -265,7 +265,7 @@ def breakdown_tables(rows: Sequence[Mapping], suite: str = "decision") -> list[T
         ValueError: an unknown suite.
     """
     metric = suite_metric(suite)
-    out = []
+    out: list[Table] = []
     if not rows:
         return out
     for m, digits, title in (("S", 4, "S"), (_loss_key(suite), 5 if suite != "forecast" else 4, metric.metric_name)):

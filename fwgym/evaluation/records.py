@@ -247,7 +247,7 @@ def _type_text(tp: Any) -> str:
 _HINTS = typing.get_type_hints(Record, include_extras=True)
 #: ``{field: meaning}`` for every field of :class:`Record`
 FIELD_MEANINGS: dict[str, str] = {name: typing.get_args(_HINTS[name])[1] for name in RECORD_FIELDS}
-Record.__doc__ += "\n".join(f"        {name} ({_type_text(_HINTS[name])}): {FIELD_MEANINGS[name]}"
+Record.__doc__ = (Record.__doc__ or "") + "\n".join(f"        {name} ({_type_text(_HINTS[name])}): {FIELD_MEANINGS[name]}"
                             for name in RECORD_FIELDS) + "\n"
 
 

@@ -256,7 +256,9 @@ def _replayed(p: Path) -> list[str]:
         return []
     if not isinstance(doc, dict) or doc.get("records_sha256") != file_sha256(p) or doc.get("problems"):
         return []
-    pols = doc.get("policies") if isinstance(doc.get("policies"), dict) else {}
+    pols = doc.get("policies")
+    if not isinstance(pols, dict):
+        return []
     return [k for k, v in pols.items() if isinstance(v, dict) and v.get("episodes") and v.get("matched") == v.get(
         "episodes")]
 

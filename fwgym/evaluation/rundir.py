@@ -38,7 +38,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import IO, Iterable, Mapping, Sequence
 
 from fwgym.errors import AGENT_ERROR_PREFIX, HARNESS_ERROR
 from fwgym.evaluation.manifest import (MANIFEST_FILE, file_sha256, now, read_manifest, record_sha256,
@@ -204,7 +204,7 @@ class RunDir:
     previous: list[dict] = field(default_factory=list)
     torn: list[TornTail] = field(default_factory=list)
     started: list[dict] = field(default_factory=list)
-    _lock: object = None
+    _lock: IO[str] | None = None
     _begun: bool = False
     _written: list[dict] = field(default_factory=list)  # the records this session wrote, in order
     _write_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -361,9 +361,9 @@ class RunDir:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
-                h = canonical_line_hash(line)
-                if h is not None and left.get(h, 0) > 0:
-                    left[h] -= 1
+                line_hash = canonical_line_hash(line)
+                if line_hash is not None and left.get(line_hash, 0) > 0:
+                    left[line_hash] -= 1
                     continue
                 try:
                     value = json.loads(line)

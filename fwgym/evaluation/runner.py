@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolE
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from fwgym.agents.base import agent_name, run_episode
 from fwgym.baselines.oracles import oracle_grant
@@ -191,7 +191,8 @@ def _run_units(units: Sequence[Sequence[tuple]], case_of: Mapping, job: _Job,
                sink: Callable[[dict], None] | None = None) -> None:
     """Play ``units`` in this process: one after another (``job.concurrency`` 1), or ``job.concurrency`` at a
     time on threads, each unit started only when :class:`~fwgym.evaluation.schedule.Schedule` allows it."""
-    local, made, lock, stop = threading.local(), [], threading.Lock(), threading.Event()
+    local, lock, stop = threading.local(), threading.Lock(), threading.Event()
+    made: list[list[Any]] = []  # every thread's agents, closed at the end
     try:
         if job.concurrency <= 1:  # play order: every unit's blockers are earlier units
             for unit in units:
@@ -224,7 +225,8 @@ def _run_units(units: Sequence[Sequence[tuple]], case_of: Mapping, job: _Job,
 def _run_chunk(task: tuple) -> list[dict]:
     """Records of a unit of items (in a worker process or a Ray task), played in order."""
     job, items = task
-    local, made, lock = threading.local(), [], threading.Lock()
+    local, lock = threading.local(), threading.Lock()
+    made: list[list[Any]] = []
     try:
         return _play_unit(items, job, local, made, lock)
     finally:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import defaultdict
-from typing import Hashable, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from fwgym.context.text import prompt_windows
 from fwgym.core.cases import Case
@@ -44,7 +44,7 @@ def held_targets(case: Case, targets: Mapping[str, Sequence[int]]) -> list[Targe
     """The target windows (of ``targets``: ``{domain: sorted target starts}``) with an hour inside one of the
     case's prompt windows, i.e. whose values the case's prompt carries."""
     starts = targets.get(case.domain, ())
-    out = []
+    out: list[TargetKey] = []
     for a, b in prompt_windows(case):
         # target [t, t + 24) meets [a, b) iff a - 24 < t < b
         lo = bisect.bisect_right(starts, a - 24)
@@ -105,7 +105,7 @@ class Schedule:
             self._check(i)
         self.pending = len(self.units)
 
-    def _open(self, i: int) -> list[Hashable]:
+    def _open(self, i: int) -> list[TargetKey]:
         return [k for k in self._needs[i] if self._remaining.get(k, 0) > self._inside[i].get(k, 0)]
 
     def _check(self, i: int) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from fwgym.core.cases import build_cases
 from fwgym.core.contract import GRID, PlanError, validate_forecast, validate_levels
 from fwgym.evaluation.records import is_scored
 from fwgym.context.alpha import case_alpha
-from fwgym.context.scenarios import make_scenario
+from fwgym.context.scenarios import Scenario, make_scenario
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET
 from fwgym.suites import get_suite
@@ -89,7 +89,7 @@ def _index(domain: str, split: str) -> dict:
 
 
 @lru_cache(maxsize=65536)
-def _scenario(case_id: str, domain: str, split: str, seed: int):
+def _scenario(case_id: str, domain: str, split: str, seed: int) -> Scenario:
     return make_scenario(_index(domain, split)[case_id], seed)
 
 
@@ -126,7 +126,7 @@ def rescore(record: Mapping, settings: RunSettings) -> dict:
     if "budget_left" in record and record["budget_left"] != budget - credits:
         raise ValueError(f"budget_left {record['budget_left']!r} != budget - credits = {budget - credits}")
     scenario = _scenario(cid, domain, split, int(settings.get("scenario_seed", 0))) if settings.scenarios else None
-    if settings.scenarios and "scenario" in record and record["scenario"] != scenario.family:
+    if scenario is not None and "scenario" in record and record["scenario"] != scenario.family:
         raise ValueError(f"scenario {record['scenario']!r} is not the case's ({scenario.family!r} with scenario seed "
                          f"{settings.get('scenario_seed', 0)})")
     if not settings.scenarios and record.get("scenario") is not None:
@@ -197,7 +197,7 @@ def verify_record(record: Mapping, settings: RunSettings, where: str = "") -> No
     head = (f"{where + ': ' if where else ''}record of policy {record.get('policy')!r} on case "
             f"{record.get('case_id')!r}")
     for f in VERIFIED_FIELDS[settings.task][:4]:
-        v = record.get(f)
+        v: Any = record.get(f)  # any JSON value until checked
         if not is_number(v) or not math.isfinite(v):
             raise ValueError(f"{head}: {f} = {v!r} is not a finite number (refused)")
     try:

@@ -436,7 +436,7 @@ def main(argv=None) -> int:
     episodes end as ``harness_error``, never scored, and ``--resume`` replays them)."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m fwgym.testing.chat_server", description=main.__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m fwgym.testing.chat_server", description=(main.__doc__ or "").split("\n\n")[0])
     ap.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000; 0: a free one)")
     ap.add_argument("--method", default="weekday_empirical", help="the classical method the scripted model plans with")
     ap.add_argument("--model", default="seasonal_empirical",

@@ -104,6 +104,10 @@ class ChatAgent:
     """
 
     backend = "chat"
+    #: a backend's sampling settings, where it has them (``None``: the server's default); the direct prompt sets
+    #: them per completion (:meth:`_sample_completion`)
+    temperature: float | None
+    seed: int | None
 
     def __init__(self, name: str, *, options: ChatOptions | Mapping | None = None, max_turns: int | None = None,
                  trace_out: str | os.PathLike | None = None, max_reply_chars: int = 100_000,
@@ -260,9 +264,10 @@ class ChatAgent:
         if hasattr(self, "temperature") and self.temperature is None:
             saved["temperature"] = None
             self.temperature = TEMPERATURE
-        if getattr(self, "seed", None) is not None:
-            saved["seed"] = self.seed
-            self.seed = int(self.seed) + index
+        seed = getattr(self, "seed", None)
+        if seed is not None:
+            saved["seed"] = seed
+            self.seed = int(seed) + index
         try:
             left = self.time_left()
             if left is not None and left <= 0:
