@@ -23,14 +23,13 @@ types and float bits; never pickle, so loading a table runs no code).
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from fwgym.rl.values import OBJECT as _OBJECT
-from fwgym.rl.values import (UnsupportedInfo, decode_value, dumps_value, encode_value, kind_from_json, kind_key,
-                              getter, kind_to_json, same_value)
+from fwgym.rl.values import (UnsupportedInfo, dumps_value, kind_key,
+                              getter, same_value)
 
 __all__ = ["InfoStore", "UnsupportedInfo"]
 _DICT_CODE = 1  # the kind code of a dict node
@@ -498,107 +497,17 @@ class InfoStore:
             array[i] = self._pool[codes[i]]
         return array
 
-    # -- persistence -------------------------------------------------------------------------------
+    # -- persistence (fwgym.rl.infos_export) ------------------------------------------------------------
 
     def export(self) -> tuple[dict[str, np.ndarray], dict]:
-        """The store as arrays and JSON data (see :meth:`from_export`): arrays ``row_pattern`` (rows,) int32,
-        ``patterns`` (P, nodes) uint8, one ``table:<group>`` (columns, rows) per typed group and ``codes``,
-        one ``array:<node>`` (rows, *shape) per ndarray leaf; JSON: nodes, kinds, pool (tagged JSON).
+        """The store as arrays and JSON data: :func:`fwgym.rl.infos_export.export_store`."""
+        from fwgym.rl.infos_export import export_store
 
-        Raises:
-            UnsupportedInfo: a pool value or a constant that :func:`encode_value` cannot encode.
-        """
-        r = self.rows
-        patterns = np.zeros((self.n_patterns, len(self.nodes)), dtype=np.uint8)
-        w = min(len(self.nodes), self._patterns.shape[1])
-        patterns[:, :w] = self._patterns[: self.n_patterns, :w]
-        arrays: dict[str, np.ndarray] = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
-        for g, t in self._tables.items():
-            arrays[f"table:{g}"] = np.ascontiguousarray(t[: self._widths[g], :r])
-        nodes = []
-        for node in self.nodes:
-            d = {"path": list(node.path), "dict": node.is_dict, "parent": node.parent}
-            if not node.is_dict:
-                d["state"] = node.state
-                if node.state != _MIXED:
-                    d["kind"] = kind_to_json(node.kind)
-                if node.state == _CONST:
-                    d["const"] = encode_value(node.const)
-                elif node.state in (_TYPED, _OBJ, _MIXED):
-                    d["group"], d["column"] = node.group, node.column
-                elif node.state == _ARRAY:
-                    arrays[f"array:{node.index}"] = np.ascontiguousarray(node.array_table()[:r])
-            nodes.append(d)
-        meta = {"rows": r, "nodes": nodes, "kinds": [None, "dict"] + [kind_to_json(k) for k in self._kinds[2:]]}
-        pool = [dumps_value(v) for v in self._pool[1: self._pool_size]]
-        return arrays, {"meta": meta, "pool": pool}
+        return export_store(self)
 
     @classmethod
-    def from_export(cls, arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> "InfoStore":  # noqa: C901 - checks of every part
-        """A read-only store from :meth:`export`'s parts (arrays may be read-only memory maps).
+    def from_export(cls, arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> "InfoStore":
+        """A read-only store from :meth:`export`'s parts: :func:`fwgym.rl.infos_export.load_store`."""
+        from fwgym.rl.infos_export import load_store
 
-        Raises:
-            ValueError: inconsistent parts (shapes, references, kinds, pool values).
-        """
-        self = cls(capacity=2)
-        try:
-            r = int(meta["rows"])
-            self._row_pattern = np.asarray(arrays["row_pattern"], dtype=np.int32)
-            self._patterns = np.asarray(arrays["patterns"], dtype=np.uint8)
-            if self._row_pattern.shape != (r,) or self._patterns.ndim != 2:
-                raise ValueError("row patterns do not match the row count")
-            self.n_patterns = self._patterns.shape[0]
-            if r and (self._row_pattern.min() < 0 or self._row_pattern.max() >= self.n_patterns):
-                raise ValueError("a row refers to an unknown pattern")
-            self._kinds = [None, "dict"] + [kind_from_json(k) for k in meta["kinds"][2:]]
-            if self._patterns.size and int(self._patterns.max()) >= len(self._kinds):
-                raise ValueError("a pattern refers to an unknown kind")
-            values = np.empty(len(pool) + 1, dtype=object)
-            for i, text in enumerate(pool, start=1):
-                values[i] = decode_value(json.loads(text))
-            self._pool, self._pool_size = values, len(values)
-            for g in [k[6:] for k in arrays if k.startswith("table:")]:
-                t = arrays[f"table:{g}"]
-                if t.ndim != 2 or t.shape[1] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
-                        (g == "codes" and t.dtype != np.int32):
-                    raise ValueError(f"table {g} has shape {t.shape} and dtype {t.dtype}")
-                self._tables[g], self._widths[g] = t, t.shape[0]
-            if "codes" in self._tables and self._tables["codes"].size:
-                c = self._tables["codes"]
-                if c.min() < 0 or c.max() >= len(values):
-                    raise ValueError("a code refers to a value outside the pool")
-            for i, d in enumerate(meta["nodes"]):
-                parent = int(d["parent"])
-                if not -1 <= parent < i or (parent >= 0 and not self.nodes[parent].is_dict):
-                    raise ValueError(f"node {i} has a bad parent")
-                node = _Node(str(d["path"][-1]), bool(d["dict"]), i, parent, tuple(str(p) for p in d["path"]))
-                self.nodes.append(node)
-                self._children[parent].append(node)
-                self._child[(parent, node.key)] = node
-                if node.is_dict:
-                    self._children[i] = []
-                    continue
-                node.state = d["state"]
-                if node.state != _MIXED:
-                    node.kind = kind_from_json(d["kind"])
-                if node.state == _CONST:
-                    node.const = decode_value(d["const"])
-                elif node.state in (_TYPED, _OBJ, _MIXED):
-                    node.group, node.column = str(d["group"]), int(d["column"])
-                    if node.group not in self._tables or not 0 <= node.column < self._widths[node.group]:
-                        raise ValueError(f"node {i} refers to a missing column")
-                elif node.state == _ARRAY:
-                    node.table = arrays[f"array:{i}"]
-                    kind = node.kind
-                    if node.table.shape != (r, *kind[1]) or node.table.dtype != np.dtype(kind[2]):
-                        raise ValueError(f"array of node {i} has the wrong shape or dtype")
-                else:
-                    raise ValueError(f"node {i} has an unknown state {node.state!r}")
-            if self._patterns.shape[1] > len(self.nodes):
-                raise ValueError("patterns have more columns than there are nodes")
-        except (KeyError, TypeError, IndexError) as exc:
-            raise ValueError(f"malformed info store ({type(exc).__name__}: {exc})") from None
-        if "codes" not in self._tables:
-            self._tables["codes"], self._widths["codes"] = np.zeros((0, r), dtype=np.int32), 0
-        self.rows, self._cap, self.frozen = r, r, True
-        return self
+        return load_store(cls(capacity=2), arrays, meta, pool)
