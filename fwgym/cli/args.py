@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable, NoReturn, Sequence
 from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.domains import DOMAINS, domain_names
 
+#: what the ``add_*`` helpers add to: a parser or one of its argument groups
+Container = argparse._ActionsContainer
 #: the one spelling of "where this command writes" (a file or a directory): ``-o FILE|DIR`` / ``--out FILE|DIR``
 OUTPUT_FLAGS: tuple[str, str] = ("-o", "--out")
 #: its ``dest`` in the parsed arguments (``args.out``)
@@ -39,7 +41,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
 
 
-def add_output_argument(parser: Any, *, metavar: str, help: str, aliases: Sequence[str] = (),
+def add_output_argument(parser: Container, *, metavar: str, help: str, aliases: Sequence[str] = (),
                         **kwargs: Any) -> argparse.Action:
     """``-o/--out METAVAR``: where the command writes (``args.out``), the spelling every subcommand uses.
 
@@ -52,7 +54,7 @@ def add_output_argument(parser: Any, *, metavar: str, help: str, aliases: Sequen
     return parser.add_argument(*flags, dest=OUTPUT_DEST, metavar=metavar, help=help, **kwargs)
 
 
-def add_split_argument(parser: Any, *, default: str | None = TEST_SPLIT, choices: Sequence[str] = SPLITS,
+def add_split_argument(parser: Container, *, default: str | None = TEST_SPLIT, choices: Sequence[str] = SPLITS,
                        required: bool = False, help: str | None = None) -> argparse.Action:
     """``--split {train,dev,test,sealed}``: the split whose cases the command reads (:data:`fwgym.core.cases.SPLITS`)."""
     if help is None:
@@ -62,19 +64,19 @@ def add_split_argument(parser: Any, *, default: str | None = TEST_SPLIT, choices
     return parser.add_argument("--split", default=default, choices=tuple(choices), help=help)
 
 
-def add_lead_argument(parser: Any) -> argparse.Action:
+def add_lead_argument(parser: Container) -> argparse.Action:
     """``--lead {day_ahead,week_ahead}``: only the cases of one lead (default both)."""
     return parser.add_argument("--lead", choices=tuple(LEADS), default=None,
                                help=f"only the cases of this lead ({' or '.join(LEADS)}; default: both)")
 
 
-def add_progress_argument(parser: Any) -> argparse.Action:
+def add_progress_argument(parser: Container) -> argparse.Action:
     """``--no-progress``: no progress bar on stderr."""
     return parser.add_argument("--no-progress", action="store_true", dest="no_progress",
                                help="do not show the progress bar on stderr")
 
 
-def add_backend_arguments(parser: Any, *, what: str = "local worker processes (default) or a Ray cluster") -> None:
+def add_backend_arguments(parser: Container, *, what: str = "local worker processes (default) or a Ray cluster") -> None:
     """``--backend {local,ray}`` and ``--ray-address ADDRESS``: where the work runs."""
     parser.add_argument("--backend", choices=("local", "ray"), default="local", help=f"where the work runs: {what}")
     parser.add_argument("--ray-address", default=None, dest="ray_address", metavar="ADDRESS",
@@ -169,7 +171,7 @@ def domains(value: str) -> list[str]:
     return [value]
 
 
-def add_domain_argument(parser: Any) -> None:
+def add_domain_argument(parser: Container) -> None:
     """``--domain all|all-domains|<domain>`` (default: the protocol's domains)."""
     parser.add_argument("--domain", type=domains, default=list(DOMAINS),
                         help=f"all (default: the protocol's {', '.join(DOMAINS)}), {ALL_DOMAINS} (every domain, "

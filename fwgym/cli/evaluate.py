@@ -23,10 +23,11 @@ import threading
 import time
 from pathlib import Path
 
-from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.agent_kinds.isolation import protect_run_paths
-from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.cli.agent_kinds.llm import add_common_arguments
+from fwgym.cli.args import (add_backend_arguments, add_domain_argument, add_lead_argument, add_output_argument,
+                            add_progress_argument, add_split_argument, positive_int)
 from fwgym.cli.preflight import check_agent_infrastructure, print_preflight, probe_plugins
 from fwgym.cli.runs import label_arg, labels_of, play_sessions, print_run_leaderboard, repeated_agents
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
@@ -46,63 +47,77 @@ EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of ``fwgym evaluate``, and those of every agent kind (one argument group per kind)."""
-    p.add_argument("--split", default=TEST_SPLIT, choices=SPLITS)
-    add_domain_argument(p)
-    p.add_argument("--lead", choices=tuple(LEADS), default=None)
-    p.add_argument("--policies", nargs="+", default=None,
+    """Options of ``fwgym evaluate`` in argument groups (run settings, agent, LLM agents, one group per agent
+    kind, output, operational), with those of every agent kind."""
+    _add_run_settings(p.add_argument_group("run settings", "what the run measures (recorded in its manifest; "
+                                                           "--resume refuses a different value)"))
+    kinds = agent_kinds()
+    agent = p.add_argument_group("agent", "an agent to evaluate beside (or instead of) the policies")
+    agent.add_argument("--agent", default=None, metavar="KIND",
+                       help="evaluate an agent of this kind (plus any --policies): " +
+                            "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
+    agent.add_argument("--repeat", type=positive_int, default=1, metavar="K",
+                       help="play the agent K times with seeds S, S+1, ... (S = --llm-seed, default 0), one session "
+                            "per repeat, its rows named <agent>#1 .. <agent>#K (the other policies play once); fwgym "
+                            "compare RUN reports the repeats' stability (LLM agents only; default 1)")
+    llm = p.add_argument_group("LLM agents (--agent openai, --agent transformers)",
+                               "options shared by the LLM agent kinds")
+    add_common_arguments(llm)  # before the kinds, so the shared options are in this group, not in the first kind's
+    for k, m in sorted(kinds.items()):
+        m.add_arguments(p.add_argument_group(f"--agent {k}"))
+    out = p.add_argument_group("output", "where the run is written and what is printed")
+    add_output_argument(out, metavar="DIR", default=None,
+                        help="run directory; must not exist or be empty (default: a new results/<split>[-<suite>], "
+                             "then -2, -3, ...)")
+    out.add_argument("--overwrite", action="store_true", help="replace the run in --out")
+    out.add_argument("--resume", default=None, metavar="DIR",
+                     help="finish the run in DIR: play its missing and harness_error episodes with its settings")
+    out.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
+                     help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere "
+                          "(default auto); the run directory's leaderboard.md and .csv are always written")
+    _add_operational(p.add_argument_group("operational", "how the run executes (may differ between the sessions "
+                                                         "of a run; never changes a score)"))
+
+
+def _add_run_settings(g) -> None:
+    add_split_argument(g)
+    add_domain_argument(g)
+    add_lead_argument(g)
+    g.add_argument("--policies", nargs="+", default=None,
                    help="policy names (default: the suite's reference rows: fixed classical and priced policies whose "
                         "weights load, selectors and oracles)")
-    p.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
-    p.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced)")
-    p.add_argument("--workers", type=positive_int, default=1, help="local worker processes")
-    p.add_argument("--concurrency", type=positive_int, default=1,
-                   help="episodes in flight per process (threads with their own env and agent; for LLM agents "
-                        "waiting on a server; default 1)")
-    p.add_argument("--out", default=None,
-                   help="run directory; must not exist or be empty (default: a new results/<split>[-<suite>], then "
-                        "-2, -3, ...)")
-    p.add_argument("--overwrite", action="store_true", help="replace the run in --out")
-    p.add_argument("--resume", default=None, metavar="DIR",
-                   help="finish the run in DIR: play its missing and harness_error episodes with its settings")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--label", action="append", type=label_arg, default=None, metavar="KEY=VALUE",
-                   help="a label of the run (repeatable), e.g. thinking=on for a server-side setting fwgym cannot see: "
-                        "recorded in the manifest's settings, shown in leaderboards and compared by fwgym compare")
-    p.add_argument("--repeat", type=positive_int, default=1, metavar="K",
-                   help="play the agent K times with seeds S, S+1, ... (S = --llm-seed, default 0), one session per "
-                        "repeat, its rows named <agent>#1 .. <agent>#K (the other policies play once); fwgym compare "
-                        "RUN reports the repeats' stability (LLM agents only; default 1)")
-    p.add_argument("--suite", choices=tuple(SUITES), default="decision",
+    g.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
+    g.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced)")
+    g.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
-    p.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",
+    g.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",
                    help="context and forecast suites: seed of the scenario drawn per case (default 0, the reported "
                         "tables'); a setting of the run")
-    p.add_argument("--pool", choices=tuple(POOLS), default="protocol",
+    g.add_argument("--pool", choices=tuple(POOLS), default="protocol",
                    help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs), "
                         "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
                         "and catalog_oracle_extended to the default policies) or no_tsfm (seasonal_empirical only: the "
                         "TSFM-access ablation; catalog_oracle_no_tsfm replaces catalog_oracle); a setting of the run")
-    p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
+    g.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="add these priced models to the forecast pool of every env of the run, after --pool's: "
                         "plug-ins (the 'fwgym.forecasters' entry-point group or register_forecaster) or built-in "
                         "models (fwgym list models); their fixed policies join the default policies; a setting of "
                         "the run")
-    p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
-                   help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere (default "
-                        "auto); the run directory's leaderboard.md and .csv are always written")
-    p.add_argument("--backend", choices=["local", "ray"], default="local",
-                   help="local processes (default) or a Ray cluster")
-    p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
-    p.add_argument("--forecast-store", default=None, metavar="DIR",
+    g.add_argument("--label", action="append", type=label_arg, default=None, metavar="KEY=VALUE",
+                   help="a label of the run (repeatable), e.g. thinking=on for a server-side setting fwgym cannot see: "
+                        "recorded in the manifest's settings, shown in leaderboards and compared by fwgym compare")
+
+
+def _add_operational(g) -> None:
+    g.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
+    g.add_argument("--concurrency", type=positive_int, default=1,
+                   help="episodes in flight per process (threads with their own env and agent; for LLM agents "
+                        "waiting on a server; default 1)")
+    add_backend_arguments(g, what="local processes (default) or a Ray cluster")
+    g.add_argument("--forecast-store", default=None, metavar="DIR",
                    help="read priced forecasts from this store (fwgym forecasts build); same credits and results, "
                         "misses computed live; a store of other weights/revision is refused")
-    kinds = agent_kinds()
-    p.add_argument("--agent", default=None, metavar="KIND",
-                   help="evaluate an agent of this kind (plus any --policies): " +
-                        "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
-    for k, m in sorted(kinds.items()):
-        m.add_arguments(p.add_argument_group(f"--agent {k}"))
+    add_progress_argument(g)
 
 
 def _explicit(args) -> set[str]:
