@@ -28,6 +28,7 @@ from fwgym.cli.agent_kinds.isolation import protect_run_paths
 from fwgym.cli.agent_kinds.llm import add_common_arguments
 from fwgym.cli.args import (add_backend_arguments, add_domain_argument, add_lead_argument, add_output_argument,
                             add_progress_argument, add_split_argument, positive_int)
+from fwgym.cli.resume import check_resume
 from fwgym.cli.preflight import check_agent_infrastructure, print_preflight, probe_plugins
 from fwgym.cli.runs import label_arg, labels_of, play_sessions, print_run_leaderboard, repeated_agents
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
@@ -224,14 +225,11 @@ def _agent_settings(policy) -> object:
 
 
 def _execute(args, out: Path, manifest: dict | None) -> int:
-    from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.errors import HarnessError
     from fwgym.evaluation import reference_policy
-    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now, run_settings
+    from fwgym.evaluation.manifest import environment, model_revisions
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import describe_pool
-    from fwgym.tools import MAX_CALLS
 
     if args.concurrency < 1 or args.workers < 1:
         raise ValueError("--concurrency and --workers must be >= 1")
@@ -259,21 +257,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             raise ValueError("no case selected")
         case_ids = [c for _, c in selected]
         env = environment()
-        settings = run_settings(suite=args.suite, split=args.split, domains=args.domain, lead=args.lead,
-                                limit=args.limit, cases=case_ids, policies=labels,
-                                agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
-                                env_kwargs=env_kwargs, max_calls=MAX_CALLS)
-        if getattr(args, "label", None):  # only when given: the settings of other runs are unchanged
-            settings["labels"] = labels_of(args.label)
-        if (getattr(args, "repeat", 1) or 1) > 1:
-            settings["repeat"] = int(args.repeat)
-        if args.agent and (getattr(args, "objective", None) or "score") != "score":  # only then: other runs unchanged
-            settings["objective"] = args.objective
         store = _forecast_store(args)  # before the run directory is touched: a bad store is a one-line error
-        if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
-            settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
+        settings = _settings(args, labels, policies, case_ids, env_kwargs, store)
         if resume:
-            _check_resume(out, manifest, settings, env)
+            check_resume(out, manifest, settings, env)
         probe_plugins(settings.get("plugin_code") or ())
         try:
             preflight = run_preflight(policies)
@@ -282,23 +269,13 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                   + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
             return EXIT_INCOMPLETE
         print_preflight(preflight, args.concurrency)
-        started = now()
         session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
                    "concurrency": args.concurrency, "backend": args.backend, "environment": env,
                    "preflight": preflight}
         if resume:
-            manifest = run.manifest
-            manifest["preflight"] = {**(manifest.get("preflight") or {}), **preflight}
+            run.manifest["preflight"] = {**(run.manifest.get("preflight") or {}), **preflight}
         else:
-            manifest = {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": started,
-                        "command": session["command"], "args": _stored_args(args), "settings": settings,
-                        "environment": env, "models": model_revisions(settings["forecast_pool"]),
-                        "forecast_pool": describe_pool(settings["forecast_pool"]),
-                        "preflight": preflight,
-                        "policies_without_model": {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {r}"
-                                                   for p, r in without_model.items()}}
-            run = RunDir.create(out, manifest, overwrite=args.overwrite)
-            manifest = run.manifest
+            run = RunDir.create(out, _new_manifest(args, session, settings, without_model), overwrite=args.overwrite)
         run.begin()
         run.current_session.update(session)
         run.save()
@@ -350,6 +327,41 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print_run_leaderboard(args, out, records, ref, settings, played, elapsed, run.session if resume else None,
                        run.manifest)
     return EXIT_OK
+
+
+def _settings(args, labels: list, policies: list, case_ids: list, env_kwargs: dict, store) -> dict:
+    """The run's settings (:func:`fwgym.evaluation.manifest.run_settings`), with the labels, repeats, objective
+    and forecast store only when given (so the settings of other runs are unchanged)."""
+    from fwgym.evaluation.manifest import run_settings
+    from fwgym.tools import MAX_CALLS
+
+    settings = run_settings(suite=args.suite, split=args.split, domains=args.domain, lead=args.lead,
+                            limit=args.limit, cases=case_ids, policies=labels,
+                            agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
+                            env_kwargs=env_kwargs, max_calls=MAX_CALLS)
+    if getattr(args, "label", None):
+        settings["labels"] = labels_of(args.label)
+    if (getattr(args, "repeat", 1) or 1) > 1:
+        settings["repeat"] = int(args.repeat)
+    if args.agent and (getattr(args, "objective", None) or "score") != "score":
+        settings["objective"] = args.objective
+    if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
+        settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
+    return settings
+
+
+def _new_manifest(args, session: dict, settings: dict, without_model: dict) -> dict:
+    """The manifest of a new run directory (its first session is ``session``)."""
+    from fwgym.baselines.forecast import FALLBACK_METHOD
+    from fwgym.evaluation.manifest import MANIFEST_VERSION, model_revisions, new_run_id, now
+    from fwgym.forecasters.registry import describe_pool
+
+    return {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": now(),
+            "command": session["command"], "args": _stored_args(args), "settings": settings,
+            "environment": session["environment"], "models": model_revisions(settings["forecast_pool"]),
+            "forecast_pool": describe_pool(settings["forecast_pool"]), "preflight": session["preflight"],
+            "policies_without_model": {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {r}"
+                                       for p, r in without_model.items()}}
 
 
 def _forecast_store(args):
@@ -520,54 +532,6 @@ def _check_pool(policies: list, pool: str, models: tuple[str, ...]) -> None:
                          "extended")
     raise ValueError(f"policies {list(outside)} buy models outside the run's forecast pool ({', '.join(models)}): "
                      f"{', '.join(missing)}; add them with --models {' '.join(missing)}")
-
-
-def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
-    """Refuse ``--resume`` when the run's settings differ from this run's; note a changed checkout."""
-    from fwgym.evaluation.manifest import settings_differences
-
-    old = manifest.get("settings") or {}
-    changed = _changed_sources(old.get("agents"), settings.get("agents"))
-    if changed:
-        file, was, now = changed[0]
-        raise ValueError(f"--resume {out}: the agent's file {file} changed since the run started (sha256 {was[:12]} "
-                         f"-> {now[:12]}); its episodes so far were played by the other version, so the row would mix "
-                         "two versions of the agent (restore the file, or start a new run)")
-    diff = settings_differences(old, settings)
-    if diff:
-        raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
-                         "episodes would not be comparable (start a new run): " + "; ".join(diff))
-    old_git = (manifest.get("environment") or {}).get("git")
-    if old_git != env["git"]:
-        print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
-              "in the manifest's sessions", file=sys.stderr)
-
-
-def _sources(description) -> dict[str, str]:
-    """``{file: sha256}`` of the ``source`` entries (``{"file", "sha256"}``: an agent's code, e.g. of
-    :func:`fwgym.cli.agent_kinds.python.agent_source`) anywhere in an agent description of the manifest."""
-    out: dict[str, str] = {}
-    if isinstance(description, dict):
-        for k, v in description.items():
-            if k == "source" and isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(
-                    v.get("sha256"), str):
-                out[v["file"]] = v["sha256"]
-                modules = v.get("modules")  # the agent's own modules (fwgym.cli.agent_kinds.python.own_modules)
-                if isinstance(modules, dict):
-                    out.update({f: h for f, h in modules.items() if isinstance(f, str) and isinstance(h, str)})
-            else:
-                out.update(_sources(v))
-    elif isinstance(description, list):
-        for v in description:
-            out.update(_sources(v))
-    return out
-
-
-def _changed_sources(old_agents, new_agents) -> list[tuple[str, str, str]]:
-    """``[(file, sha256 the run recorded, sha256 now)]`` for the agent files of both descriptions whose
-    bytes changed."""
-    was, now = _sources(old_agents), _sources(new_agents)
-    return [(f, was[f], now[f]) for f in sorted(was) if f in now and now[f] != was[f]]
 
 
 def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:
