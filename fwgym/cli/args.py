@@ -40,6 +40,24 @@ class Parser(argparse.ArgumentParser):
         """Print the short usage error and exit with status 2."""
         self.exit(2, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
 
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """``argparse``'s ``parse_args``, except that unrecognized arguments are the error of the subcommand
+        they were given to (``fwgym leaderboard: error: unrecognized arguments: ...``), not of ``fwgym``."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._chosen(ns).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+    def _chosen(self, ns: argparse.Namespace) -> argparse.ArgumentParser:
+        """The deepest subcommand parser chosen in ``ns`` (``self`` when no subcommand was chosen)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                sub = action.choices.get(getattr(ns, action.dest, None) or "")
+                if sub is not None:
+                    return sub._chosen(ns) if isinstance(sub, Parser) else sub
+        return self
+
 
 def add_output_argument(parser: Container, *, metavar: str, help: str, aliases: Sequence[str] = (),
                         **kwargs: Any) -> argparse.Action:
