@@ -15,8 +15,8 @@ and ``run(args) -> exit code``; heavy imports happen in ``run``. The agent kinds
 
 Also runnable as ``python -m fwgym`` or ``python -m fwgym.cli``; ``fwgym --version`` prints the version.
 
-Exit codes common to every subcommand (:func:`main`): 0 success; 2 a usage error (argparse prints the
-usage and the error) or a user error (:data:`USER_ERRORS`: a bad argument value, a missing, unreadable or
+Exit codes common to every subcommand (:func:`main`): 0 success; 2 a usage error (two lines on stderr,
+``fwgym evaluate: error: <message>`` and ``see 'fwgym evaluate --help'``: :class:`fwgym.cli.args.Parser`) or a user error (:data:`USER_ERRORS`: a bad argument value, a missing, unreadable or
 malformed input file, a tampered data file), reported as one line ``fwgym: error: ...`` on stderr without
 a traceback (``fwgym --traceback ...`` shows it); 130 interrupted (Ctrl-C); 141 (128 + SIGPIPE, what ``cat`` or ``git``
 return) when the reader of stdout went away, e.g. ``fwgym leaderboard RUN | head``: the command stops
@@ -32,6 +32,7 @@ from typing import Sequence
 
 from fwgym.cli import (calibrate_sigma, cases, compare, evaluate, forecasts, import_inspect, leaderboard, listing, mcp,
                        plot, profile, report, rl, show_trace, verify)
+from fwgym.cli.args import Parser
 from fwgym.data import DataIntegrityError
 from fwgym.forecasters.base import ModelUnavailable
 from fwgym.forecasters.registry import PluginError
@@ -59,7 +60,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``fwgym`` argument parser with every subcommand of :data:`COMMANDS`."""
-    p = argparse.ArgumentParser(prog="fwgym", description="FWBench gym: budgeted forecast purchasing and capacity "
+    p = Parser(prog="fwgym", description="FWBench gym: budgeted forecast purchasing and capacity "
                                                           "decisions on real data")
     p.add_argument("--version", action="version", version=_version())
     p.add_argument("--traceback", action="store_true",

@@ -1,4 +1,13 @@
-"""Argument types shared by the subcommands.
+"""The argument parser class, argument types and options shared by the subcommands.
+
+:class:`Parser` is the class of ``fwgym``'s parser and of every subcommand's (:func:`fwgym.cli.build_parser`): a
+usage error is two short lines on stderr, ``fwgym <cmd>: error: <message>`` and ``see 'fwgym <cmd> --help'``
+(exit 2), not the whole usage block.
+
+Options that several subcommands have are defined once here, with their help: :func:`add_output_argument`
+(``-o/--out``: where a command writes, the one spelling; older spellings such as ``--output`` and ``--csv``
+stay as aliases), :func:`add_split_argument`, :func:`add_lead_argument`, :func:`add_progress_argument`,
+:func:`add_backend_arguments` and :func:`add_domain_argument`.
 
 The numeric types (:func:`positive_int`, :func:`nonnegative_int`, :func:`int_range`,
 :func:`positive_float`) refuse bad values while the command line is parsed, so ``--workers 0`` or
@@ -9,9 +18,87 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, NoReturn, Sequence
 
+from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.domains import DOMAINS, domain_names
+
+#: what the ``add_*`` helpers add to: a parser or one of its argument groups
+Container = argparse._ActionsContainer
+#: the one spelling of "where this command writes" (a file or a directory): ``-o FILE|DIR`` / ``--out FILE|DIR``
+OUTPUT_FLAGS: tuple[str, str] = ("-o", "--out")
+#: its ``dest`` in the parsed arguments (``args.out``)
+OUTPUT_DEST = "out"
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are short: ``<prog>: error: <message>`` and
+    ``see '<prog> --help'`` on stderr, exit 2 (``prog`` is e.g. ``fwgym evaluate``; subparsers made by
+    :meth:`add_subparsers` are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the short usage error and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """``argparse``'s ``parse_args``, except that unrecognized arguments are the error of the subcommand
+        they were given to (``fwgym leaderboard: error: unrecognized arguments: ...``), not of ``fwgym``."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._chosen(ns).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+    def _chosen(self, ns: argparse.Namespace) -> argparse.ArgumentParser:
+        """The deepest subcommand parser chosen in ``ns`` (``self`` when no subcommand was chosen)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                sub = action.choices.get(getattr(ns, action.dest, None) or "")
+                if sub is not None:
+                    return sub._chosen(ns) if isinstance(sub, Parser) else sub
+        return self
+
+
+def add_output_argument(parser: Container, *, metavar: str, help: str, aliases: Sequence[str] = (),
+                        **kwargs: Any) -> argparse.Action:
+    """``-o/--out METAVAR``: where the command writes (``args.out``), the spelling every subcommand uses.
+
+    ``aliases`` are older spellings kept working (e.g. ``--output``, ``--csv``); the help names ``--out``
+    as the canonical one. ``kwargs`` go to ``add_argument`` (``required``, ``default``).
+    """
+    flags = [*OUTPUT_FLAGS, *aliases]
+    if aliases:
+        help += f" ({', '.join(aliases)}: older spelling{'s' if len(aliases) > 1 else ''} of --out)"
+    return parser.add_argument(*flags, dest=OUTPUT_DEST, metavar=metavar, help=help, **kwargs)
+
+
+def add_split_argument(parser: Container, *, default: str | None = TEST_SPLIT, choices: Sequence[str] = SPLITS,
+                       required: bool = False, help: str | None = None) -> argparse.Action:
+    """``--split {train,dev,test,sealed}``: the split whose cases the command reads (:data:`fwgym.core.cases.SPLITS`)."""
+    if help is None:
+        help = "the split of the cases (fwgym cases lists them)" + ("" if required else f"; default {default}")
+    if required:
+        return parser.add_argument("--split", required=True, choices=tuple(choices), help=help)
+    return parser.add_argument("--split", default=default, choices=tuple(choices), help=help)
+
+
+def add_lead_argument(parser: Container) -> argparse.Action:
+    """``--lead {day_ahead,week_ahead}``: only the cases of one lead (default both)."""
+    return parser.add_argument("--lead", choices=tuple(LEADS), default=None,
+                               help=f"only the cases of this lead ({' or '.join(LEADS)}; default: both)")
+
+
+def add_progress_argument(parser: Container) -> argparse.Action:
+    """``--no-progress``: no progress bar on stderr."""
+    return parser.add_argument("--no-progress", action="store_true", dest="no_progress",
+                               help="do not show the progress bar on stderr")
+
+
+def add_backend_arguments(parser: Container, *, what: str = "local worker processes (default) or a Ray cluster") -> None:
+    """``--backend {local,ray}`` and ``--ray-address ADDRESS``: where the work runs."""
+    parser.add_argument("--backend", choices=("local", "ray"), default="local", help=f"where the work runs: {what}")
+    parser.add_argument("--ray-address", default=None, dest="ray_address", metavar="ADDRESS",
+                        help="address of an existing Ray cluster for --backend ray (default: start a local one)")
 
 
 def _int(value: str) -> int:
@@ -102,7 +189,7 @@ def domains(value: str) -> list[str]:
     return [value]
 
 
-def add_domain_argument(parser: argparse.ArgumentParser) -> None:
+def add_domain_argument(parser: Container) -> None:
     """``--domain all|all-domains|<domain>`` (default: the protocol's domains)."""
     parser.add_argument("--domain", type=domains, default=list(DOMAINS),
                         help=f"all (default: the protocol's {', '.join(DOMAINS)}), {ALL_DOMAINS} (every domain, "
@@ -137,5 +224,6 @@ def add_arguments_once(group, options: Iterable[tuple[tuple[str, ...], dict]]) -
             pass  # added by another kind
 
 
-__all__ = ["positive_int", "nonnegative_int", "int_range", "positive_float", "ALL_DOMAINS", "domains", "add_domain_argument",
+__all__ = ["Parser", "OUTPUT_FLAGS", "OUTPUT_DEST", "add_output_argument", "add_split_argument", "add_lead_argument",
+           "add_progress_argument", "add_backend_arguments", "positive_int", "nonnegative_int", "int_range", "positive_float", "ALL_DOMAINS", "domains", "add_domain_argument",
            "json_object", "add_arguments_once"]

@@ -12,8 +12,9 @@ import sys
 import textwrap
 from collections import Counter
 
-from fwgym.core.cases import LEADS, SEALED_SPLIT, SPLITS, TEST_SPLIT
-from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.core.cases import LEADS, SEALED_SPLIT, TEST_SPLIT
+from fwgym.cli.args import (add_domain_argument, add_lead_argument, add_output_argument, add_progress_argument,
+                            add_split_argument, positive_int)
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.suites import SUITE_NAMES
 
@@ -40,7 +41,7 @@ def _export_help() -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym cases`` and of ``fwgym cases export``."""
-    p.add_argument("--split", default=TEST_SPLIT, choices=SPLITS)
+    add_split_argument(p)
     add_domain_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="also print the split calendar")
     p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
@@ -49,19 +50,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     e = sub.add_parser("export", help="write the cases as Parquet (history, context, metadata, scenarios; targets "
                                       "for train/dev)", description=_export_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("--split", required=True, choices=SPLITS)
-    e.add_argument("--suite", required=True, choices=SUITES,
-                   help="whose context text and scenarios: decision, context or forecast")
-    add_domain_argument(e)
-    e.add_argument("--lead", choices=tuple(LEADS), default=None)
-    e.add_argument("--limit", type=positive_int, default=None,
-                   help="at most N cases per domain, evenly spaced (as fwgym evaluate --limit)")
-    e.add_argument("-o", "--output", required=True, metavar="DIR", help="export directory (must not exist or be empty)")
-    e.add_argument("--overwrite", action="store_true", help="replace an export in DIR")
-    e.add_argument("--include-test-targets", action="store_true",
-                   help="also write the TEST split's targets: the benchmark's answer key (a warning is printed)")
-    e.add_argument("--no-targets", action="store_true", help="do not write targets.parquet (train/dev)")
-    e.add_argument("--no-progress", action="store_true")
+    sel = e.add_argument_group("cases", "which cases are exported")
+    add_split_argument(sel, required=True)
+    sel.add_argument("--suite", required=True, choices=SUITES,
+                     help="whose context text and scenarios: decision, context or forecast")
+    add_domain_argument(sel)
+    add_lead_argument(sel)
+    sel.add_argument("--limit", type=positive_int, default=None,
+                     help="at most N cases per domain, evenly spaced (as fwgym evaluate --limit)")
+    out = e.add_argument_group("output")
+    add_output_argument(out, metavar="DIR", required=True, aliases=("--output",),
+                        help="export directory (must not exist or be empty)")
+    out.add_argument("--overwrite", action="store_true", help="replace an export in DIR")
+    out.add_argument("--include-test-targets", action="store_true",
+                     help="also write the TEST split's targets: the benchmark's answer key (a warning is printed)")
+    out.add_argument("--no-targets", action="store_true", help="do not write targets.parquet (train/dev)")
+    add_progress_argument(out)
     e.set_defaults(func=run_export)
 
 
@@ -100,12 +104,12 @@ def run_export(args) -> int:
         print(f"warning: --include-test-targets writes the {args.split.upper()} split's targets, the benchmark's answer key: keep them "
               "away from any model, prompt or tuning run, or the test scores no longer measure forecasting",
               file=sys.stderr)
-    manifest = export_cases(args.output, args.split, args.suite, domains=args.domain, lead=args.lead, limit=args.limit,
+    manifest = export_cases(args.out, args.split, args.suite, domains=args.domain, lead=args.lead, limit=args.limit,
                             targets=targets, overwrite=args.overwrite, progress=not args.no_progress,
                             command=["fwgym", *(getattr(args, "argv", None) or [])])
     for name, info in manifest["files"].items():
-        print(f"wrote {args.output}/{name}: {info['rows']:,} rows, {info['bytes']:,} bytes, sha256 {info['sha256']}")
-    print(f"wrote {args.output}/manifest.json: {manifest['n_cases']:,} cases of {args.split}/{args.suite}"
+        print(f"wrote {args.out}/{name}: {info['rows']:,} rows, {info['bytes']:,} bytes, sha256 {info['sha256']}")
+    print(f"wrote {args.out}/manifest.json: {manifest['n_cases']:,} cases of {args.split}/{args.suite}"
           + ("" if manifest["targets"] else " (no targets)"))
     return 0
 

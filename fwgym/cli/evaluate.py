@@ -23,10 +23,12 @@ import threading
 import time
 from pathlib import Path
 
-from fwgym.core.cases import LEADS, SPLITS, TEST_SPLIT
 from fwgym.cli.agent_kinds import agent_kinds, resolve_kind
 from fwgym.cli.agent_kinds.isolation import protect_run_paths
-from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.cli.agent_kinds.llm import add_common_arguments
+from fwgym.cli.args import (add_backend_arguments, add_domain_argument, add_lead_argument, add_output_argument,
+                            add_progress_argument, add_split_argument, positive_int)
+from fwgym.cli.resume import check_resume
 from fwgym.cli.preflight import check_agent_infrastructure, print_preflight, probe_plugins
 from fwgym.cli.runs import label_arg, labels_of, play_sessions, print_run_leaderboard, repeated_agents
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
@@ -46,63 +48,77 @@ EXIT_OK, EXIT_INCOMPLETE, EXIT_BAD_ARGS, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of ``fwgym evaluate``, and those of every agent kind (one argument group per kind)."""
-    p.add_argument("--split", default=TEST_SPLIT, choices=SPLITS)
-    add_domain_argument(p)
-    p.add_argument("--lead", choices=tuple(LEADS), default=None)
-    p.add_argument("--policies", nargs="+", default=None,
+    """Options of ``fwgym evaluate`` in argument groups (run settings, agent, LLM agents, one group per agent
+    kind, output, operational), with those of every agent kind."""
+    _add_run_settings(p.add_argument_group("run settings", "what the run measures (recorded in its manifest; "
+                                                           "--resume refuses a different value)"))
+    kinds = agent_kinds()
+    agent = p.add_argument_group("agent", "an agent to evaluate beside (or instead of) the policies")
+    agent.add_argument("--agent", default=None, metavar="KIND",
+                       help="evaluate an agent of this kind (plus any --policies): " +
+                            "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
+    agent.add_argument("--repeat", type=positive_int, default=1, metavar="K",
+                       help="play the agent K times with seeds S, S+1, ... (S = --llm-seed, default 0), one session "
+                            "per repeat, its rows named <agent>#1 .. <agent>#K (the other policies play once); fwgym "
+                            "compare RUN reports the repeats' stability (LLM agents only; default 1)")
+    llm = p.add_argument_group("LLM agents (--agent openai, --agent transformers)",
+                               "options shared by the LLM agent kinds")
+    add_common_arguments(llm)  # before the kinds, so the shared options are in this group, not in the first kind's
+    for k, m in sorted(kinds.items()):
+        m.add_arguments(p.add_argument_group(f"--agent {k}"))
+    out = p.add_argument_group("output", "where the run is written and what is printed")
+    add_output_argument(out, metavar="DIR", default=None,
+                        help="run directory; must not exist or be empty (default: a new results/<split>[-<suite>], "
+                             "then -2, -3, ...)")
+    out.add_argument("--overwrite", action="store_true", help="replace the run in --out")
+    out.add_argument("--resume", default=None, metavar="DIR",
+                     help="finish the run in DIR: play its missing and harness_error episodes with its settings")
+    out.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
+                     help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere "
+                          "(default auto); the run directory's leaderboard.md and .csv are always written")
+    _add_operational(p.add_argument_group("operational", "how the run executes (may differ between the sessions "
+                                                         "of a run; never changes a score)"))
+
+
+def _add_run_settings(g) -> None:
+    add_split_argument(g)
+    add_domain_argument(g)
+    add_lead_argument(g)
+    g.add_argument("--policies", nargs="+", default=None,
                    help="policy names (default: the suite's reference rows: fixed classical and priced policies whose "
                         "weights load, selectors and oracles)")
-    p.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
-    p.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced)")
-    p.add_argument("--workers", type=positive_int, default=1, help="local worker processes")
-    p.add_argument("--concurrency", type=positive_int, default=1,
-                   help="episodes in flight per process (threads with their own env and agent; for LLM agents "
-                        "waiting on a server; default 1)")
-    p.add_argument("--out", default=None,
-                   help="run directory; must not exist or be empty (default: a new results/<split>[-<suite>], then "
-                        "-2, -3, ...)")
-    p.add_argument("--overwrite", action="store_true", help="replace the run in --out")
-    p.add_argument("--resume", default=None, metavar="DIR",
-                   help="finish the run in DIR: play its missing and harness_error episodes with its settings")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--label", action="append", type=label_arg, default=None, metavar="KEY=VALUE",
-                   help="a label of the run (repeatable), e.g. thinking=on for a server-side setting fwgym cannot see: "
-                        "recorded in the manifest's settings, shown in leaderboards and compared by fwgym compare")
-    p.add_argument("--repeat", type=positive_int, default=1, metavar="K",
-                   help="play the agent K times with seeds S, S+1, ... (S = --llm-seed, default 0), one session per "
-                        "repeat, its rows named <agent>#1 .. <agent>#K (the other policies play once); fwgym compare "
-                        "RUN reports the repeats' stability (LLM agents only; default 1)")
-    p.add_argument("--suite", choices=tuple(SUITES), default="decision",
+    g.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
+    g.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced)")
+    g.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
-    p.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",
+    g.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",
                    help="context and forecast suites: seed of the scenario drawn per case (default 0, the reported "
                         "tables'); a setting of the run")
-    p.add_argument("--pool", choices=tuple(POOLS), default="protocol",
+    g.add_argument("--pool", choices=tuple(POOLS), default="protocol",
                    help="the priced forecast pool: protocol (default: the paper's seasonal_empirical and TSFMs), "
                         "extended (+ the statsmodels forecasters ets, theta, sarima, mstl_ets; adds their fixed policies "
                         "and catalog_oracle_extended to the default policies) or no_tsfm (seasonal_empirical only: the "
                         "TSFM-access ablation; catalog_oracle_no_tsfm replaces catalog_oracle); a setting of the run")
-    p.add_argument("--models", nargs="+", default=None, metavar="MODEL",
+    g.add_argument("--models", nargs="+", default=None, metavar="MODEL",
                    help="add these priced models to the forecast pool of every env of the run, after --pool's: "
                         "plug-ins (the 'fwgym.forecasters' entry-point group or register_forecaster) or built-in "
                         "models (fwgym list models); their fixed policies join the default policies; a setting of "
                         "the run")
-    p.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
-                   help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere (default "
-                        "auto); the run directory's leaderboard.md and .csv are always written")
-    p.add_argument("--backend", choices=["local", "ray"], default="local",
-                   help="local processes (default) or a Ray cluster")
-    p.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
-    p.add_argument("--forecast-store", default=None, metavar="DIR",
+    g.add_argument("--label", action="append", type=label_arg, default=None, metavar="KEY=VALUE",
+                   help="a label of the run (repeatable), e.g. thinking=on for a server-side setting fwgym cannot see: "
+                        "recorded in the manifest's settings, shown in leaderboards and compared by fwgym compare")
+
+
+def _add_operational(g) -> None:
+    g.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
+    g.add_argument("--concurrency", type=positive_int, default=1,
+                   help="episodes in flight per process (threads with their own env and agent; for LLM agents "
+                        "waiting on a server; default 1)")
+    add_backend_arguments(g, what="local processes (default) or a Ray cluster")
+    g.add_argument("--forecast-store", default=None, metavar="DIR",
                    help="read priced forecasts from this store (fwgym forecasts build); same credits and results, "
                         "misses computed live; a store of other weights/revision is refused")
-    kinds = agent_kinds()
-    p.add_argument("--agent", default=None, metavar="KIND",
-                   help="evaluate an agent of this kind (plus any --policies): " +
-                        "; ".join(f"{k}: {m.HELP}" for k, m in sorted(kinds.items())))
-    for k, m in sorted(kinds.items()):
-        m.add_arguments(p.add_argument_group(f"--agent {k}"))
+    add_progress_argument(g)
 
 
 def _explicit(args) -> set[str]:
@@ -209,14 +225,11 @@ def _agent_settings(policy) -> object:
 
 
 def _execute(args, out: Path, manifest: dict | None) -> int:
-    from fwgym.baselines.forecast import FALLBACK_METHOD
     from fwgym.errors import HarnessError
     from fwgym.evaluation import reference_policy
-    from fwgym.evaluation.manifest import MANIFEST_VERSION, environment, model_revisions, new_run_id, now, run_settings
+    from fwgym.evaluation.manifest import environment, model_revisions
     from fwgym.evaluation.rundir import RunDir
     from fwgym.evaluation.runner import policy_labels, run_preflight, select_cases
-    from fwgym.forecasters.registry import describe_pool
-    from fwgym.tools import MAX_CALLS
 
     if args.concurrency < 1 or args.workers < 1:
         raise ValueError("--concurrency and --workers must be >= 1")
@@ -244,21 +257,10 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
             raise ValueError("no case selected")
         case_ids = [c for _, c in selected]
         env = environment()
-        settings = run_settings(suite=args.suite, split=args.split, domains=args.domain, lead=args.lead,
-                                limit=args.limit, cases=case_ids, policies=labels,
-                                agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
-                                env_kwargs=env_kwargs, max_calls=MAX_CALLS)
-        if getattr(args, "label", None):  # only when given: the settings of other runs are unchanged
-            settings["labels"] = labels_of(args.label)
-        if (getattr(args, "repeat", 1) or 1) > 1:
-            settings["repeat"] = int(args.repeat)
-        if args.agent and (getattr(args, "objective", None) or "score") != "score":  # only then: other runs unchanged
-            settings["objective"] = args.objective
         store = _forecast_store(args)  # before the run directory is touched: a bad store is a one-line error
-        if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
-            settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
+        settings = _settings(args, labels, policies, case_ids, env_kwargs, store)
         if resume:
-            _check_resume(out, manifest, settings, env)
+            check_resume(out, manifest, settings, env)
         probe_plugins(settings.get("plugin_code") or ())
         try:
             preflight = run_preflight(policies)
@@ -267,23 +269,13 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                   + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
             return EXIT_INCOMPLETE
         print_preflight(preflight, args.concurrency)
-        started = now()
         session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
                    "concurrency": args.concurrency, "backend": args.backend, "environment": env,
                    "preflight": preflight}
         if resume:
-            manifest = run.manifest
-            manifest["preflight"] = {**(manifest.get("preflight") or {}), **preflight}
+            run.manifest["preflight"] = {**(run.manifest.get("preflight") or {}), **preflight}
         else:
-            manifest = {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": started,
-                        "command": session["command"], "args": _stored_args(args), "settings": settings,
-                        "environment": env, "models": model_revisions(settings["forecast_pool"]),
-                        "forecast_pool": describe_pool(settings["forecast_pool"]),
-                        "preflight": preflight,
-                        "policies_without_model": {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {r}"
-                                                   for p, r in without_model.items()}}
-            run = RunDir.create(out, manifest, overwrite=args.overwrite)
-            manifest = run.manifest
+            run = RunDir.create(out, _new_manifest(args, session, settings, without_model), overwrite=args.overwrite)
         run.begin()
         run.current_session.update(session)
         run.save()
@@ -335,6 +327,41 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
     print_run_leaderboard(args, out, records, ref, settings, played, elapsed, run.session if resume else None,
                        run.manifest)
     return EXIT_OK
+
+
+def _settings(args, labels: list, policies: list, case_ids: list, env_kwargs: dict, store) -> dict:
+    """The run's settings (:func:`fwgym.evaluation.manifest.run_settings`), with the labels, repeats, objective
+    and forecast store only when given (so the settings of other runs are unchanged)."""
+    from fwgym.evaluation.manifest import run_settings
+    from fwgym.tools import MAX_CALLS
+
+    settings = run_settings(suite=args.suite, split=args.split, domains=args.domain, lead=args.lead,
+                            limit=args.limit, cases=case_ids, policies=labels,
+                            agents={lab: _agent_settings(p) for lab, p in zip(labels, policies)},
+                            env_kwargs=env_kwargs, max_calls=MAX_CALLS)
+    if getattr(args, "label", None):
+        settings["labels"] = labels_of(args.label)
+    if (getattr(args, "repeat", 1) or 1) > 1:
+        settings["repeat"] = int(args.repeat)
+    if args.agent and (getattr(args, "objective", None) or "score") != "score":
+        settings["objective"] = args.objective
+    if store is not None:  # the store's manifest is a setting: runs with different stores neither merge nor resume
+        settings["forecast_store"] = {"sha256": store.digest, "models": list(store.models)}
+    return settings
+
+
+def _new_manifest(args, session: dict, settings: dict, without_model: dict) -> dict:
+    """The manifest of a new run directory (its first session is ``session``)."""
+    from fwgym.baselines.forecast import FALLBACK_METHOD
+    from fwgym.evaluation.manifest import MANIFEST_VERSION, model_revisions, new_run_id, now
+    from fwgym.forecasters.registry import describe_pool
+
+    return {"manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": now(),
+            "command": session["command"], "args": _stored_args(args), "settings": settings,
+            "environment": session["environment"], "models": model_revisions(settings["forecast_pool"]),
+            "forecast_pool": describe_pool(settings["forecast_pool"]), "preflight": session["preflight"],
+            "policies_without_model": {p: f"ran without its model, falling back to {FALLBACK_METHOD}: {r}"
+                                       for p, r in without_model.items()}}
 
 
 def _forecast_store(args):
@@ -505,54 +532,6 @@ def _check_pool(policies: list, pool: str, models: tuple[str, ...]) -> None:
                          "extended")
     raise ValueError(f"policies {list(outside)} buy models outside the run's forecast pool ({', '.join(models)}): "
                      f"{', '.join(missing)}; add them with --models {' '.join(missing)}")
-
-
-def _check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
-    """Refuse ``--resume`` when the run's settings differ from this run's; note a changed checkout."""
-    from fwgym.evaluation.manifest import settings_differences
-
-    old = manifest.get("settings") or {}
-    changed = _changed_sources(old.get("agents"), settings.get("agents"))
-    if changed:
-        file, was, now = changed[0]
-        raise ValueError(f"--resume {out}: the agent's file {file} changed since the run started (sha256 {was[:12]} "
-                         f"-> {now[:12]}); its episodes so far were played by the other version, so the row would mix "
-                         "two versions of the agent (restore the file, or start a new run)")
-    diff = settings_differences(old, settings)
-    if diff:
-        raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
-                         "episodes would not be comparable (start a new run): " + "; ".join(diff))
-    old_git = (manifest.get("environment") or {}).get("git")
-    if old_git != env["git"]:
-        print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
-              "in the manifest's sessions", file=sys.stderr)
-
-
-def _sources(description) -> dict[str, str]:
-    """``{file: sha256}`` of the ``source`` entries (``{"file", "sha256"}``: an agent's code, e.g. of
-    :func:`fwgym.cli.agent_kinds.python.agent_source`) anywhere in an agent description of the manifest."""
-    out: dict[str, str] = {}
-    if isinstance(description, dict):
-        for k, v in description.items():
-            if k == "source" and isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(
-                    v.get("sha256"), str):
-                out[v["file"]] = v["sha256"]
-                modules = v.get("modules")  # the agent's own modules (fwgym.cli.agent_kinds.python.own_modules)
-                if isinstance(modules, dict):
-                    out.update({f: h for f, h in modules.items() if isinstance(f, str) and isinstance(h, str)})
-            else:
-                out.update(_sources(v))
-    elif isinstance(description, list):
-        for v in description:
-            out.update(_sources(v))
-    return out
-
-
-def _changed_sources(old_agents, new_agents) -> list[tuple[str, str, str]]:
-    """``[(file, sha256 the run recorded, sha256 now)]`` for the agent files of both descriptions whose
-    bytes changed."""
-    was, now = _sources(old_agents), _sources(new_agents)
-    return [(f, was[f], now[f]) for f in sorted(was) if f in now and now[f] != was[f]]
 
 
 def _end_session(run, expected: list, status: str | None, model_revisions, settings: dict) -> dict:

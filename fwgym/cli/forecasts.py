@@ -16,8 +16,8 @@ import sys
 from types import SimpleNamespace
 from typing import Iterable
 
-from fwgym.core.cases import LEADS, SPLITS
-from fwgym.cli.args import add_domain_argument, positive_int
+from fwgym.cli.args import (add_backend_arguments, add_domain_argument, add_lead_argument, add_output_argument,
+                            add_progress_argument, add_split_argument, positive_int)
 
 NAME = "forecasts"
 HELP = "build or verify a forecast store (precomputed priced forecasts read by the tools)"
@@ -96,26 +96,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``fwgym forecasts build ...`` and ``fwgym forecasts verify DIR``."""
     sub = p.add_subparsers(dest="action", required=True)
     b = sub.add_parser("build", help="compute forecasts of one or more models on a split and add them to a store")
-    b.add_argument("--model", nargs="+", required=True, help="priced model names (weights resolved as by the tools: "
-                   "FWGYM_<MODEL>_PATH, the Hugging Face cache, the hub)")
-    b.add_argument("--split", required=True, choices=SPLITS)
-    add_domain_argument(b)
-    b.add_argument("--lead", choices=tuple(LEADS), default=None)
-    b.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced, as evaluate)")
-    b.add_argument("--context", type=positive_int, default=None, help="store forecasts of this context from the last visible "
-                   "hour instead of the policies' and RL menus' requests")
-    b.add_argument("--horizon", type=positive_int, default=None, help="with --context: the horizon (default: the case's covering one)")
-    b.add_argument("--batch-size", type=positive_int, default=64, help="series per backend call for batched TSFMs (1: one by one)")
-    b.add_argument("--check", choices=("first", "all"), default="first",
-                   help="batched results checked against the single-series path: the first batch of each group and "
-                        "one row per batch (default), or every row")
-    b.add_argument("--workers", type=positive_int, default=1, help="local worker processes (or Ray CPUs with --backend ray)")
-    b.add_argument("--backend", choices=["local", "ray"], default="local")
-    b.add_argument("--ray-address", default=None, help="address of an existing Ray cluster (default: start a local one)")
-    b.add_argument("--out", default="forecast_store", help="store directory (default ./forecast_store)")
-    b.add_argument("--overwrite", action="store_true",
-                   help="replace a model's rows built by another forecaster (weights, revision, settings)")
-    b.add_argument("--no-progress", action="store_true")
+    what = b.add_argument_group("forecasts", "which models and cases, and how they are computed")
+    what.add_argument("--model", nargs="+", required=True, metavar="MODEL",
+                      help="priced model names (weights resolved as by the tools: FWGYM_<MODEL>_PATH, the Hugging "
+                           "Face cache, the hub)")
+    add_split_argument(what, required=True)
+    add_domain_argument(what)
+    add_lead_argument(what)
+    what.add_argument("--limit", type=positive_int, default=None,
+                      help="at most N cases per domain (evenly spaced, as evaluate)")
+    what.add_argument("--context", type=positive_int, default=None,
+                      help="store forecasts of this context from the last visible hour instead of the policies' and "
+                           "RL menus' requests")
+    what.add_argument("--horizon", type=positive_int, default=None,
+                      help="with --context: the horizon (default: the case's covering one)")
+    what.add_argument("--batch-size", type=positive_int, default=64,
+                      help="series per backend call for batched TSFMs (1: one by one)")
+    what.add_argument("--check", choices=("first", "all"), default="first",
+                      help="batched results checked against the single-series path: the first batch of each group and "
+                           "one row per batch (default), or every row")
+    out = b.add_argument_group("output")
+    add_output_argument(out, metavar="DIR", default="forecast_store", help="store directory (default ./forecast_store)")
+    out.add_argument("--overwrite", action="store_true",
+                     help="replace a model's rows built by another forecaster (weights, revision, settings)")
+    ops = b.add_argument_group("operational")
+    ops.add_argument("--workers", type=positive_int, default=1,
+                     help="local worker processes (or Ray CPUs with --backend ray)")
+    add_backend_arguments(ops)
+    add_progress_argument(ops)
     v = sub.add_parser("verify", help="check every shard of a store against its manifest and list its models; with "
                                       "--recompute N also recompute N random rows of each model")
     v.add_argument("store", help="store directory")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fwgym.cli.args import positive_int
+from fwgym.cli.args import add_output_argument, positive_int
 
 NAME = "import-inspect"
 HELP = "turn inspect-ai logs of the fwgym tasks into a fwgym run directory (re-scored; joins fwgym leaderboard)"
@@ -26,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym import-inspect``."""
     p.add_argument("logs", nargs="+", metavar="LOG", help="inspect log files (.eval or .json) of fwgym/decision, "
                                                           "fwgym/context or fwgym/forecast")
-    p.add_argument("--out", required=True, metavar="RUN",
-                   help="the run directory (created; a directory of earlier imports takes more episodes)")
+    add_output_argument(p, metavar="DIR", required=True,
+                        help="the run directory (created; a directory of earlier imports takes more episodes)")
     p.add_argument("--policy-name", default=None, dest="policy_name",
                    help="row name of the episodes (default inspect:<model>)")
     p.add_argument("--epoch", type=positive_int, default=1, help="the epoch to import (default 1; one record per case)")

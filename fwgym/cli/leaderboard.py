@@ -24,7 +24,7 @@ instead: S and rank at each weight and Kendall's tau-b of each ranking against t
   last columns carry the marks of the header (:func:`fwgym.evaluation.header.mark_rows`): ``rescored``,
   ``hash_checked`` (``false``: records from a source without a manifest), ``replayed`` (``fwgym verify --replay``
   passed for the records), ``isolation``, ``in_process``, ``exposed`` (a count; :mod:`fwgym.evaluation.marks`)
-  and ``partial`` (not the whole split), as in ``--csv FILE``;
+  and ``partial`` (not the whole split), as in ``-o/--out FILE`` (``--csv FILE``: its older spelling);
 * ``latex``: the main table as a booktabs ``tabular`` for ``\\input`` in a paper's ``table`` float
   (needs ``\\usepackage{booktabs}``), then, in the context and forecast suites, one ``tabular`` per
   table of the breakdown by scenario family and context type; the header line as ``%`` comments;
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import argparse
 
-from fwgym.cli.args import nonnegative_int, positive_int
+from fwgym.cli.args import add_output_argument, nonnegative_int, positive_int
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import BOOT_SEED, N_BOOT
 
@@ -52,36 +52,41 @@ FORMATS = (AUTO, TABLE, MARKDOWN, "csv", "latex", "json")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym leaderboard``."""
-    p.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
-    p.add_argument("--reference", default=None,
-                   help="policy the paired bootstrap intervals compare against (default: hour_of_day_empirical "
-                        "when present; 'none' for no intervals)")
-    p.add_argument("--format", choices=FORMATS, default=AUTO,
-                   help="table (aligned; default on a terminal), markdown (default in a file or pipe), csv, latex "
-                        "(booktabs tabular) or json")
-    p.add_argument("--csv", default=None, help="also write the rows (all columns) to this CSV file")
-    p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
-    p.add_argument("--seed", type=nonnegative_int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
-    p.add_argument("--allow-partial", action="store_true",
-                   help="accept result files that cover only part of the split without declaring it")
-    p.add_argument("--common-cases", action="store_true",
-                   help="rank on the cases every policy has (e.g. a --limit agent run beside the full baseline run); "
-                        "the header says so")
-    p.add_argument("--allow-mixed-versions", action="store_true",
-                   help="accept runs of different fwgym versions (the header names them)")
-    p.add_argument("--no-breakdown", action="store_true",
-                   help="omit the breakdown tables (per cohort and lead; per scenario family and context type)")
-    p.add_argument("--loss-weight", type=float, nargs="+", default=None, metavar="W",
-                   help="re-score the saved decisions with S = W·R + (1−W)·c/B (decision and context suites; default "
-                        "0.5, the protocol's S); several weights print the sensitivity table: S and rank at each W, "
-                        "Kendall's tau-b against the protocol's ranking")
-    p.add_argument("--wide", action="store_true",
-                   help="print every column at its full width (default on a terminal: fit its width, leaving the "
-                        "least important columns out, and say which)")
-    add_allow_unverified(p)
+    inputs = p.add_argument_group("inputs", "the results merged, and which of them are accepted")
+    inputs.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    inputs.add_argument("--allow-partial", action="store_true",
+                        help="accept result files that cover only part of the split without declaring it")
+    inputs.add_argument("--common-cases", action="store_true",
+                        help="rank on the cases every policy has (e.g. a --limit agent run beside the full baseline "
+                             "run); the header says so")
+    inputs.add_argument("--allow-mixed-versions", action="store_true",
+                        help="accept runs of different fwgym versions (the header names them)")
+    add_allow_unverified(inputs)
+    scoring = p.add_argument_group("scoring", "the score and its paired bootstrap intervals")
+    scoring.add_argument("--reference", default=None,
+                         help="policy the paired bootstrap intervals compare against (default: hour_of_day_empirical "
+                              "when present; 'none' for no intervals)")
+    scoring.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
+    scoring.add_argument("--seed", type=nonnegative_int, default=BOOT_SEED,
+                         help=f"bootstrap seed (default {BOOT_SEED})")
+    scoring.add_argument("--loss-weight", type=float, nargs="+", default=None, metavar="W",
+                         help="re-score the saved decisions with S = W·R + (1−W)·c/B (decision and context suites; "
+                              "default 0.5, the protocol's S); several weights print the sensitivity table: S and rank "
+                              "at each W, Kendall's tau-b against the protocol's ranking")
+    out = p.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS, default=AUTO,
+                     help="table (aligned; default on a terminal), markdown (default in a file or pipe), csv, latex "
+                          "(booktabs tabular) or json")
+    add_output_argument(out, metavar="FILE", default=None, aliases=("--csv",),
+                        help="also write the rows (all columns, the marks included) to this CSV file")
+    out.add_argument("--no-breakdown", action="store_true",
+                     help="omit the breakdown tables (per cohort and lead; per scenario family and context type)")
+    out.add_argument("--wide", action="store_true",
+                     help="print every column at its full width (default on a terminal: fit its width, leaving the "
+                          "least important columns out, and say which)")
 
 
-def add_allow_unverified(p: argparse.ArgumentParser) -> None:
+def add_allow_unverified(p: argparse._ActionsContainer) -> None:
     """``--allow-unverified`` (shared by ``fwgym leaderboard``, ``report`` and ``plot``)."""
     p.add_argument("--allow-unverified", action="store_true",
                    help="accept result sources without a manifest.json (deleted, or a bare results.jsonl): their "
@@ -124,20 +129,18 @@ def loss_weights(values) -> list[float]:
 
 
 def run(args) -> int:
-    """Print the leaderboard in ``args.format`` (see the module docstring); optionally write it as CSV.
+    """Print the leaderboard in ``args.format`` (see the module docstring); with ``-o/--out FILE``, also write
+    it as CSV.
 
     Raises:
         ValueError: no records, ``--reference`` names no policy of the results, a bad ``--loss-weight``.
     """
-    import sys
 
     from fwgym.cli.progress import phase
-    from fwgym.cli.tables import left_out_note, output_width, print_table, resolve_format
+    from fwgym.cli.tables import resolve_format
     from fwgym.evaluation import AUTO as AUTO_REFERENCE
-    from fwgym.evaluation import leaderboard, load_results, reference_policy, write_csv
+    from fwgym.evaluation import leaderboard, load_results, reference_policy
     from fwgym.evaluation.header import loss_weight_mark, make_header, result_set_marks
-    from fwgym.evaluation.leaderboard import (breakdown_tables, format_csv, format_json, format_latex,
-                                              leaderboard_table, narrow_cells)
     from fwgym.core.scoring import BUDGET
     from fwgym.evaluation.weights import LOSS_WEIGHT, reweight, weighted_formula
     from fwgym.suites import suite_metric
@@ -178,11 +181,23 @@ def run(args) -> int:
                          reference=ref, n_boot=args.n_boot, seed=args.seed, row_marks=rs.marks)
     fmt = resolve_format(args.format)
     csv_rows = header.csv_rows(rows)  # CSV has no header to say so
+    _print_leaderboard(args, fmt, header, rows, csv_rows, suite, credit_weight, rs.settings.get("split"), w, formula, ref)
+    _write_out(args, csv_rows, fmt)
+    return 0
+
+
+def _print_leaderboard(args, fmt: str, header, rows: list, csv_rows: list, suite: str, credit_weight, split, w: float,
+                       formula: str, ref) -> None:
+    """The leaderboard of one loss weight on stdout in ``fmt`` (csv, json, latex, markdown or table)."""
+    import sys
+
+    from fwgym.evaluation.leaderboard import format_csv, format_json, format_latex
+
     if fmt == "csv":
         sys.stdout.write(format_csv(csv_rows))
     elif fmt == "json":
         cov = header.by_domain
-        print(format_json(csv_rows, suite, credit_weight, split=rs.settings.get("split"), loss_weight=w,
+        print(format_json(csv_rows, suite, credit_weight, split=split, loss_weight=w,
                           formula=formula, coverage={"cases": header.n_cases, "complete": header.mark("PARTIAL") is None,
                                                      "by_domain": {k: list(v) for k, v in cov.items()}},
                           reference=ref, n_boot=args.n_boot if ref else None, seed=args.seed if ref else None,
@@ -191,24 +206,39 @@ def run(args) -> int:
         print(format_latex(rows, suite, comment=header.latex_comment()
                            + "\nper-cohort and per-lead tables: --format markdown or csv"))
     else:
-        width = output_width(wide=getattr(args, "wide", False)) if fmt != "markdown" else None
-        print("\n".join(header.lines(width)) if fmt != "markdown" else header.markdown())
-        print()
-        main = leaderboard_table(rows, suite)
-        left = print_table(narrow_cells(main) if width else main, fmt, width=width)
-        note = left_out_note(left, width)
-        if note:
-            print(note)
-        if not args.no_breakdown:
-            for table in breakdown_tables(rows, suite):
+        _print_tables(args, fmt, header, rows, suite)
+
+
+def _print_tables(args, fmt: str, header, rows: list, suite: str) -> None:
+    """The header, the main table and (unless ``--no-breakdown``) the breakdown tables, aligned or Markdown."""
+    from fwgym.cli.tables import left_out_note, output_width, print_table
+    from fwgym.evaluation.leaderboard import breakdown_tables, leaderboard_table, narrow_cells
+
+    width = output_width(wide=getattr(args, "wide", False)) if fmt != "markdown" else None
+    print("\n".join(header.lines(width)) if fmt != "markdown" else header.markdown())
+    print()
+    main = leaderboard_table(rows, suite)
+    left = print_table(narrow_cells(main) if width else main, fmt, width=width)
+    note = left_out_note(left, width)
+    if note:
+        print(note)
+    if not args.no_breakdown:
+        for table in breakdown_tables(rows, suite):
+            print()
+            print(table.title)
+            if fmt == MARKDOWN:
                 print()
-                print(table.title)
-                if fmt == MARKDOWN:
-                    print()
-                print_table(table.__class__(None, table.columns, table.align, table.rows), fmt, width=width)
-    if args.csv:
-        print(f"\nwrote {write_csv(csv_rows, args.csv)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
-    return 0
+            print_table(table.__class__(None, table.columns, table.align, table.rows), fmt, width=width)
+
+
+def _write_out(args, csv_rows: list, fmt: str) -> None:
+    """``-o/--out FILE``: the rows as CSV (``wrote FILE`` on stdout, or on stderr when stdout carries data)."""
+    import sys
+
+    from fwgym.evaluation import write_csv
+
+    if args.out:
+        print(f"\nwrote {write_csv(csv_rows, args.out)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
 
 
 def _checked(rs) -> str:
@@ -235,7 +265,6 @@ def _sensitivity(args, rs, records, suite: str, ref, weights: list[float]) -> in
 
     from fwgym.cli.progress import phase
     from fwgym.cli.tables import output_width, print_table, resolve_format
-    from fwgym.evaluation import write_csv
     from fwgym.evaluation.formats import format_csv, latex_table
     from fwgym.evaluation.header import make_header, result_set_marks
     from fwgym.core.scoring import BUDGET
@@ -266,8 +295,7 @@ def _sensitivity(args, rs, records, suite: str, ref, weights: list[float]) -> in
         print("\n".join(header.lines(width)) if fmt != "markdown" else header.markdown())
         print()
         print_table(table, fmt, width=width)
-    if args.csv:
-        print(f"\nwrote {write_csv(csv_rows, args.csv)}", file=sys.stderr if fmt in ("csv", "json", "latex") else sys.stdout)
+    _write_out(args, csv_rows, fmt)
     return 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fwgym.cli.args import positive_float
+from fwgym.cli.args import add_output_argument, positive_float
 
 NAME = "mcp"
 HELP = "serve one episode to an MCP client (stdio or streamable HTTP): `fwgym mcp serve --case-id ID`"
@@ -43,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--linger", type=positive_float, default=10.0,
                    help="--http: seconds the server stays up after the episode ends (default 10: the client may still "
                         "read the result, the prompt or the resources)")
-    s.add_argument("--out", default=None, metavar="RUN",
-                   help="add the finished episode to this run directory (created when missing; one per policy "
-                        "and case), so it joins fwgym leaderboard")
+    add_output_argument(s, metavar="DIR", default=None,
+                             help="add the finished episode to this run directory (created when missing; one per policy "
+                             "and case), so it joins fwgym leaderboard")
     s.add_argument("--policy-name", default=DEFAULT_POLICY, dest="policy_name",
                    help=f"the row name of the episode in results (default {DEFAULT_POLICY})")
     s.add_argument("--timeout", type=positive_float, default=600.0,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from fwgym.core.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
-from fwgym.cli.args import int_range, nonnegative_int, positive_float, positive_int
+from fwgym.cli.args import add_output_argument, int_range, nonnegative_int, positive_float, positive_int
 from fwgym.cli.leaderboard import add_allow_unverified, warn_unverified
 from fwgym.evaluation.bootstrap import BOOT_SEED, N_BOOT
 from fwgym.suites import SUITE_NAMES
@@ -38,7 +38,8 @@ def _reference(value: str) -> str | None:
 
 def _common(sp: argparse.ArgumentParser, columns_default: str) -> None:
     sp.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
-    sp.add_argument("-o", "--output", required=True, help="output figure (.pdf, .svg or .png)")
+    add_output_argument(sp, metavar="FILE", required=True, aliases=("--output",),
+                        help="the figure file (.pdf, .svg or .png)")
     sp.add_argument("--style", choices=STYLES, default="paper",
                     help="paper (default: 3.3 or 7.0 in wide, fonts >= 7 pt) or screen (larger)")
     sp.add_argument("--columns", type=int, choices=(1, 2), default=None,
@@ -56,7 +57,7 @@ def _suite(sp: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The three figure kinds as sub-subcommands, each with its options and ``-o OUTPUT``."""
+    """The three figure kinds as sub-subcommands, each with its options and ``-o/--out FILE``."""
     psub = p.add_subparsers(dest="what", required=True, metavar="FIGURE")
     pf = psub.add_parser("frontier", help="the suite's loss vs mean credits per case, bootstrap intervals, equal-S "
                                           "lines, oracles marked")
@@ -78,8 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                       "scored target")
     _common(pc, "2")
     _suite(pc)
-    pc.add_argument("--case-id", required=True)
-    pc.add_argument("--policy", required=True)
+    pc.add_argument("--case-id", required=True, dest="case_id", metavar="CASE_ID",
+                    help="the case to draw (a case id of the results: fwgym cases, results.jsonl's case_id)")
+    pc.add_argument("--policy", required=True, metavar="POLICY",
+                    help="the policy whose episode on the case is drawn (a policy of the results)")
     pc.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=CHART_HISTORY_HOURS,
                     help=f"hours of visible history shown (1..{HISTORY_HOURS}, default {CHART_HISTORY_HOURS})")
     pc.add_argument("--traces", nargs="+", default=None, metavar="FILE",
@@ -107,7 +110,7 @@ def check_policy_names(option: str, names, records) -> None:
 
 
 def run(args) -> int:
-    """Draw the chosen figure to ``args.output``.
+    """Draw the chosen figure to ``args.out``.
 
     Raises:
         ValueError: a name of ``--agents`` (frontier) that is no policy of the results, and the errors
@@ -134,14 +137,14 @@ def run(args) -> int:
     if args.what == "frontier":
         check_policy_names("--agents", args.agents or (), records)
         with phase(f"drawing the frontier ({args.n_boot:,} bootstrap draws)"):
-            out = plots.plot_frontier(records, args.output, title=args.title, agents=args.agents or (), suite=suite,
+            out = plots.plot_frontier(records, args.out, title=args.title, agents=args.agents or (), suite=suite,
                                       credit_weight=rs.settings.get("credit_weight"),
                                       panels=args.panels, labels=args.labels, reference=args.reference,
                                       n_boot=args.n_boot, seed=args.seed, **layout)
     elif args.what == "tools":
-        out = plots.plot_tools(records, args.output, title=args.title, **layout)
+        out = plots.plot_tools(records, args.out, title=args.title, **layout)
     else:
-        out = plots.plot_case(records, args.case_id, args.policy, args.output, history_hours=args.hours, suite=suite,
+        out = plots.plot_case(records, args.case_id, args.policy, args.out, history_hours=args.hours, suite=suite,
                               traces=args.traces, zoom=args.zoom, title=args.title, **layout)
     print(f"wrote {out}")
     return 0

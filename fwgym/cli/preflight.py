@@ -77,14 +77,14 @@ def probe_plugins(models) -> None:
     """One probe forecast of each plug-in forecaster of the run (:func:`fwgym.forecasters.hosted.probe`): one
     that fails is a warning here and, for a hosted plug-in, in the manifest's ``models`` (its ``health``),
     like a TSFM without weights: its purchases will end as ``backend_error`` (charged)."""
-    from fwgym.forecasters.hosted import probe
+    from fwgym.forecasters.hosted import HostedForecaster, probe
     from fwgym.forecasters.registry import get_forecaster
 
     for m in models:
         f = get_forecaster(m)
         why = probe(f)
-        if getattr(f, "hosted", False):
-            setattr(f, "probe_error", why)  # a hosted plug-in's health (fwgym.forecasters.hosted.HostedForecaster)
+        if isinstance(f, HostedForecaster):
+            f.probe_error = why  # a hosted plug-in's health (HostedForecaster.health: in the manifest's models)
         if why is not None:
             print(f"warning: plug-in forecaster {m} failed its probe forecast ({why}); its forecasts will end as "
                   "backend_error (the charge stands), so policies that buy it do not measure it", file=sys.stderr)

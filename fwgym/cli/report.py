@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from fwgym.core.cases import CHART_HISTORY_HOURS, HISTORY_HOURS
-from fwgym.cli.args import int_range, nonnegative_int, positive_int
+from fwgym.cli.args import add_output_argument, add_progress_argument, int_range, nonnegative_int, positive_int
 from fwgym.cli.leaderboard import add_allow_unverified
 from fwgym.evaluation import BOOT_SEED, N_BOOT
 from fwgym.report import DEFAULT_EPISODE_PAGES
@@ -36,28 +36,33 @@ def episodes(value: str) -> int | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym report``."""
-    p.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
-    p.add_argument("-o", "--output", required=True, help="output folder (open <folder>/index.html)")
-    p.add_argument("--traces", nargs="+", default=None,
-                   help="LLM trace JSONL files (transcripts and the tool calls in order on episode pages; default: "
-                        "the traces.jsonl of each run directory given, where there is one)")
-    p.add_argument("--no-traces", action="store_true", help="do not read any trace file")
-    p.add_argument("--reference", default=None,
-                   help="policy of the paired bootstrap intervals (default: hour_of_day_empirical when present; "
-                        "'none' for no intervals)")
-    p.add_argument("--episodes", type=episodes, default=DEFAULT_EPISODE_PAGES,
-                   help=f"episode pages per policy: the worst, best and random by S (default {DEFAULT_EPISODE_PAGES}), "
-                        "or 'all'")
-    p.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=CHART_HISTORY_HOURS,
-                   help=f"hours of visible history in episode charts (default {CHART_HISTORY_HOURS})")
-    p.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
-    p.add_argument("--seed", type=nonnegative_int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
-    p.add_argument("--title", default=None, help="report title")
-    p.add_argument("--workers", type=positive_int, default=1, help="processes writing episode pages (default 1)")
-    p.add_argument("--no-replay", action="store_true",
-                   help="do not replay baselines to list their tool calls in order (faster)")
-    p.add_argument("--no-progress", action="store_true")
-    add_allow_unverified(p)
+    inputs = p.add_argument_group("inputs", "the results and traces the report reads")
+    inputs.add_argument("results", nargs="+", help="results.jsonl files or result directories (merged)")
+    inputs.add_argument("--traces", nargs="+", default=None, metavar="FILE",
+                        help="LLM trace JSONL files (transcripts and the tool calls in order on episode pages; "
+                             "default: the traces.jsonl of each run directory given, where there is one)")
+    inputs.add_argument("--no-traces", action="store_true", help="do not read any trace file")
+    add_allow_unverified(inputs)
+    stats = p.add_argument_group("intervals", "the paired bootstrap intervals")
+    stats.add_argument("--reference", default=None,
+                       help="policy of the paired bootstrap intervals (default: hour_of_day_empirical when present; "
+                            "'none' for no intervals)")
+    stats.add_argument("--n-boot", type=positive_int, default=N_BOOT, help=f"bootstrap draws (default {N_BOOT:,})")
+    stats.add_argument("--seed", type=nonnegative_int, default=BOOT_SEED, help=f"bootstrap seed (default {BOOT_SEED})")
+    out = p.add_argument_group("output", "the report folder and its pages")
+    add_output_argument(out, metavar="DIR", required=True, aliases=("--output",),
+                        help="the report folder (open <folder>/index.html)")
+    out.add_argument("--title", default=None, help="report title")
+    out.add_argument("--episodes", type=episodes, default=DEFAULT_EPISODE_PAGES,
+                     help=f"episode pages per policy: the worst, best and random by S (default "
+                          f"{DEFAULT_EPISODE_PAGES}), or 'all'")
+    out.add_argument("--hours", type=int_range(1, HISTORY_HOURS), default=CHART_HISTORY_HOURS,
+                     help=f"hours of visible history in episode charts (default {CHART_HISTORY_HOURS})")
+    out.add_argument("--no-replay", action="store_true",
+                     help="do not replay baselines to list their tool calls in order (faster)")
+    ops = p.add_argument_group("operational")
+    ops.add_argument("--workers", type=positive_int, default=1, help="processes writing episode pages (default 1)")
+    add_progress_argument(ops)
 
 
 def run_traces(results) -> list[str]:
@@ -83,7 +88,7 @@ def run(args) -> int:
 
     ref = AUTO if args.reference is None else args.reference
     traces = None if getattr(args, "no_traces", False) else (args.traces or run_traces(args.results) or None)
-    rep = build_report(args.results, args.output, traces=traces, max_episode_pages=args.episodes,
+    rep = build_report(args.results, args.out, traces=traces, max_episode_pages=args.episodes,
                        reference=ref, n_boot=args.n_boot, seed=args.seed, replay=not args.no_replay,
                        history_hours=args.hours, title=args.title, progress=not args.no_progress,
                        workers=args.workers, allow_unverified=getattr(args, "allow_unverified", False),

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fwgym.cli.args import positive_int
-from fwgym.core.cases import SPLITS
+from fwgym.cli.args import (add_backend_arguments, add_output_argument, add_progress_argument, add_split_argument,
+                            positive_int)
 
 NAME = "rl"
 HELP = "build, verify or list the RL envs' outcome tables (precomputed macro outcomes read at training time)"
@@ -26,19 +26,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``fwgym rl build ...``, ``fwgym rl verify DIR``, ``fwgym rl list``."""
     sub = p.add_subparsers(dest="action", required=True)
     b = sub.add_parser("build", help="play every case x menu entry of a split once and store the outcomes")
-    b.add_argument("--split", required=True, choices=SPLITS, help="the split whose cases are played (train for training)")
-    b.add_argument("--variant", choices=("macro", "sequential"), default="macro",
-                   help="macro (FWBench-RL-Macro-v0, default) or sequential (the first step of each sequential entry)")
-    b.add_argument("--pool", choices=POOLS, default="protocol",
-                   help="forecast pool of the env: protocol (default, the RL ids') or extended (+ statsmodels models)")
-    b.add_argument("--out", default=None, help="table directory (default: the default table of these settings)")
-    b.add_argument("--workers", type=positive_int, default=1, help="processes (or Ray CPUs with --backend ray)")
-    b.add_argument("--backend", choices=("local", "ray"), default="local", help="local processes (default) or Ray tasks")
-    b.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
-    b.add_argument("--chunk-size", type=positive_int, default=1024, help="cases per chunk: the unit of work and of resuming")
-    b.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (a partial table)")
-    b.add_argument("--overwrite", action="store_true", help="replace a table or partial build of other settings at --out")
-    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    what = b.add_argument_group("table", "the cases and env whose outcomes are stored")
+    add_split_argument(what, required=True, help="the split whose cases are played (train for training)")
+    what.add_argument("--variant", choices=("macro", "sequential"), default="macro",
+                      help="macro (FWBench-RL-Macro-v0, default) or sequential (the first step of each sequential entry)")
+    what.add_argument("--pool", choices=POOLS, default="protocol",
+                      help="forecast pool of the env: protocol (default, the RL ids') or extended (+ statsmodels models)")
+    what.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (a partial table)")
+    out = b.add_argument_group("output")
+    add_output_argument(out, metavar="DIR", default=None,
+                        help="table directory (default: the default table of these settings)")
+    out.add_argument("--overwrite", action="store_true", help="replace a table or partial build of other settings at --out")
+    ops = b.add_argument_group("operational")
+    ops.add_argument("--workers", type=positive_int, default=1, help="processes (or Ray CPUs with --backend ray)")
+    add_backend_arguments(ops, what="local processes (default) or Ray tasks")
+    ops.add_argument("--chunk-size", type=positive_int, default=1024,
+                     help="cases per chunk: the unit of work and of resuming")
+    add_progress_argument(ops)
     v = sub.add_parser("verify", help="check a table's files against its manifest and whether this code reads it")
     v.add_argument("table", help="table directory")
     sub.add_parser("list", help="list the default tables and whether this code reads them")

@@ -28,17 +28,34 @@ def trace_problem(t: Any) -> str | None:
     """What makes ``t`` unreadable as a trace record, or ``None`` when its shape is fine."""
     if not isinstance(t, dict):
         return f"is {_kind(t)}, not a JSON object"
+    for check in (_fields_problem, _replies_problem, _messages_problem, _steps_problem):
+        problem = check(t)
+        if problem:
+            return problem
+    return None
+
+
+def _fields_problem(t: dict) -> str | None:
+    """A top-level field of the wrong JSON type, or final_plan.levels not a list of numbers."""
     for key, typ in _FIELDS.items():
         if t.get(key) is not None and not isinstance(t[key], typ):
             return f"field {key!r} is {_kind(t[key])}, expected {_kind(typ())}"
     levels = (t.get("final_plan") or {}).get("levels")
     if levels is not None and not (isinstance(levels, list) and all(is_number(x) for x in levels)):
         return "final_plan.levels is not a list of numbers"
+    return None
+
+
+def _replies_problem(t: dict) -> str | None:
     for i, r in enumerate(t.get("replies") or []):
         if not isinstance(r, dict):
             return f"replies[{i}] is {_kind(r)}, expected an object"
         if r.get("attempts") is not None and not is_number(r["attempts"]):
             return f"replies[{i}].attempts is {_kind(r['attempts'])}, expected a number"
+    return None
+
+
+def _messages_problem(t: dict) -> str | None:
     for i, m in enumerate(t.get("messages") or []):
         if not isinstance(m, dict):
             return f"messages[{i}] is {_kind(m)}, expected an object"
@@ -48,6 +65,10 @@ def trace_problem(t: Any) -> str | None:
         for j, tc in enumerate(calls or []):
             if not isinstance(tc, dict) or not isinstance(tc.get("function", {}), dict):
                 return f"messages[{i}].tool_calls[{j}] is not an object with a 'function' object"
+    return None
+
+
+def _steps_problem(t: dict) -> str | None:
     for i, s in enumerate(t.get("steps") or []):
         if not isinstance(s, dict):
             return f"steps[{i}] is {_kind(s)}, expected an object"

@@ -22,6 +22,7 @@ HELP = "re-score a run's records and check them against its manifest; --replay r
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``fwgym verify``."""
+    from fwgym.cli.args import add_progress_argument
     from fwgym.cli.leaderboard import add_allow_unverified
 
     p.add_argument("runs", nargs="+", metavar="RUN", help="run directories (or results.jsonl files)")
@@ -29,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also re-execute every recorded episode through a fresh env (tool results, charges, "
                         "submission, score) and play fwgym's named policies again; writes RUN/replay.json")
     p.add_argument("--policies", nargs="+", default=None, metavar="POLICY", help="replay only these policies' rows")
-    p.add_argument("--no-progress", action="store_true")
+    add_progress_argument(p)
     add_allow_unverified(p)
 
 

@@ -138,8 +138,8 @@ def own_modules(target: str, files) -> dict[str, str]:
 def _loaded_files() -> list[str]:
     import sys
 
-    return [m.__file__ for m in list(sys.modules.values())
-            if isinstance(getattr(m, "__file__", None), str) and m.__file__.endswith(".py")]
+    files = (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+    return [f for f in files if isinstance(f, str) and f.endswith(".py")]
 
 
 def make_in_process(target: str, kwargs: dict, name: str | None = None, source: dict | None = None):
