@@ -496,18 +496,3 @@ class InfoStore:
         for i in envs.tolist():
             array[i] = self._pool[codes[i]]
         return array
-
-    # -- persistence (fwgym.rl.infos_export) ------------------------------------------------------------
-
-    def export(self) -> tuple[dict[str, np.ndarray], dict]:
-        """The store as arrays and JSON data: :func:`fwgym.rl.infos_export.export_store`."""
-        from fwgym.rl.infos_export import export_store
-
-        return export_store(self)
-
-    @classmethod
-    def from_export(cls, arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> "InfoStore":
-        """A read-only store from :meth:`export`'s parts: :func:`fwgym.rl.infos_export.load_store`."""
-        from fwgym.rl.infos_export import load_store
-
-        return load_store(cls(capacity=2), arrays, meta, pool)

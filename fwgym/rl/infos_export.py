@@ -47,13 +47,14 @@ def export_store(self: InfoStore) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, {"meta": meta, "pool": pool}
 
 
-def load_store(self: InfoStore, arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> InfoStore:
-    """Fill the empty store ``self`` from :func:`export_store`'s parts (arrays may be read-only memory maps) and
-    freeze it.
+def load_store(arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> InfoStore:
+    """A read-only :class:`~fwgym.rl.infos.InfoStore` from :func:`export_store`'s parts (arrays may be read-only
+    memory maps).
 
     Raises:
         ValueError: inconsistent parts (shapes, references, kinds, pool values).
     """
+    self = InfoStore(capacity=2)
     try:
         r = int(meta["rows"])
         _load_patterns(self, arrays, meta, r)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fwgym.rl.infos import InfoStore, UnsupportedInfo
+from fwgym.rl.infos_export import export_store, load_store
 from fwgym.rl.values import decode_value, encode_value
 from vector_checks import assert_same, reference_batch
 
@@ -52,9 +53,9 @@ def same_outcome(ours, reference):
 
 
 def roundtrip(store: InfoStore) -> InfoStore:
-    arrays, parts = store.export()
+    arrays, parts = export_store(store)
     json.dumps(parts)  # JSON data only
-    return InfoStore.from_export({k: v.copy() for k, v in arrays.items()}, parts["meta"], parts["pool"])
+    return load_store({k: v.copy() for k, v in arrays.items()}, parts["meta"], parts["pool"])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -113,16 +114,16 @@ def test_loaded_store_is_read_only_and_checked():
     store = InfoStore()
     store.add({"a": 1.5, "b": "x"})
     store.add({"a": 2.5, "b": "y"})
-    arrays, parts = store.export()
-    loaded = InfoStore.from_export(arrays, parts["meta"], parts["pool"])
+    arrays, parts = export_store(store)
+    loaded = load_store(arrays, parts["meta"], parts["pool"])
     with pytest.raises(RuntimeError, match="read-only"):
         loaded.add({"a": 1.0})
     bad = dict(arrays)
     bad["table:codes"] = arrays["table:codes"] + 5  # codes outside the pool
     with pytest.raises(ValueError, match="pool"):
-        InfoStore.from_export(bad, parts["meta"], parts["pool"])
+        load_store(bad, parts["meta"], parts["pool"])
     with pytest.raises(ValueError):
-        InfoStore.from_export(arrays, {**parts["meta"], "rows": 7}, parts["pool"])
+        load_store(arrays, {**parts["meta"], "rows": 7}, parts["pool"])
 
 
 @pytest.mark.parametrize("value", [None, True, 0, -3, 2 ** 80, 1.5, -0.0, float("nan"), float("inf"), "é\n", [1, [2.5]],

@@ -271,7 +271,9 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
         row += m
     if fixed is None or dyn is None or ids != pool_ids or row != R:  # pragma: no cover - the parts are the chunks of pool_ids
         raise TableError(f"{parts}: the parts do not hold the table's cases in order")
-    arrays, info_parts = store.export()
+    from fwgym.rl.infos_export import export_store
+
+    arrays, info_parts = export_store(store)
     row_cols = {("info_pattern" if k == "row_pattern" else f"a:{k[6:]}"): v for k, v in arrays.items()
                 if k == "row_pattern" or k.startswith("array:")}
     tables = {f"t:{k[6:]}": v[None] for k, v in arrays.items() if k.startswith("table:")}  # (1, columns, rows) each

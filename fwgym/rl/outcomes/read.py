@@ -50,7 +50,7 @@ class OutcomeTable:
     def __init__(self, path: str | Path):
         import hashlib
 
-        from fwgym.rl.infos import InfoStore
+        from fwgym.rl.infos_export import load_store
 
         self.path = Path(path)
         self.manifest = doc = read_manifest(self.path)
@@ -79,7 +79,7 @@ class OutcomeTable:
                       .reshape(-1, len(doc["infos"]["nodes"]))}
             arrays.update({f"table:{k[2:]}": v[0] for k, v in tables.items() if k.startswith("t:") and k != "t:none"})
             arrays.update({f"array:{k[2:]}": v for k, v in rows.items() if k.startswith("a:")})
-            self.infos = InfoStore.from_export(arrays, doc["infos"], pool["value"])
+            self.infos = load_store(arrays, doc["infos"], pool["value"])
         except (ValueError, KeyError, TypeError) as exc:
             raise TableError(f"outcome table {self.path} is inconsistent ({type(exc).__name__}: {exc})") from None
         self.slot = {cid: i for i, cid in enumerate(self.case_ids)}
