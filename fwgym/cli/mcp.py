@@ -69,7 +69,7 @@ def run(args) -> int:
     from fwgym.envs.fwbench import FWBenchEnv
     from fwgym.evaluation import SUITES
     from fwgym.integrations.mcp import EpisodeServer
-    from fwgym.integrations.runs import recorded_keys
+    from fwgym.integrations.runs import check_addable
 
     try:
         import mcp  # noqa: F401
@@ -83,9 +83,9 @@ def run(args) -> int:
     env_kwargs = dict(SUITES[args.suite])
     if models != pool_models("protocol"):
         env_kwargs["models"] = list(models)
-    if args.out and (args.policy_name, args.case_id) in recorded_keys(args.out, "mcp"):
-        raise ValueError(f"--out {args.out} already holds a scored episode of {args.policy_name!r} on {args.case_id}; "
-                         "results are never replaced (choose another --policy-name or directory)")
+    if args.out:  # refused now, before a client plays the case, not when its record is written
+        check_addable(args.out, [(args.policy_name, args.case_id)], settings=_settings(args, env_kwargs, None, domain),
+                      origin_kind="mcp")
     env = FWBenchEnv(domain=domain, split=args.split, case_ids=[args.case_id], **env_kwargs)
     state: dict = {}
 
@@ -122,14 +122,11 @@ def run(args) -> int:
 
 def _write(args, server, env_kwargs: dict, client: dict, record: dict, domain: str) -> None:
     """Add the episode to ``--out`` (:func:`fwgym.integrations.runs.add_episodes`)."""
-    from fwgym.integrations.runs import add_episodes, episode_settings
-    from fwgym.tools import MAX_CALLS
+    from fwgym.integrations.runs import add_episodes
     from fwgym.version import __version__
 
     agent = {"kind": "mcp", "client": client or None}
-    settings = episode_settings(suite=args.suite, split=args.split, domains=[domain], lead=None, cases=[args.case_id],
-                                policies=[args.policy_name], agents={args.policy_name: agent}, env_kwargs=env_kwargs,
-                                max_calls=MAX_CALLS)
+    settings = _settings(args, env_kwargs, client, domain)
     trace = {"trace_version": 2, "policy": args.policy_name, "case_id": args.case_id,
              "episode_id": record.get("episode_id"), "backend": "mcp", "settings": agent, "messages": [],
              "steps": [{"action": s["action"], "env_result": s["result"]} for s in server.bridge.steps],
@@ -138,6 +135,17 @@ def _write(args, server, env_kwargs: dict, client: dict, record: dict, domain: s
     add_episodes(args.out, [record], settings=settings, origin={"kind": "mcp", "fwgym_version": __version__},
                  session={"command": ["fwgym", *(getattr(args, "argv", None) or [])], "client": client or None,
                           "transport": "http" if args.http else "stdio"}, traces=[trace])
+
+
+def _settings(args, env_kwargs: dict, client: dict | None, domain: str) -> dict:
+    """The manifest settings of the served episode (:func:`fwgym.integrations.runs.episode_settings`)."""
+    from fwgym.integrations.runs import episode_settings
+    from fwgym.tools import MAX_CALLS
+
+    agent = {"kind": "mcp", "client": client or None}
+    return episode_settings(suite=args.suite, split=args.split, domains=[domain], lead=None, cases=[args.case_id],
+                            policies=[args.policy_name], agents={args.policy_name: agent}, env_kwargs=env_kwargs,
+                            max_calls=MAX_CALLS)
 
 
 __all__ = ["NAME", "HELP", "DEFAULT_POLICY", "add_arguments", "run"]

@@ -112,6 +112,27 @@ def recorded_keys(path: str | os.PathLike, origin_kind: str) -> set[tuple[str, s
     return {(r["policy"], r["case_id"]) for r in records if is_scored(r)}
 
 
+def check_addable(path: str | os.PathLike, keys: Sequence[tuple[str, str]], *, settings: Mapping[str, Any],
+                  origin_kind: str) -> None:
+    """Check, before an episode is played, that :func:`add_episodes` will accept its record in ``path``: no scored
+    episode of the same (policy, case) pair there and the same compared settings (a server refuses at start, not
+    after the client played the case).
+
+    Raises:
+        ValueError: as :func:`add_episodes` would (the directory is not touched).
+    """
+    p = Path(path)
+    if not p.exists():
+        return
+    manifest, old = _existing(p, origin_kind)
+    latest = {(r["policy"], r["case_id"]): r for r in old}
+    taken = [k for k in keys if k in latest and is_scored(latest[k])]
+    if taken:
+        raise ValueError(f"{p} already holds a scored episode of policy {taken[0][0]!r} on case {taken[0][1]!r}; "
+                         "results are never replaced (choose another --policy-name or directory)")
+    _merged_settings(p, manifest, settings, list(keys))
+
+
 def add_episodes(path: str | os.PathLike, records: Sequence[Mapping], *, settings: Mapping[str, Any],
                  origin: Mapping[str, Any], session: Mapping[str, Any] | None = None,
                  traces: Iterable[Mapping] = ()) -> dict:

@@ -265,3 +265,30 @@ def test_mcp_rows_join_the_leaderboard_next_to_the_baselines(tmp_path):
     rows = {r["policy"]: r for r in json.loads(out)["rows"]}
     assert set(rows) == {"weekday_empirical", "hour_of_day_empirical", POLICY}
     assert rows[POLICY]["S"] == pytest.approx(rows["weekday_empirical"]["S"], abs=0)  # same plan, same score
+
+
+def test_a_run_directory_of_other_settings_is_refused_before_the_case_is_served(tmp_path):
+    """The new-user trial: `--out runs/mcp` that holds a test-split episode and a dev case to serve. The server used
+    to play the case and then fail writing it (the episode lost, the client told 'Internal server error'); it
+    refuses at start now, in one line, without serving."""
+    from fwgym.cli import main
+    from fwgym.integrations.runs import episode_settings
+
+    env = FWBenchEnv("electricity", split="test", case_ids=[CASE])
+    from fwgym.baselines import make_policy
+
+    record = run_episode(env, make_policy("weekday_empirical"), options={"case_id": CASE},
+                         episode_id=f"mcp:{POLICY}:{CASE}").record
+    record = {**record, "policy": POLICY}
+    settings = episode_settings(suite="decision", split="test", domains=["electricity"], lead=None, cases=[CASE],
+                                policies=[POLICY], agents={POLICY: {"kind": "mcp"}}, env_kwargs={}, max_calls=12)
+    out = tmp_path / "mcp"
+    add_episodes(out, [record], settings=settings, origin={"kind": "mcp"})
+    before = (out / "results.jsonl").read_bytes()
+    dev_case = "elec-ISNE-2024-01-03-day_ahead"
+    t0 = time.perf_counter()
+    assert main(["mcp", "serve", "--split", "dev", "--case-id", dev_case, "--out", str(out),
+                 "--policy-name", POLICY]) == 2  # a user error, before stdio is served (else this call would block)
+    assert time.perf_counter() - t0 < 60 and (out / "results.jsonl").read_bytes() == before
+    assert main(["mcp", "serve", "--split", "test", "--case-id", CASE, "--out", str(out),
+                 "--policy-name", POLICY]) == 2  # the same pair again: never replaced, refused at start too
