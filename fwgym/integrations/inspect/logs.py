@@ -135,6 +135,7 @@ def _rescored(stored: Mapping, settings: RunSettings, policy: str, where: str) -
 
 def _unscored(case_id: str, split: str, env_kwargs: dict, policy: str, reason: str, epoch: int) -> dict:
     """The env's own unscored record of an episode that did not finish (status harness_error)."""
+    from fwgym.agents.resources import RESOURCE_KEYS
     from fwgym.core.cases import parse_case_id
     from fwgym.envs.fwbench import FWBenchEnv
 
@@ -143,7 +144,8 @@ def _unscored(case_id: str, split: str, env_kwargs: dict, policy: str, reason: s
     record = env.abandon(reason)
     record.update(policy=policy, scored=False, harness_kind="inspect_error",
                   episode_id=f"{policy}:{case_id}:{epoch}", prompt_tokens=None, completion_tokens=None,
-                  model_turns=None, requests=None, request_latency_s=None, wall_s=None)
+                  model_turns=None, requests=None, request_latency_s=None, wall_s=None, served_model=None,
+                  tool_calls=[], **dict.fromkeys(RESOURCE_KEYS))  # the inspect sample's episode was never played here
     return record
 
 
