@@ -25,7 +25,7 @@ from fwgym.core.contract import DECISION_IDS, GRID, RAMP, TARGET_HOURS
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.tools.registry import PoolModel, tool_parameters
 
-__all__ = ["reply_json_schema", "reply_grammar", "answer_example", "GRAMMAR_TOOLS"]
+__all__ = ["reply_json_schema", "decodable_schema", "reply_grammar", "answer_example", "GRAMMAR_TOOLS"]
 
 #: the tools whose arguments the grammar spells (the answer stands for ``submit``)
 GRAMMAR_TOOLS = ("catalog", "history", "classical_plan", "plan", "quote", "forecast")
@@ -52,10 +52,50 @@ def _answer_schema(facts: Mapping, task: str) -> dict:
     return {"type": "object", "properties": prop, "required": list(prop), "additionalProperties": False}
 
 
+#: validation-only keywords that schema-to-grammar converters cannot spell (llama.cpp, llama-cpp-python); the
+#: env checks them (a counted call)
+_VALIDATION_ONLY = ("not", "if", "then", "else")
+
+
+def decodable_schema(schema: Mapping) -> dict:
+    """``schema`` (a tool's argument schema) in the subset that schema-to-grammar converters decode.
+
+    llama.cpp's and llama-cpp-python's converters read every ``oneOf`` / ``anyOf`` branch as a schema of its own, so
+    a branch that only says ``{"required": [...]}`` (``plan``'s "exactly one of ``method`` / ``forecast_id``") is an
+    "Unrecognized schema": llama.cpp refuses the request, llama-cpp-python silently decodes any JSON instead. Here
+    such a ``oneOf`` becomes one complete object per branch (its own required property, none of the other branches'
+    properties, so "exactly one" still holds), and ``not`` / ``if`` / ``then`` / ``else`` are dropped (the env
+    still refuses what they excluded, as a counted call). Other schemas are returned as they are (copied).
+    """
+    out = {k: v for k, v in schema.items() if k not in _VALIDATION_ONLY}
+    props = out.get("properties")
+    if isinstance(props, Mapping):
+        out["properties"] = {k: decodable_schema(v) if isinstance(v, Mapping) else v for k, v in props.items()}
+    if isinstance(out.get("items"), Mapping):
+        out["items"] = decodable_schema(out["items"])
+    for key in ("oneOf", "anyOf"):
+        branches = out.get(key)
+        if not isinstance(branches, list):
+            continue
+        if isinstance(props, Mapping) and all(isinstance(b, Mapping) and set(b) == {"required"} for b in branches):
+            del out[key]
+            named = {p for b in branches for p in b["required"]}
+            alts = []
+            for b in branches:
+                keep = {k: v for k, v in out["properties"].items() if k in b["required"] or k not in named}
+                req = list(dict.fromkeys([*out.get("required", []), *b["required"]]))
+                alts.append({**out, "properties": keep, "required": req})
+            return {"anyOf": alts}
+        out[key] = [decodable_schema(b) if isinstance(b, Mapping) else b for b in branches]
+    return out
+
+
 def reply_json_schema(tools: Sequence[str], task: str, facts: Mapping, pool: Sequence[PoolModel] | None = None) -> dict:
     """The JSON schema of one constrained reply: ``anyOf`` the answer and a tool call of each tool but
-    ``submit`` and ``abstain`` (module docstring)."""
-    calls = [{"type": "object", "properties": {"tool": {"const": t}, "args": tool_parameters(t, task, pool)},
+    ``submit`` and ``abstain`` (module docstring), each tool's arguments in the subset that schema-to-grammar
+    converters decode (:func:`decodable_schema`)."""
+    calls = [{"type": "object", "properties": {"tool": {"const": t},
+                                               "args": decodable_schema(tool_parameters(t, task, pool))},
               "required": ["tool", "args"], "additionalProperties": False}
              for t in tools if t not in ("submit", "abstain")]
     return {"anyOf": [_answer_schema(facts, task), *calls]}

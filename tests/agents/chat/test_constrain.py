@@ -170,6 +170,42 @@ def test_the_json_schema_has_the_grid_but_cannot_keep_the_ramp(episode):
             jsonschema.validate(bad, schema)
 
 
+def _schema_nodes(schema):
+    """Every subschema a schema-to-grammar converter visits as a schema of its own."""
+    yield schema
+    for key in ("anyOf", "oneOf"):
+        for b in schema.get(key, []):
+            yield from _schema_nodes(b)
+    for v in (schema.get("properties") or {}).values():
+        yield from _schema_nodes(v)
+    if isinstance(schema.get("items"), dict):
+        yield from _schema_nodes(schema["items"])
+
+
+@pytest.mark.parametrize("models", [None, ["seasonal_empirical", "ets", "theta"]])
+def test_the_json_schema_is_one_a_grammar_converter_decodes(models):
+    """llama.cpp / llama-cpp-python convert a schema to a grammar branch by branch: a type-less branch such as plan's
+    ``{"required": ["method"]}`` is an "Unrecognized schema" there (llama-cpp-python then silently decoded any JSON:
+    SmolLM2 wrote ``{"levels": [{"name": ...}]}`` under --constrain json-schema). Every node must be complete, with
+    plan's "exactly one of method / forecast_id" kept."""
+    from fwgym.tools.registry import pool_from_facts
+
+    facts = FWBenchEnv("electricity", split="dev", **({"models": models} if models else {})).reset(seed=0)[1]["episode"]
+    schema = reply_json_schema(facts["tools"], "decision", facts, pool_from_facts(facts["pool"]))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for node in _schema_nodes(schema):
+        assert {"type", "const", "enum", "anyOf", "oneOf"} & set(node), node
+        assert not {"not", "if", "then", "else"} & set(node), node
+    jsonschema.validate({"tool": "plan", "args": {"method": "weekly_repeat"}}, schema)
+    jsonschema.validate({"tool": "plan", "args": {"forecast_id": "f1"}}, schema)
+    for bad in ({"method": "weekly_repeat", "forecast_id": "f1"}, {}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"tool": "plan", "args": bad}, schema)
+    jsonschema.validate({"tool": "history", "args": {"last": 48}}, schema)
+    short = next(m["model"] for m in facts["pool"] if m["min_context"] <= 96)
+    jsonschema.validate({"tool": "quote", "args": {"model": short, "context_steps": 96}}, schema)
+
+
 def test_each_server_gets_its_own_fields():
     assert constraint_fields("grammar", "root ::= x", "llama.cpp") == {"extra_body": {"grammar": "root ::= x"}}
     assert constraint_fields("grammar", "g", "vllm") == {"extra_body": {"guided_grammar": "g"}}
