@@ -71,3 +71,28 @@ def test_json_in_text_with_the_gguf_template(gguf, tmp_path):
         proc, t = _evaluate(srv.url, tmp_path, "--no-native-tools")
         _common_checks(proc, t, srv)
     assert all(not r["tool_calls"] for r in t["replies"]) and "Available tools:" in t["messages"][0]["content"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["json-schema", "grammar"])
+def test_constrained_replies_follow_the_episodes_schema(gguf, tmp_path, mode):
+    """--constrain against the real server: every finished reply is one the episode's JSON schema admits (the grammar
+    is the stricter of the two). Before the fix, llama-cpp-python could not convert the schema and silently decoded
+    any JSON (``{"levels": [{"name": ...}]}``: 3 ``bad_levels`` calls)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from fwgym.agents.chat.constrain import reply_json_schema
+    from fwgym.envs.fwbench import FWBenchEnv
+    from fwgym.tools.registry import pool_from_facts
+
+    with LlamaCppServer(PYTHON, gguf, chat_format=None, log=tmp_path / "server.log") as srv:
+        proc, t = _evaluate(srv.url, tmp_path, "--constrain", mode, "--server-kind", "llama-cpp-python")
+        _common_checks(proc, t, srv)
+    env = FWBenchEnv("electricity", split="dev")
+    facts = env.reset(options={"case_id": t["case_id"]})[1]["episode"]
+    schema = reply_json_schema(facts["tools"], "decision", facts, pool_from_facts(facts["pool"]))
+    finished = [r for r in t["replies"] if r["finish_reason"] == "stop"]
+    assert finished and all(not r["tool_calls"] for r in t["replies"])
+    for r in finished:
+        jsonschema.validate(json.loads(r["content"]), schema)
+    if mode == "grammar":  # the grammar keeps grid and ramp: an answer is a valid plan
+        assert not [s for s in t["steps"] if s["kind"] == "error" and s["error"]["code"] == "bad_levels"]

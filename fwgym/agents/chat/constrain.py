@@ -65,9 +65,13 @@ def decodable_schema(schema: Mapping) -> dict:
     "Unrecognized schema": llama.cpp refuses the request, llama-cpp-python silently decodes any JSON instead. Here
     such a ``oneOf`` becomes one complete object per branch (its own required property, none of the other branches'
     properties, so "exactly one" still holds), and ``not`` / ``if`` / ``then`` / ``else`` are dropped (the env
-    still refuses what they excluded, as a counted call). Other schemas are returned as they are (copied).
+    still refuses what they excluded, as a counted call). A pattern's ``\\d`` becomes ``[0-9]`` (the same ASCII
+    digits in JSON Schema's ECMA-262 regexes): llama-cpp-python 0.3.36 copies ``\\d`` into a GBNF literal, which
+    llama.cpp fails to parse (and the server crashed). Other schemas are returned as they are (copied).
     """
     out = {k: v for k, v in schema.items() if k not in _VALIDATION_ONLY}
+    if isinstance(out.get("pattern"), str):
+        out["pattern"] = out["pattern"].replace(r"\d", "[0-9]")
     props = out.get("properties")
     if isinstance(props, Mapping):
         out["properties"] = {k: decodable_schema(v) if isinstance(v, Mapping) else v for k, v in props.items()}

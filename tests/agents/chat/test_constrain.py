@@ -186,8 +186,9 @@ def _schema_nodes(schema):
 def test_the_json_schema_is_one_a_grammar_converter_decodes(models):
     """llama.cpp / llama-cpp-python convert a schema to a grammar branch by branch: a type-less branch such as plan's
     ``{"required": ["method"]}`` is an "Unrecognized schema" there (llama-cpp-python then silently decoded any JSON:
-    SmolLM2 wrote ``{"levels": [{"name": ...}]}`` under --constrain json-schema). Every node must be complete, with
-    plan's "exactly one of method / forecast_id" kept."""
+    SmolLM2 wrote ``{"levels": [{"name": ...}]}`` under --constrain json-schema), and a pattern's ``\\d`` is copied
+    into a GBNF literal llama.cpp cannot parse (the server crashed). Every node must be complete, with plan's
+    "exactly one of method / forecast_id" and the ISO-hour pattern kept."""
     from fwgym.tools.registry import pool_from_facts
 
     facts = FWBenchEnv("electricity", split="dev", **({"models": models} if models else {})).reset(seed=0)[1]["episode"]
@@ -196,12 +197,16 @@ def test_the_json_schema_is_one_a_grammar_converter_decodes(models):
     for node in _schema_nodes(schema):
         assert {"type", "const", "enum", "anyOf", "oneOf"} & set(node), node
         assert not {"not", "if", "then", "else"} & set(node), node
+        assert "\\d" not in node.get("pattern", ""), node  # llama-cpp-python writes it into a GBNF literal: no parse
     jsonschema.validate({"tool": "plan", "args": {"method": "weekly_repeat"}}, schema)
     jsonschema.validate({"tool": "plan", "args": {"forecast_id": "f1"}}, schema)
     for bad in ({"method": "weekly_repeat", "forecast_id": "f1"}, {}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"tool": "plan", "args": bad}, schema)
     jsonschema.validate({"tool": "history", "args": {"last": 48}}, schema)
+    jsonschema.validate({"tool": "history", "args": {"start": "2024-07-20T13:00:00Z"}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"tool": "history", "args": {"start": "2024-07-20T13:30:00Z"}}, schema)
     short = next(m["model"] for m in facts["pool"] if m["min_context"] <= 96)
     jsonschema.validate({"tool": "quote", "args": {"model": short, "context_steps": 96}}, schema)
 
