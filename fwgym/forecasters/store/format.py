@@ -93,15 +93,17 @@ def batch_native(forecaster: QuantileForecaster) -> bool:
     return type(forecaster).predict_quantiles_batch is not QuantileForecaster.predict_quantiles_batch
 
 
-def fingerprint_diff(want: Mapping, got: Mapping, prefix: str = "") -> list[str]:
-    """``["field: store X, here Y", ...]`` for every (nested) field where two fingerprints differ."""
+def fingerprint_diff(want: Mapping, got: Mapping, prefix: str = "", *, label: str = "store",
+                     width: int = 120) -> list[str]:
+    """``["field: <label> X, here Y", ...]`` for every (nested) field where two fingerprints differ (each value's
+    JSON cut to ``width`` characters); the forecast store's and the RL outcome tables' checks share it."""
     out = []
     for k in sorted(set(want) | set(got)):
         a, b = want.get(k, "<absent>"), got.get(k, "<absent>")
         if isinstance(a, Mapping) and isinstance(b, Mapping):
-            out += fingerprint_diff(a, b, f"{prefix}{k}.")
+            out += fingerprint_diff(a, b, f"{prefix}{k}.", label=label, width=width)
         elif a != b:
-            out.append(f"{prefix}{k}: store {json.dumps(a)[:120]}, here {json.dumps(b)[:120]}")
+            out.append(f"{prefix}{k}: {label} {json.dumps(a)[:width]}, here {json.dumps(b)[:width]}")
     return out
 
 

@@ -67,16 +67,12 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def fingerprint_diff(want: Mapping, got: Mapping, prefix: str = "") -> list[str]:
-    """``"field: table X, here Y"`` for every leaf where two fingerprints differ."""
-    out = []
-    for k in sorted(set(want) | set(got)):
-        a, b = want.get(k, "<absent>"), got.get(k, "<absent>")
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            out += fingerprint_diff(a, b, f"{prefix}{k}.")
-        elif a != b:
-            out.append(f"{prefix}{k}: table {json.dumps(a)[:80]}, here {json.dumps(b)[:80]}")
-    return out
+def fingerprint_diff(want: Mapping, got: Mapping) -> list[str]:
+    """``"field: table X, here Y"`` for every leaf where two fingerprints differ
+    (:func:`fwgym.forecasters.store.format.fingerprint_diff`, the store's check)."""
+    from fwgym.forecasters.store.format import fingerprint_diff as nested_diff
+
+    return nested_diff(want, got, label="table", width=80)
 
 
 def write_arrow(path: Path, columns: Mapping[str, np.ndarray | Sequence[str]],
