@@ -69,6 +69,22 @@ def interleaved(envs: list, actions: list, steps: int, rounds: int) -> list[tupl
     return [(min(t), sorted(y / x for x, y in zip(t, ref))) for t in times]
 
 
+class ObservationGather:
+    """The floor of any env that returns these observations: one step = gathering ``num_envs`` random rows of a
+    ``(cases, 403)`` float32 array (the table's size) into a new array, nothing else (no infos, no rewards)."""
+
+    def __init__(self, num_envs: int, cases: int, n_features: int, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        self.num_envs = num_envs
+        self.obs = rng.random((cases, n_features), dtype=np.float32)
+        self.rows = rng.integers(0, cases, (64, num_envs))
+        self.k = 0
+
+    def step(self, actions) -> np.ndarray:
+        self.k = (self.k + 1) % len(self.rows)
+        return self.obs[self.rows[self.k]]
+
+
 def ppo_hyperparams(n_envs: int) -> dict:
     """``fwgym/hyperparams/ppo.yml``'s PPO settings for the macro id, its rollout spread over ``n_envs`` envs."""
     import yaml
@@ -172,6 +188,10 @@ def main(argv=None) -> int:
         same.reset(seed=0)
         (t_same, r_same), (t_c2, _) = interleaved([same, cart], [acts, cacts], steps, max(rounds // 3, 2))
         results["same_step"][n] = {"fwgym_steps_per_s": n / t_same, "ratio": t_c2 / t_same}
+        gather = ObservationGather(n, len(table.case_ids), full.single_observation_space.shape[0])
+        (t_gather, _), (t_c3, _) = interleaved([gather, cart], [acts, cacts], steps, max(rounds // 3, 2))
+        results["steady"][n].update({"gather_us_per_step": 1e6 * t_gather, "gather_ratio": t_c3 / t_gather})
+        del gather
         for e in (full, bare, same, cart):
             e.close()
 
@@ -240,6 +260,9 @@ def main(argv=None) -> int:
           f"{q['table_steps_per_s']:,.0f} env-steps/s on the table, {q['env_steps_per_s']:,.0f} on the env "
           f"({q['table_steps_per_s'] / q['env_steps_per_s']:.1f}x); PPO {q['ppo_table_steps_per_s']:,.0f} vs "
           f"{q['ppo_env_steps_per_s']:,.0f} steps/s")
+    print("\nfloor: gathering the observations alone (num_envs random rows of a (cases, 403) float32 array, no infos): "
+          + "; ".join(f"{n} envs {r['gather_us_per_step']:,.0f} us/step ({r['gather_ratio']:.2f}x CartPoleVectorEnv)"
+                      for n, r in results["steady"].items()))
     for n, r in results["steady"].items():
         print(f"Target: native vector env (full infos) >= CartPoleVectorEnv steps/s at num_envs = {n}: {r['ratio']:.2f}x "
               f"({'MET' if r['ratio'] >= 1 else 'NOT MET'})")
