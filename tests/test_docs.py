@@ -100,6 +100,38 @@ def test_the_pages_fwgym_commands_parse(page, command, capsys):
     assert callable(ns.func)
 
 
+def _limit_claims(page: str) -> list[tuple[str, str]]:
+    """``(fwgym evaluate command with --limit, its comment)`` of the page's bash blocks: the comment at the end of the
+    command's line and the comment line right above it."""
+    out = []
+    for code, _ in snippets(page, "bash"):
+        lines = re.sub(r"\\\n\s*", " ", code).splitlines()
+        for i, line in enumerate(lines):
+            cmd, _, comment = line.partition("#")
+            if cmd.strip().startswith("fwgym evaluate") and " --limit " in cmd:
+                above = lines[i - 1].strip() if i and lines[i - 1].strip().startswith("#") else ""
+                out.append((cmd.strip(), f"{above} {comment}"))
+    return out
+
+
+def test_limit_is_said_per_domain_and_the_episode_counts_are_true():
+    """``--limit N`` selects N cases of each domain: the README says so beside each command that uses it, and every
+    page's ``N episodes`` comment is what the command plays (cases selected x policies)."""
+    from fwgym.evaluation.runner import select_cases
+
+    readme = _limit_claims("README.md")
+    assert len(readme) >= 2 and all("per domain" in c for _, c in readme), readme
+    checked = 0
+    for page in PAGES:
+        for cmd, comment in _limit_claims(page):
+            if m := re.search(r"(\d+) episodes", comment):
+                ns = build_parser().parse_args(shlex.split(cmd)[1:])
+                per_policy = len(select_cases(ns.split, ns.domain, ns.lead, ns.limit))
+                assert per_policy * len(ns.policies or [None]) == int(m.group(1)), (page, cmd, comment)
+                checked += 1
+    assert checked >= 3
+
+
 @pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
                     reason="mkdocs is not installed (the docs extra)")
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
