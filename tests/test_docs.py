@@ -132,6 +132,25 @@ def test_limit_is_said_per_domain_and_the_episode_counts_are_true():
     assert checked >= 3
 
 
+def test_the_mcp_client_example_shows_the_commands_of_its_page():
+    """examples/mcp_client.py's docstring and docs/mcp.md show the same commands, and the baseline run covers the
+    client's cases: the same split, domain and number of cases per domain."""
+    import ast
+    import argparse
+
+    doc = ast.get_docstring(ast.parse((ROOT / "examples" / "mcp_client.py").read_text(encoding="utf-8")))
+    shown = [ln.strip() for ln in doc.splitlines() if ln.strip().startswith(("python examples/", "fwgym "))]
+    page = next(code for code, _ in snippets("docs/mcp.md", "bash") if "examples/mcp_client.py" in code)
+    assert shown == [ln.strip() for ln in page.splitlines() if ln.strip()] and len(shown) == 3
+    client = argparse.ArgumentParser()
+    for opt in ("--split", "--domain", "--cases", "--out"):
+        client.add_argument(opt)
+    c = client.parse_args(shlex.split(shown[0])[2:])
+    base = build_parser().parse_args(shlex.split(shown[1])[1:])
+    assert (base.split, base.domain, base.limit) == (c.split, [c.domain], int(c.cases)) == ("dev", ["electricity"], 5)
+    assert shlex.split(shown[2])[1:4] == ["leaderboard", base.out, c.out]
+
+
 @pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
                     reason="mkdocs is not installed (the docs extra)")
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
