@@ -73,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     scoring.add_argument("--loss-weight", type=float, nargs="+", default=None, metavar="W",
                          help="re-score the saved decisions with S = W·R + (1−W)·c/B (decision and context suites; "
                               "default 0.5, the protocol's S); several weights print the sensitivity table: S, rank and "
-                              "ΔS [95% CI] vs the reference at each W, Kendall's tau-b against the protocol's ranking")
+                              "ΔS [95%% CI] vs the reference at each W, Kendall's tau-b against the protocol's ranking")
     out = p.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default=AUTO,
                      help="table (aligned; default on a terminal), markdown (default in a file or pipe), csv, latex "
