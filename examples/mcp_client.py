@@ -4,8 +4,8 @@ The "agent" here is a two-call script (``classical_plan`` with a method, then ``
 it runs offline; put your model's loop where ``play`` calls the tools (the prompt ``fwgym_episode`` is the
 instruction to give it). Then rank the run next to the baselines::
 
-    python examples/mcp_client.py --split dev --cases 5 --out runs/mcp
-    fwgym evaluate --split dev --limit 5 --policies weekday_empirical hour_of_day_empirical --out runs/base
+    python examples/mcp_client.py --split dev --domain electricity --cases 5 --out runs/mcp
+    fwgym evaluate --split dev --domain electricity --limit 5 --policies weekday_empirical hour_of_day_empirical --out runs/base
     fwgym leaderboard runs/base runs/mcp --common-cases
 
 Needs the ``mcp`` extra (``pip install "fwgym[mcp]"``).

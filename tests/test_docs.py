@@ -100,6 +100,57 @@ def test_the_pages_fwgym_commands_parse(page, command, capsys):
     assert callable(ns.func)
 
 
+def _limit_claims(page: str) -> list[tuple[str, str]]:
+    """``(fwgym evaluate command with --limit, its comment)`` of the page's bash blocks: the comment at the end of the
+    command's line and the comment line right above it."""
+    out = []
+    for code, _ in snippets(page, "bash"):
+        lines = re.sub(r"\\\n\s*", " ", code).splitlines()
+        for i, line in enumerate(lines):
+            cmd, _, comment = line.partition("#")
+            if cmd.strip().startswith("fwgym evaluate") and " --limit " in cmd:
+                above = lines[i - 1].strip() if i and lines[i - 1].strip().startswith("#") else ""
+                out.append((cmd.strip(), f"{above} {comment}"))
+    return out
+
+
+def test_limit_is_said_per_domain_and_the_episode_counts_are_true():
+    """``--limit N`` selects N cases of each domain: the README says so beside each command that uses it, and every
+    page's ``N episodes`` comment is what the command plays (cases selected x policies)."""
+    from fwgym.evaluation.runner import select_cases
+
+    readme = _limit_claims("README.md")
+    assert len(readme) >= 2 and all("per domain" in c for _, c in readme), readme
+    checked = 0
+    for page in PAGES:
+        for cmd, comment in _limit_claims(page):
+            if m := re.search(r"(\d+) episodes", comment):
+                ns = build_parser().parse_args(shlex.split(cmd)[1:])
+                per_policy = len(select_cases(ns.split, ns.domain, ns.lead, ns.limit))
+                assert per_policy * len(ns.policies or [None]) == int(m.group(1)), (page, cmd, comment)
+                checked += 1
+    assert checked >= 3
+
+
+def test_the_mcp_client_example_shows_the_commands_of_its_page():
+    """examples/mcp_client.py's docstring and docs/mcp.md show the same commands, and the baseline run covers the
+    client's cases: the same split, domain and number of cases per domain."""
+    import ast
+    import argparse
+
+    doc = ast.get_docstring(ast.parse((ROOT / "examples" / "mcp_client.py").read_text(encoding="utf-8")))
+    shown = [ln.strip() for ln in doc.splitlines() if ln.strip().startswith(("python examples/", "fwgym "))]
+    page = next(code for code, _ in snippets("docs/mcp.md", "bash") if "examples/mcp_client.py" in code)
+    assert shown == [ln.strip() for ln in page.splitlines() if ln.strip()] and len(shown) == 3
+    client = argparse.ArgumentParser()
+    for opt in ("--split", "--domain", "--cases", "--out"):
+        client.add_argument(opt)
+    c = client.parse_args(shlex.split(shown[0])[2:])
+    base = build_parser().parse_args(shlex.split(shown[1])[1:])
+    assert (base.split, base.domain, base.limit) == (c.split, [c.domain], int(c.cases)) == ("dev", ["electricity"], 5)
+    assert shlex.split(shown[2])[1:4] == ["leaderboard", base.out, c.out]
+
+
 @pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
                     reason="mkdocs is not installed (the docs extra)")
 def test_the_site_builds_with_warnings_as_errors(tmp_path):

@@ -88,7 +88,9 @@ def _add_run_settings(g) -> None:
                    help="policy names (default: the suite's reference rows: fixed classical and priced policies whose "
                         "weights load, selectors and oracles)")
     g.add_argument("--no-tsfm", action="store_true", help="do not try to load TSFM weights for the default policies")
-    g.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (evenly spaced)")
+    g.add_argument("--limit", type=positive_int, default=None,
+                   help="at most N cases per domain, evenly spaced through the split (each policy plays each: --limit 4 "
+                        "on the protocol's 2 domains is 8 episodes per policy)")
     g.add_argument("--suite", choices=tuple(SUITES), default="decision",
                    help="decision (protocol envs, default), context (scenario notes, decision loss) or forecast (RCRPS)")
     g.add_argument("--scenario-seed", type=int, default=0, dest="scenario_seed", metavar="N",

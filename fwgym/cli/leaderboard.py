@@ -12,7 +12,8 @@ Columns are named for the suite of the runs (the forecast suite's loss is RCRPS:
 ``--loss-weight W`` re-scores the saved decisions with ``S = W·R + (1−W)·c/B`` (decision and context
 suites; :mod:`fwgym.evaluation.weights`; the default 0.5 is the protocol's S) and says so in every format
 (the ``W=<w>`` mark, the formula, a ``loss_weight`` column); several weights print the sensitivity table
-instead: S and rank at each weight and Kendall's tau-b of each ranking against the protocol's.
+instead: S, rank and (with a reference) the paired bootstrap ΔS [95% CI] at each weight, and Kendall's tau-b of
+each ranking against the protocol's.
 
 ``--format``:
 
@@ -71,8 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          help=f"bootstrap seed (default {BOOT_SEED})")
     scoring.add_argument("--loss-weight", type=float, nargs="+", default=None, metavar="W",
                          help="re-score the saved decisions with S = W·R + (1−W)·c/B (decision and context suites; "
-                              "default 0.5, the protocol's S); several weights print the sensitivity table: S and rank "
-                              "at each W, Kendall's tau-b against the protocol's ranking")
+                              "default 0.5, the protocol's S); several weights print the sensitivity table: S, rank and "
+                              "ΔS [95%% CI] vs the reference at each W, Kendall's tau-b against the protocol's ranking")
     out = p.add_argument_group("output")
     out.add_argument("--format", choices=FORMATS, default=AUTO,
                      help="table (aligned; default on a terminal), markdown (default in a file or pipe), csv, latex "
@@ -279,7 +280,7 @@ def _sensitivity(args, rs, records, suite: str, ref, weights: list[float]) -> in
                          marks=result_set_marks(rs), notes=list(rs.notes), checked=_checked(rs),
                          reference=ref, n_boot=args.n_boot, seed=args.seed, row_marks=rs.marks,
                          facts=["the protocol's W is 0.5; ranks: 1 = best"])
-    table = sensitivity_table(rows, weights, tau)
+    table = sensitivity_table(rows, weights, tau, reference=ref)
     fmt = resolve_format(args.format)
     csv_rows = header.csv_rows(rows)
     if fmt == "csv":

@@ -19,6 +19,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -158,10 +159,9 @@ def case_score(loss: float, floor: float, credits: float, sigma: float, budget: 
                              credit_weight=1.0 - float(loss_weight)).score(r, credits, budget)
 
 
-def case_weights(records: Sequence[Mapping]) -> np.ndarray:
-    """Aggregation weight of each record (sums to 1), from its ``domain``, ``cohort``, ``series_id``, ``lead``.
-
-    Records must belong to one policy (each case once).
+def _weight_parts(records: Sequence[Mapping]) -> list[tuple[int, int, int, int]]:
+    """Per record, the counts its weight divides by: ``(domains, cohorts of its domain, (series x lead) groups of
+    its cohort, members of its group)``; the weight is ``1 / (their product)``.
 
     Raises:
         ValueError: empty input or a case id repeated.
@@ -174,18 +174,48 @@ def case_weights(records: Sequence[Mapping]) -> np.ndarray:
     tree: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for i, r in enumerate(records):
         tree[r["domain"]][r["cohort"]][(r["series_id"], r["lead"])].append(i)
-    w = np.zeros(len(records))
+    parts: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * len(records)
     for cohorts in tree.values():
         for groups in cohorts.values():
             for members in groups.values():
-                w[members] = 1.0 / len(tree) / len(cohorts) / len(groups) / len(members)
-    return w
+                for i in members:
+                    parts[i] = (len(tree), len(cohorts), len(groups), len(members))
+    return parts
+
+
+def case_weights(records: Sequence[Mapping]) -> np.ndarray:
+    """Aggregation weight of each record (sums to 1), from its ``domain``, ``cohort``, ``series_id``, ``lead``.
+
+    Records must belong to one policy (each case once).
+
+    Raises:
+        ValueError: empty input or a case id repeated.
+    """
+    return np.array([1.0 / d / c / g / m for d, c, g, m in _weight_parts(records)], dtype=float)
+
+
+def _weighted_mean(values: Sequence[float], denominators: Sequence[int]) -> float:
+    """``sum(values[i] / denominators[i])`` computed exactly (rationals) and rounded once: the correctly rounded
+    weighted mean when the weights ``1 / denominators[i]`` sum to 1 (so the mean of equal values is that value,
+    never ``0.9999999999999999``)."""
+    by: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for v, d in zip(values, denominators):
+        by[d].append(float(v).as_integer_ratio())
+    total = Fraction(0)
+    for d, ratios in by.items():
+        k = max(q for _, q in ratios)  # every q is a power of 2, so each divides the largest
+        total += Fraction(sum(n * (k // q) for n, q in ratios), k * d)
+    return float(total)
 
 
 def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "loss", "floor", "credits", "calls"),
               allow_partial: bool = False) -> dict[str, float]:
     """Weighted means of ``fields`` over one policy's records (weights of :func:`case_weights`),
     plus ``n`` (cases) and ``valid`` (count of valid plans).
+
+    Each mean is computed exactly (rational arithmetic) and rounded once, so it is the correctly rounded
+    mean: equal values average to that value (a mean of ``calls`` all 1 is ``1.0``, never ``0.9999999999999999``)
+    and the result does not depend on the order of the records.
 
     Args:
         allow_partial: drop unscored records (``status == "harness_error"`` or ``scored`` False: the
@@ -214,8 +244,8 @@ def aggregate(records: Sequence[Mapping], fields: Iterable[str] = ("S", "R", "lo
             if not finite:
                 raise ValueError(f"non-finite result: {f} = {v!r} in the record of case {r.get('case_id')!r} "
                                  f"(policy {r.get('policy')!r}); a score must be a finite number")
-    w = case_weights(records)
-    out: dict[str, float] = {f: float(np.dot(w, [float(r[f]) for r in records])) for f in fields}
+    dens = [d * c * g * m for d, c, g, m in _weight_parts(records)]
+    out: dict[str, float] = {f: _weighted_mean([r[f] for r in records], dens) for f in fields}
     out["n"] = len(records)
     out["valid"] = int(sum(bool(r["valid"]) for r in records))
     return out

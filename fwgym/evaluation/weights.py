@@ -137,17 +137,36 @@ def sensitivity(records: Sequence[Mapping], weights: Sequence[float], sigma: Map
     return out, tau
 
 
-def sensitivity_table(rows: Sequence[Mapping], weights: Sequence[float], tau: Mapping[float, float | None]) -> Table:
+def sensitivity_table(rows: Sequence[Mapping], weights: Sequence[float], tau: Mapping[float, float | None],
+                      reference: str | None = None) -> Table:
     """The sensitivity rows of :func:`sensitivity` as a :class:`~fwgym.evaluation.formats.Table`: the
-    policy, then per weight ``S (W=w)`` and its rank ``#``; a last row gives Kendall's tau-b of each
-    ranking against the protocol's (W = 0.5)."""
+    policy, then per weight ``S (W=w)``, its rank ``#`` and, with a ``reference`` (the rows then carry
+    ``dS@w``, ``dS_lo@w``, ``dS_hi@w``), the paired bootstrap difference ``ΔS vs <reference> (W=w) [95% CI]``
+    (``(reference)`` in the reference's row); a last row gives Kendall's tau-b of each ranking against the
+    protocol's (W = 0.5). A narrow terminal splits the table (every column is kept).
+
+    Raises:
+        ValueError: a weight outside [0, 1]; ``reference`` given but the rows carry no ``dS@w``.
+    """
     ws = [check_loss_weight(w) for w in weights]
+    if reference is not None and any(f"dS@{w:g}" not in r for r in rows for w in ws):
+        raise ValueError(f"the sensitivity rows carry no intervals against {reference!r} (sensitivity(reference=...))")
     head, short = ["policy"], ["policy"]
     for w in ws:
         head += [f"S (W={w:g})", f"rank (W={w:g})"]
         short += [f"S@{w:g}", "#"]
-    body = [tuple([r["policy"]] + [c for w in ws for c in (f"{r[f'S@{w:g}']:.4f}", str(r[f'rank@{w:g}']))])
-            for r in rows]
+        if reference is not None:
+            head.append(f"ΔS vs {reference} (W={w:g}) [95% CI]")
+            short.append(f"ΔS@{w:g} [95% CI]")
+
+    def cells(r: Mapping, w: float) -> list[str]:
+        out = [f"{r[f'S@{w:g}']:.4f}", str(r[f'rank@{w:g}'])]
+        if reference is not None:
+            out.append("(reference)" if r["policy"] == reference else
+                       f"{r[f'dS@{w:g}']:+.4f} [{r[f'dS_lo@{w:g}']:+.4f}, {r[f'dS_hi@{w:g}']:+.4f}]")
+        return out
+
+    body = [tuple([r["policy"]] + [c for w in ws for c in cells(r, w)]) for r in rows]
     body.append(tuple([f"Kendall tau-b vs W={LOSS_WEIGHT:g}"] + [c for w in ws for c in (
-        "" if tau.get(w) is None else f"{tau[w]:.3f}", "")]))
+        ["" if tau.get(w) is None else f"{tau[w]:.3f}", ""] + ([""] if reference is not None else []))]))
     return Table(None, tuple(head), ("l",) + ("r",) * (len(head) - 1), tuple(body), tuple(short))

@@ -179,14 +179,26 @@ class RouterModel:
         """Read a model written by :meth:`save`.
 
         Raises:
-            FileNotFoundError: no such file. ValueError: not a router file, another format version, inputs other
-                than this fwgym's (the feature definitions changed since it was trained), or bad weights.
+            FileNotFoundError: no such file. ValueError: not JSON text; not a router file or another format version
+                (the message names the file, the expected ``"format": "fwgym-router", "format_version": 1`` and what
+                the file holds); inputs other than this fwgym's (the feature definitions changed since it was
+                trained), or bad weights.
         """
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
         try:
-            doc = json.loads(text, parse_constant=lambda c: math.nan)
-            if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
-                raise ValueError(f"format {doc.get('format')!r} version {doc.get('format_version')!r}")
+            doc = json.loads(data.decode("utf-8"), parse_constant=lambda c: math.nan)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{path} is not a fwgym router model: not JSON text ({exc})") from None
+        expected = (f'expected a JSON object with "format": "{FORMAT}", "format_version": {FORMAT_VERSION} (a file '
+                    "written by RouterModel.save, e.g. by examples/train_router.py)")
+        if not isinstance(doc, dict):
+            raise ValueError(f"{path} is not a fwgym router model: {expected}; found a JSON {type(doc).__name__}")
+        if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
+            found = (f"format {doc['format']!r}, format_version {doc.get('format_version')!r}" if "format" in doc else
+                     "no \"format\" field (keys: " + ", ".join(repr(k) for k in list(doc)[:6])
+                     + (", ..." if len(doc) > 6 else "") + ")")
+            raise ValueError(f"{path} is not a fwgym router model: {expected}; found {found}")
+        try:
             model = cls([(d["W"], d["b"]) for d in doc["layers"]], doc["mean"], doc["scale"], doc["methods"],
                         doc["inputs"], doc.get("info"))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:

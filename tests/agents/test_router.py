@@ -68,7 +68,12 @@ def test_router_files_are_data_and_checked(tmp_path):
     x = np.random.default_rng(2).normal(size=(5, len(input_names())))
     assert np.array_equal(back.scores(x), model.scores(x)) and back.info == {"note": "random"}
     doc = json.loads(path.read_text())
-    for edit, match in ((lambda d: d.update(format="x"), "not a readable"),
+    for edit, match in ((lambda d: d.update(format="x"), "bad.json is not a fwgym router model: expected a JSON object "
+                         "with \"format\": \"fwgym-router\", \"format_version\": 1 .*; found format 'x', format_version 1$"),
+                        (lambda d: d.update(format_version=2), "found format 'fwgym-router', format_version 2$"),
+                        (lambda d: d.pop("format"), "found no \"format\" field \\(keys: 'format_version', 'methods', "
+                                                    "'inputs', 'mean', 'scale', 'layers', \\.\\.\\.\\)$"),
+                        (lambda d: d.pop("layers"), "not a readable fwgym router model \\(KeyError"),
                         (lambda d: d["layers"][0].update(b=[0.0]), "does not follow"),
                         (lambda d: d.update(inputs=d["inputs"][::-1]), "feature definitions changed"),
                         (lambda d: d.update(methods=d["methods"][:7] + ["nope"]), "unknown methods")):
@@ -77,11 +82,16 @@ def test_router_files_are_data_and_checked(tmp_path):
         (tmp_path / "bad.json").write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=match):
             RouterModel.load(tmp_path / "bad.json")
+    for name, data, found in (("list.json", b"[1, 2]", "found a JSON list$"), ("text.json", b"{oops", "not JSON text"),
+                              ("bytes.json", b"\xff\xfe{}", "not JSON text")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=f"{name} is not a fwgym router model: .*{found}"):
+            RouterModel.load(tmp_path / name)
     with pytest.raises(FileNotFoundError):
         RouterAgent(tmp_path / "missing.json")
 
 
-def test_fwgym_evaluate_agent_router(tmp_path):
+def test_fwgym_evaluate_agent_router(tmp_path, capsys):
     path = random_model(3).save(tmp_path / "mine.json")
     out = tmp_path / "run"
     assert main(["evaluate", "--agent", "router", "--router-path", str(path), "--agent-name", "router-x", "--split", "dev",
@@ -89,17 +99,30 @@ def test_fwgym_evaluate_agent_router(tmp_path):
     recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {r["policy"] for r in recs} == {"router-x"} and len(recs) == 4 and all(r["valid"] for r in recs)
     assert main(["evaluate", "--agent", "router", "--split", "dev", "--limit", "1", "--no-progress"]) == 2
+    other = tmp_path / "other.json"  # JSON, but not a router file: the error names the file, expected and found
+    other.write_text('{"a": 1}')
+    capsys.readouterr()
+    assert main(["evaluate", "--agent", "router", "--router-path", str(other), "--split", "dev", "--limit", "1",
+                 "--no-progress", "--out", str(tmp_path / "run2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'fwgym: error: {other} is not a fwgym router model: expected a JSON object with "format": '
+                          '"fwgym-router", "format_version": 1') and "found no \"format\" field (keys: 'a')" in err, err
+    assert not (tmp_path / "run2").exists()
     f = RouterAgentFactory(model_path=str(path))
     assert f().name == "mine" and not f.isolated
 
 
 def test_the_shipped_router_reproduces_its_dev_figure():
     """examples/models/router.json (examples/train_router.py's chosen model): its dev S, played by the episode loop
-    on every dev case now, is the figure recorded in the file when it was chosen."""
+    on every dev case now, is the figure recorded in the file when it was chosen. The file's figure is the float
+    dot product of the case weights and the per-case S (the aggregate of that time): it is reproduced bit for bit
+    that way, and the leaderboard's correctly rounded mean is within an ulp of it."""
+    from fwgym.core.scoring import case_weights
     from fwgym.evaluation import evaluate, leaderboard
 
     model = RouterModel.load(SHIPPED)
     recorded = model.info["dev"]
     records = evaluate([RouterAgentFactory(model_path=str(SHIPPED))], split="dev", progress=False)
     assert len(records) == recorded["cases"]
-    assert leaderboard(records)[0]["S"] == recorded["S"]
+    assert float(np.dot(case_weights(records), [r["S"] for r in records])) == recorded["S"]
+    assert leaderboard(records)[0]["S"] == pytest.approx(recorded["S"], rel=4e-16, abs=0)

@@ -172,3 +172,18 @@ def test_malformed_inputs_are_clean_errors(results, tmp_path, capsys):
                                                         {**m, "settings": {**m["settings"], "sigma": 5}}))
         err = _out(capsys, ["leaderboard", str(d)], 2).err
         assert err.startswith("fwgym: error: ") and message in err, (what, err)
+
+
+def test_means_of_equal_values_print_as_those_values(tmp_path, capsys):
+    # --limit 3: cohort weights 1/3 whose float sum is 0.9999999999999999; every episode makes 1 call
+    out = tmp_path / "three"
+    assert main(["evaluate", "--split", "test", "--limit", "3", "--no-progress", "--out", str(out),
+                 "--policies", "weekday_empirical"]) == 0
+    recs = read_results([out])
+    assert {r["calls"] for r in recs} == {1} and {r["credits"] for r in recs} == {0}
+    row = next(csv.DictReader(io.StringIO(_out(capsys, ["leaderboard", str(out), "--format", "csv"]).out)))
+    assert (row["calls"], row["credits"]) == ("1.0", "0.0")
+    doc = json.loads(_out(capsys, ["leaderboard", str(out), "--format", "json"]).out)
+    assert (doc["rows"][0]["calls"], doc["rows"][0]["credits"]) == (1.0, 0.0)
+    tex = _out(capsys, ["leaderboard", str(out), "--format", "latex"]).out
+    assert " & 0.0 & 1.00 & 6/6" in tex  # credits, calls, valid of the one row

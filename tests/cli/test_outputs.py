@@ -109,5 +109,13 @@ def test_loss_weight_rescores_the_saved_decisions_and_says_so_in_every_format(li
     md = _out(capsys, ["leaderboard", str(run), "--loss-weight", "0.5", "--n-boot", "100"]).out
     assert md == _out(capsys, ["leaderboard", str(run), "--n-boot", "100"]).out  # 0.5 is the protocol's S
     assert "W=" not in md.splitlines()[0]
+    # the sensitivity table shows the intervals its header announces, one column per weight
+    for fmt in ("markdown", "table", "latex"):
+        text = _out(capsys, ["leaderboard", str(run), "--format", fmt, "--wide", "--n-boot", "100", "--loss-weight",
+                             "0.25", "0.75"]).out
+        assert "intervals: paired series-cluster bootstrap, 100 draws" in " ".join(text.replace("\n%", "\n").split()), fmt
+        assert text.count("(reference)") == 2 and text.count("[95") >= 2, fmt
+    md = _out(capsys, ["leaderboard", str(run), "--reference", "none", "--loss-weight", "0.25", "0.75"]).out
+    assert "intervals" not in md and "95% CI" not in md and "(reference)" not in md
     err = _out(capsys, ["leaderboard", str(run), "--loss-weight", "1.5"], 2).err
     assert "the loss weight W must be a number in [0, 1], got 1.5" in err

@@ -164,6 +164,22 @@ def test_aggregate_s_is_linear():
     assert set(out) == {"S", "R", "credits", "n", "valid"}
 
 
+def test_aggregate_is_the_correctly_rounded_weighted_mean():
+    from fractions import Fraction
+
+    # one domain, 3 cohorts of weight 1/3 each: the float weights 1/3 sum to 0.9999999999999999 with np.dot
+    recs = [{"case_id": f"c{i}", "domain": "d", "cohort": f"k{i % 3}", "series_id": f"s{i}", "lead": "day_ahead",
+             "S": 0.1 * (i + 1), "R": 0.1, "loss": 1 / 3, "floor": 0.0, "credits": 7, "calls": 1, "valid": True}
+            for i in range(6)]
+    w = case_weights(recs)
+    assert float(np.dot(w, np.ones(6))) != 1.0  # the summation the mean must not depend on
+    out = aggregate(recs)
+    assert (out["calls"], out["R"], out["loss"], out["credits"]) == (1.0, 0.1, 1 / 3, 7.0)  # equal values: that value
+    # unequal values: the exact rational mean, rounded once (weights 1/6 each here)
+    assert out["S"] == float(sum(Fraction(0.1 * (i + 1)) for i in range(6)) / 6)
+    assert aggregate(recs[::-1])["S"] == out["S"]  # and no dependence on the order of the records
+
+
 # ------------------------------------------------------------------------------------------------
 # sigma
 

@@ -66,6 +66,18 @@ def test_sensitivity_ranks_flip_when_the_loss_weighs_more():
     table = sensitivity_table(rows, [0.25, 0.75], tau)
     assert table.columns == ("policy", "S (W=0.25)", "rank (W=0.25)", "S (W=0.75)", "rank (W=0.75)")
     assert table.rows[-1] == ("Kendall tau-b vs W=0.5", "1.000", "", "-1.000", "")
+    # with a reference, each weight's paired bootstrap difference is a column (the header announces intervals)
+    rows, tau = sensitivity(a + b, [0.25, 0.75], SIGMA, reference="A", n_boot=50)
+    table = sensitivity_table(rows, [0.25, 0.75], tau, reference="A")
+    assert table.columns == ("policy", "S (W=0.25)", "rank (W=0.25)", "ΔS vs A (W=0.25) [95% CI]", "S (W=0.75)",
+                             "rank (W=0.75)", "ΔS vs A (W=0.75) [95% CI]")
+    d = rows[1]["dS@0.75"]
+    assert d == pytest.approx(rows[1]["S@0.75"] - rows[0]["S@0.75"], abs=1e-12) and d < 0
+    assert table.rows[0][3] == table.rows[0][6] == "(reference)"
+    assert table.rows[1][6] == f"{d:+.4f} [{rows[1]['dS_lo@0.75']:+.4f}, {rows[1]['dS_hi@0.75']:+.4f}]"
+    assert table.rows[-1] == ("Kendall tau-b vs W=0.5", "1.000", "", "", "-1.000", "", "")
+    with pytest.raises(ValueError, match="carry no intervals"):
+        sensitivity_table(sensitivity(a + b, [0.25], SIGMA)[0], [0.25], tau, reference="A")
     assert weighted_formula(0.25) == "S = 0.25·R + 0.75·c/B, R = (loss − F)/σ"
     assert weighted_formula(0.5) == "S = (R + c/B)/2, R = (loss − F)/σ"
     with pytest.raises(ValueError, match="given twice"):

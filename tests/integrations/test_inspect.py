@@ -161,6 +161,22 @@ def test_an_edited_log_is_refused_on_import(tmp_path):
         read_log(tmp_path / "e2.eval")
 
 
+def test_a_file_that_is_not_an_inspect_log_is_refused_by_name(tmp_path, capsys):
+    from fwgym.cli import main
+
+    for name, data in (("notes.txt", b"hello"), ("other.json", b'{"a": 1}'), ("broken.eval", b"PK\x03\x04junk"),
+                       ("bytes.json", b"\xff\xfe")):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(ValueError, match=f"^{path} is not an inspect-ai log \\(expected the .eval or .json log"):
+            read_log(path)
+        capsys.readouterr()
+        assert main(["import-inspect", str(path), "--out", str(tmp_path / "run")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"fwgym: error: {path} is not an inspect-ai log") and "fwgym/decision" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 def test_imported_rows_join_the_leaderboard_next_to_the_baselines(tmp_path):
     log = _eval(tmp_path, limit=2)
     base = tmp_path / "base"

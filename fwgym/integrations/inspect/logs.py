@@ -17,6 +17,7 @@ task, the model, inspect's version), so inspect-played rows are told apart from 
 from __future__ import annotations
 
 import hashlib
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -67,7 +68,7 @@ def read_log(path: str | Path, *, epoch: int = 1, policy: str | None = None) -> 
     """Records of the fwgym-task log ``path`` (module docstring).
 
     Raises:
-        ValueError: not a log of a fwgym task, an unfinished eval, an edited score (the message names the
+        ValueError: not an inspect log (the message names the file), not a log of a fwgym task, an unfinished eval, an edited score (the message names the
             sample), no sample of ``epoch``.
         FileNotFoundError: no such file.
     """
@@ -77,7 +78,12 @@ def read_log(path: str | Path, *, epoch: int = 1, policy: str | None = None) -> 
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"no inspect log {p}")
-    log = read_eval_log(str(p))
+    try:
+        log = read_eval_log(str(p))
+    except (ValueError, KeyError, zipfile.BadZipFile) as exc:  # pydantic's ValidationError is a ValueError
+        why = "; ".join(line.strip() for line in str(exc).splitlines()[:3] if line.strip()) or type(exc).__name__
+        raise ValueError(f"{p} is not an inspect-ai log (expected the .eval or .json log file of an inspect eval of "
+                         f"{', '.join(SUITE_TASKS.values())}; inspect: {why[:300]})") from None
     task = log.eval.task
     suite = _SUITE_OF.get(task)
     if suite is None:
