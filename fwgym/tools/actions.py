@@ -6,8 +6,9 @@ already parsed dict. :func:`parse_action` turns any input into a :class:`ToolCal
 :class:`Tool` (the registered ones: :data:`fwgym.tools.registry.REGISTRY`).
 
 A result is a JSON-safe dict, ``{"tool": NAME, "ok": true, "result": {...}}`` or
-``{"tool": NAME, "ok": false, "error": {"code": ..., "message": ...}}`` (:func:`error_result`);
-:func:`result_json` is its compact ASCII JSON, what the ``last_result`` observation carries.
+``{"tool": NAME, "ok": false, "error": {"code": ..., "message": ...}}`` (:func:`error_result`), typed by
+:class:`~fwgym.tools.results.ToolResult`; :func:`result_json` is its compact ASCII JSON, what the
+``last_result`` observation carries.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from fwgym.core.contract import is_mapping, names_text, safe_repr
 from fwgym.errors import ToolError
+from fwgym.tools.results import ToolResult
 
 __all__ = ["MAX_ACTION_CHARS", "ToolCall", "Tool", "ToolError", "loads_strict", "parse_action", "error_result", "result_json"]
 
@@ -42,8 +44,8 @@ class Tool:
         name: the action's ``"tool"`` value.
         description: one line for agents (and the function schema).
         parameters: JSON schema of ``"args"``.
-        handler: ``handler(episode, args) -> result dict`` (an :class:`~fwgym.tools.episode.Episode`);
-            it raises :class:`~fwgym.errors.ToolError` or :class:`~fwgym.core.contract.PlanError` to refuse.
+        handler: ``handler(episode, args) -> result body`` (an :class:`~fwgym.tools.episode.Episode`; the
+            body becomes the ``result`` of the call's :class:`~fwgym.tools.results.ToolResult`); it raises :class:`~fwgym.errors.ToolError` or :class:`~fwgym.core.contract.PlanError` to refuse.
         counts_as_call: ``True``: every call counts toward the call limit, refused or not.
             ``False`` (the answer tools): an accepted call does not count; a refused one counts like
             any call. :meth:`fwgym.tools.episode.Episode.apply` reads this flag.
@@ -52,7 +54,7 @@ class Tool:
     name: str
     description: str
     parameters: dict
-    handler: Callable[[Any, dict], dict]
+    handler: Callable[[Any, dict[str, Any]], Mapping[str, Any]]
     counts_as_call: bool = True
 
     def schema(self) -> dict:
@@ -114,13 +116,13 @@ def parse_action(action: Any) -> ToolCall | ToolError:
         return ToolError("invalid_action", f"could not read the action: {type(exc).__name__}")
 
 
-def error_result(tool: str, exc: ToolError) -> dict:
+def error_result(tool: str, exc: ToolError) -> ToolResult:
     """The result of a refused or failed call of ``tool`` (the name cut to 60 characters: it may be
     an unknown name the agent sent)."""
     return {"tool": str(tool)[:60], "ok": False, "error": {"code": exc.code, "message": exc.message}}
 
 
-def result_json(result: Mapping) -> str:
+def result_json(result: ToolResult) -> str:
     """Compact ASCII JSON of a tool result (what the ``last_result`` observation carries)."""
     return json.dumps(result, ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=_json_default)
 
