@@ -316,8 +316,11 @@ class FWBenchEnv(gym.Env):
             u = self.np_random.random()  # bisect_right == np.searchsorted(side="right")
             case = self.cases[min(bisect.bisect_right(self._cum_weights, u), len(self.cases) - 1)]
         scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
+        # the forecasters that serve this episode's pool (the env's overrides, else the process-wide instances),
+        # looked up once per episode rather than at every priced call
+        forecasters = {m: self.forecasters.get(m) or get_forecaster(m) for m in self.models}
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self._tool_table,
-                               models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
+                               models=self.models, forecasters=forecasters, task=self.task, scenario=scenario,
                                forecast_timeout=self.forecast_timeout, call_limit=self.call_limit,
                                invalid_submission=self.invalid_submission, forecast_store=self.forecast_store)
         self._outcome = None

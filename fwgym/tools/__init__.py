@@ -13,12 +13,11 @@ it propagates out of :meth:`Episode.apply` (and ``env.step``), so no episode is 
 Nothing in a result ever carries a value at or after ``as_of - 2 h``: the tools read only the visible
 window of the case.
 
-Modules: :mod:`~fwgym.tools.actions` (grammar, the Tool type, result format), :mod:`~fwgym.tools.results`
+Modules: :mod:`~fwgym.tools.actions` (grammar and argument checks, the Tool type, result format), :mod:`~fwgym.tools.results`
 (the JSON shapes of results: :class:`ToolResult`, :class:`Catalog`), :mod:`~fwgym.tools.episode`
 (the ledger: budget and call counting), :mod:`~fwgym.tools.registry` (the tools and their JSON
-schemas), :mod:`~fwgym.tools.arguments` (argument checks), and the
-handlers by family: :mod:`~fwgym.tools.info` (catalog, history), :mod:`~fwgym.tools.planning`
-(classical_plan, plan, evaluate_plan; the plan cache), :mod:`~fwgym.tools.purchase` (quote, forecast,
+schemas), and the handlers by family: :mod:`~fwgym.tools.info` (catalog, history), :mod:`~fwgym.tools.planning`
+(classical_plan, plan, evaluate_plan; plans read from and written to JSON; the plan caches), :mod:`~fwgym.tools.purchase` (quote, forecast,
 replay; the purchase rule), :mod:`~fwgym.tools.answer` (submit, abstain).
 """
 from fwgym.errors import ToolError

@@ -86,10 +86,13 @@ class Episode:
         models: the priced forecast pool.
         forecast_timeout: seconds a non-bounded forecast may take (``None``: no limit).
         call_limit, invalid_submission: ``"terminate"`` (protocol) or ``"error"`` (see the module docstring).
-        forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances.
+        forecasters: ``{model: QuantileForecaster}`` serving the pool (the env gives one for every model of
+            ``models``: its overrides, else the process-wide instances); a model without one is served by the
+            process-wide instance.
         forecast_store: the :class:`~fwgym.forecasters.store.ForecastStore` the priced tools read
             (``None``: the process-wide one of :func:`~fwgym.forecasters.store.use_store`, if any).
-        forecasts: bought forecasts by id (``"f1"``, ...): model, horizon, context_steps, quantiles, plan.
+        forecasts: bought forecasts by id (``"f1"``, ...): model, horizon, context_steps, quantiles, and
+            ``plan`` once a tool planned on it (:func:`fwgym.tools.planning.forecast_plan`).
         plans: classical plans looked up in this episode, by method.
     """
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from fwgym.core.cases import HISTORY_HOURS
-from fwgym.core.contract import ALPHA, BLOCK_HOURS, DECISION_IDS, GRID, N_BLOCKS, RAMP
+from fwgym.core.contract import ALPHA, BLOCK_HOURS, DECISION_IDS, GRID, LEVEL_LABELS, N_BLOCKS, RAMP
 from fwgym.errors import ToolError
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.covering import covering_credits
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.core.series import hour_to_iso
 from fwgym.core.tariff import TARIFF, tariff_rows
-from fwgym.tools.arguments import LEVEL_LABELS, check_keys, int_arg, time_arg
+from fwgym.tools.actions import check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
 from fwgym.tools.results import Catalog, CatalogBlock, CatalogModel
 
