@@ -16,7 +16,7 @@ Areas (each one sha256 over canonical JSON, order-independent: records are sorte
   (``--llm-cases`` cases per domain): the records and the trace lines.
 
 Volatile fields are removed before hashing (anything that differs between two runs of the same code: times,
-latencies, token counts, paths, process ids, versions, the git commit, run ids). Floats are hashed through
+latencies, the episodes' CPU seconds and memory, token counts, paths, process ids, versions, the git commit, run ids). Floats are hashed through
 ``repr`` (JSON), so a hash matches only when every value is equal bit for bit. ``--dump DIR`` writes the
 canonical records of each area (``DIR/<area>.jsonl``) so that two runs' differences can be diffed.
 """
@@ -36,8 +36,11 @@ from typing import Any, Iterable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: keys whose values differ between runs of the same code (removed at any depth)
-VOLATILE_KEYS = frozenset({
+from fwgym.evaluation.records import VOLATILE_FIELDS  # noqa: E402 - after the path of this tree
+
+#: keys whose values differ between runs of the same code (removed at any depth): the records' measured times and
+#: memory (VOLATILE_FIELDS: episode_wall_s, cpu_s, peak_rss_mib, pss_mib, ...) and these
+VOLATILE_KEYS = frozenset(VOLATILE_FIELDS) | frozenset({
     "time", "times", "timestamp", "started", "started_at", "finished", "finished_at", "created", "created_at",
     "date", "wall_s", "elapsed_s", "seconds", "duration_s", "latency_s", "request_latency_s", "latencies",
     "prompt_tokens", "completion_tokens", "total_tokens", "usage", "pid", "path", "paths", "cwd", "out", "file",

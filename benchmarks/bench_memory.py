@@ -58,7 +58,7 @@ def main(argv=None) -> None:
     import numpy as np
 
     from fwgym.tools import planning
-    from fwgym.forecasters.registry import FORECAST_CACHE
+    from fwgym.forecasters.cache import FORECAST_CACHE
     from fwgym.rl import make_rl_env
 
     rl = make_rl_env(domain="all", split="train", variant="macro", outcome_table=False)

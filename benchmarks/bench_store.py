@@ -58,7 +58,7 @@ def machine() -> str:
 
 def rl_rates(tiny: dict, store_dir: Path, case_ids: list[str], variant: str, rounds: int) -> dict:
     """Median µs per macro step with and without the store (chunks alternate)."""
-    from fwgym.forecasters.registry import FORECAST_CACHE
+    from fwgym.forecasters.cache import FORECAST_CACHE
     from fwgym.forecasters.store import open_store
     from fwgym.rl import make_rl_env
 

@@ -515,7 +515,7 @@ def main(argv=None) -> int:
     from fwgym.agents.sb3 import SB3Agent
     from fwgym.evaluation import (by_policy, evaluate, format_leaderboard, leaderboard, paired_bootstrap, run_meta,
                                   write_results)
-    from fwgym.forecasters.registry import FORECAST_CACHE
+    from fwgym.forecasters.cache import FORECAST_CACHE
 
     t_all = time.perf_counter()
     timings: dict[str, float] = {}

@@ -1,37 +1,187 @@
-"""Reading agent traces (JSONL) for the report and the figures, and turning traces or replays into page data.
+"""Agent traces (JSONL): their shape (:class:`Trace`), reading them for the report and the figures, and turning
+traces or replays into page data.
 
-Trace schema (one JSON object per line; any other field is ignored, so the richer traces written by
-:class:`fwgym.agents.chat.ChatAgent` are read as they are):
+Trace schema (one JSON object per line, :class:`Trace`; any other field is ignored, so the richer traces written
+by :class:`fwgym.agents.chat.ChatAgent` are read as they are):
 
 * required: ``policy`` (str, the results' policy name), ``case_id`` (str) and ``messages``: a list of
   OpenAI-style chat messages ``{"role": "system" | "user" | "assistant" | "tool", "content": str | null}``,
   an assistant message optionally with ``tool_calls: [{"id", "function": {"name", "arguments"}}]``, a
   tool message optionally with ``tool_call_id``. ``content`` may also be a list of ``{"type": "text",
   "text": ...}`` parts.
-* optional: ``steps``: one dict per env action, in order: ``{"action": {"tool", "args"}, "env_result":
-  the env's result JSON (``{"tool", "ok", "result" | "error"}``) or null, "budget_left", "calls_left",
-  "kind", "error": {"code", "message"}}``; ``score`` (``S, R, loss, credits, calls, valid, status,
-  reason``); ``agent_status`` and ``agent_status_detail``; ``replies`` (``[{"turn", "reasoning",
-  "finish_reason", "latency_s", "usage"}]``, matched to the n-th assistant message); ``backend``,
-  ``settings``, ``turns``, ``wall_s``, ``usage``, ``started``.
+* optional: ``steps``: one dict per env action, in order (:class:`TraceStep`): ``{"action": {"tool", "args"},
+  "env_result": the env's result JSON (:class:`~fwgym.tools.results.ToolResult`) or null, "budget_left",
+  "calls_left", "kind", "error": {"code", "message"}}``; ``score`` (:class:`TraceScore`: ``S, R, loss, floor,
+  credits, calls, valid, status, reason``); ``agent_status`` and ``agent_status_detail``; ``replies``
+  (:class:`TraceReply`: ``[{"turn", "reasoning", "finish_reason", "latency_s", "usage"}]``, matched to the n-th
+  assistant message); ``backend``, ``settings``, ``turns``, ``wall_s``, ``usage``, ``started``.
 
 A line without ``policy`` or ``case_id`` (an episode that never ended) is skipped with a warning; when
 a (policy, case) pair appears twice, the last line wins (reruns append).
+
+The writers: :mod:`fwgym.agents.chat.traces` (LLM agents), ``fwgym mcp`` and the inspect-ai log import; the check
+of a file's shapes: :mod:`fwgym.cli.trace_shape`; the readers: this module and ``fwgym show-trace``.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypedDict, cast
 
 from fwgym.jsonl import iter_jsonl
 from fwgym.core.series import iso_to_hour
+from fwgym.tools.results import ToolErrorInfo, ToolResult
+
+
+class TraceStep(TypedDict, total=False):
+    """One env action of a trace (``steps``; :attr:`fwgym.agents.chat.session.ChatSession.steps`), in order.
+
+    Every field may be absent in a file (``fwgym mcp`` writes ``action`` and ``env_result`` only).
+    """
+
+    #: the model reply it came from (1-based; 0 before the first reply)
+    turn: int
+    #: ``"native"`` (a native tool call), ``"text"`` (JSON in the reply text) or ``"agent"`` (the harness's own)
+    source: str
+    #: ``"tool"``, ``"answer"`` (submit), ``"error"`` (a reply that could not be used: one counted call),
+    #: ``"abandon"`` (the agent gave up) or ``"direct_samples"`` (the direct prompt's submit)
+    kind: str
+    #: the env action ``{"tool", "args"}``
+    action: dict[str, Any]
+    #: the native tool call's id
+    tool_call_id: str
+    #: how the reply text was read (:meth:`fwgym.agents.chat.parsing.ParsedReply.to_json`)
+    parse: dict[str, Any]
+    #: why the reply was not used (``kind`` error) or why the agent gave up (``kind`` abandon)
+    error: ToolErrorInfo | None
+    #: argument names a strict tool call sent as null and the harness dropped
+    dropped_null_arguments: list[str]
+    #: the env's result of the action (``None``: the agent never saw one; a string: unreadable JSON)
+    env_result: ToolResult | str | None
+    #: the ledger after the action (``None`` when no result was seen)
+    calls_left: int | None
+    budget_left: int | None
+
+
+class TraceReply(TypedDict, total=False):
+    """One model reply of a trace (``replies``; :func:`fwgym.agents.chat.traces.reply_json`), then the backend's
+    details (:attr:`fwgym.agents.chat.session.ModelReply.meta`: the fields below and any other the backend sets)."""
+
+    turn: int
+    content: str | None
+    finish_reason: str | None
+    #: ``[{"id", "name", "arguments", "original_chars" (when cut)}]``
+    tool_calls: list[dict[str, Any]]
+    reasoning: str
+    # -- backend details
+    latency_s: float
+    requests: int
+    attempts: int
+    #: token counts (``prompt_tokens``, ``completion_tokens``, ...)
+    usage: dict[str, int]
+    #: the model the server says answered
+    model: str
+    cached: bool
+    cached_prompt_tokens: int
+    truncated_from_chars: int
+
+
+class TraceScore(TypedDict, total=False):
+    """The env record's score fields copied into a trace (``score``; ``None`` where the record has none)."""
+
+    S: float | None
+    R: float | None
+    loss: float | None
+    floor: float | None
+    credits: int | None
+    calls: int | None
+    valid: bool | None
+    status: str | None
+    reason: str | None
+
+
+class TraceFinalPlan(TypedDict):
+    """``final_plan``: the scored levels (``None`` when invalid) and the arguments of the last ``submit``."""
+
+    levels: list[float] | None
+    submitted: Any
+
+
+class TraceHarnessError(TypedDict):
+    """``harness_error``: the infrastructure failure that ended the episode unscored."""
+
+    kind: str
+    message: str
+
+
+class TraceDirectSamples(TypedDict):
+    """``direct_samples``: what the direct prompt's completions gave (CiK's sampling)."""
+
+    requested: int
+    completions: int
+    valid: int
+    rejected: dict[str, int]
+    outcomes: list[str]
+
+
+class Trace(TypedDict, total=False):
+    """One trace line (module docstring), fields in the order :mod:`fwgym.agents.chat.traces` writes them.
+
+    Every field may be absent in a file read (other writers write fewer; :mod:`fwgym.cli.trace_shape` checks the
+    JSON types of those that are present).
+    """
+
+    trace_version: int
+    #: a random hex id of the trace line
+    trace_id: str
+    #: the run layer's id of the episode (as in the run's records); ``None`` outside a run
+    episode_id: str | None
+    policy: str
+    backend: str
+    #: the agent's settings (:meth:`fwgym.agents.chat.ChatAgent.describe`)
+    settings: dict[str, Any]
+    native_tools: bool
+    tools: list[str]
+    #: ISO 8601 UTC time the episode started
+    started: str
+    case_id: str | None
+    #: ``"running"``, ``"ok"``, an abandon status (``max_turns``, ``context_exhausted``, ...) or ``"harness_error"``
+    agent_status: str
+    agent_status_detail: str | None
+    harness_error: TraceHarnessError | None
+    replies: list[TraceReply]
+    #: the chat, OpenAI-style message dicts
+    messages: list[dict[str, Any]] | None
+    steps: list[TraceStep] | None
+    #: the env's final record (:class:`fwgym.evaluation.records.Record`)
+    record: dict[str, Any] | None
+    score: TraceScore | None
+    final_plan: TraceFinalPlan | None
+    direct_samples: TraceDirectSamples
+    turns: int
+    wall_s: float
+    #: token counts summed over the replies
+    usage: dict[str, int]
+    #: :meth:`fwgym.agents.chat.ChatAgent.episode_stats`
+    stats: dict[str, Any] | None
+    notices: list[str]
+    #: the line was cut to the trace-line bound (:func:`fwgym.agents.chat.traces.bound_trace`)
+    truncated: bool
+
+
+#: the fields of the env record copied into a trace's ``score`` (:class:`TraceScore`)
+SCORE_FIELDS: tuple[str, ...] = tuple(TraceScore.__annotations__)
+
+
+def trace_score(record: Mapping[str, Any]) -> TraceScore:
+    """A trace's ``score``: the :data:`SCORE_FIELDS` of an env record, in order (``None`` where it has none)."""
+    return cast(TraceScore, {k: record.get(k) for k in SCORE_FIELDS})
 
 #: messages longer than this start collapsed (their first line is shown)
 OPEN_CHARS = 2500
 
 
-def load_traces(paths: Iterable[str | Path] | str | Path | None) -> tuple[dict[tuple[str, str], dict], list[str]]:
+def load_traces(paths: Iterable[str | Path] | str | Path | None) -> tuple[dict[tuple[str, str], Trace], list[str]]:
     """Read trace files.
 
     Args:
@@ -48,7 +198,7 @@ def load_traces(paths: Iterable[str | Path] | str | Path | None) -> tuple[dict[t
         return {}, []
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    out: dict[tuple[str, str], dict] = {}
+    out: dict[tuple[str, str], Trace] = {}
     warnings: list[str] = []
     for p in map(Path, paths):
         if not p.is_file():
@@ -93,7 +243,7 @@ def _pretty_args(args: Any) -> str:
     return json.dumps(args, ensure_ascii=False, indent=1) if not isinstance(args, str) else args
 
 
-def transcript(trace: dict) -> list[dict]:
+def transcript(trace: Trace) -> list[dict]:
     """Page data of a trace's messages: ``[{"role", "content", "tool_calls", "tool_call_id", "reasoning",
     "meta", "open", "preview", "chars", "turn"}]`` (the system message and long messages start closed)."""
     replies = [r for r in trace.get("replies") or [] if isinstance(r, dict)]
@@ -175,7 +325,8 @@ def _action(a: Any) -> dict:
     return a if isinstance(a, dict) else {"tool": "invalid", "args": str(a)[:200]}
 
 
-def _call_row(n: int, action: dict, res: Any, charged: float | None, calls_left, budget_left, note: str = "") -> dict:
+def _call_row(n: int, action: dict, res: ToolResult | str | None, charged: float | None, calls_left: Any, budget_left: Any,
+              note: str = "") -> dict:
     tool = str(action.get("tool", "?"))
     args = action.get("args", {})
     short = brief(args)
@@ -196,7 +347,7 @@ def _call_row(n: int, action: dict, res: Any, charged: float | None, calls_left,
     return row
 
 
-def calls_from_trace(trace: dict, total_credits: float | None) -> list[dict]:
+def calls_from_trace(trace: Trace, total_credits: float | None) -> list[dict]:
     """Tool calls of a trace in order (from ``steps``): tool, arguments, result, credits charged.
 
     Credits per call are differences of ``budget_left`` (the start budget is the last known
@@ -215,14 +366,15 @@ def calls_from_trace(trace: dict, total_credits: float | None) -> list[dict]:
             charged, prev = prev - left, left
         elif isinstance(res, dict) and res.get("ok") and isinstance(res.get("result"), dict):
             charged = res["result"].get("credits") if action.get("tool") in ("forecast", "replay") else 0
-        note = ""
-        if s.get("kind") == "error" and isinstance(s.get("error"), dict):
-            note = f"reply not usable: {s['error'].get('code')}"
-        elif s.get("kind") == "abandon" and isinstance(s.get("error"), dict):
-            note = f"agent gave up: {s['error'].get('code')}"
+        note, error = "", s.get("error")
+        if s.get("kind") == "error" and isinstance(error, dict):
+            note = f"reply not usable: {error.get('code')}"
+        elif s.get("kind") == "abandon" and isinstance(error, dict):
+            note = f"agent gave up: {error.get('code')}"
         if res is None and action.get("tool") == "submit":
-            status = (trace.get("score") or {}).get("status")
-            res = {"ok": bool((trace.get("score") or {}).get("valid")), "result": {"status": status}} if status else None
+            score: TraceScore = trace.get("score") or {}
+            status = score.get("status")
+            res = {"tool": "submit", "ok": bool(score.get("valid")), "result": {"status": status}} if status else None
         rows.append(_call_row(n, action, res, charged, s.get("calls_left"), left, note))
     return rows
 
@@ -243,7 +395,7 @@ def calls_from_log(log: Sequence[dict], budget: float | None = None) -> list[dic
     return rows
 
 
-def bands_from_calls(trace_or_log_results: Sequence[Any]) -> list[dict]:
+def bands_from_calls(trace_or_log_results: Sequence[ToolResult | str | None]) -> list[dict]:
     """Purchased forecasts among tool results: ``[{"label", "start_hour", "quantiles"}]``."""
     out = []
     for res in trace_or_log_results:
@@ -257,10 +409,11 @@ def bands_from_calls(trace_or_log_results: Sequence[Any]) -> list[dict]:
     return out
 
 
-def trace_results(trace: dict) -> list[Any]:
+def trace_results(trace: Trace) -> list[ToolResult | str | None]:
     """The env results of a trace's steps, in order."""
     return [s.get("env_result") for s in trace.get("steps") or [] if isinstance(s, dict)]
 
 
-__all__ = ["load_traces", "transcript", "calls_from_trace", "calls_from_log", "bands_from_calls", "trace_results",
+__all__ = ["Trace", "TraceStep", "TraceReply", "TraceScore", "TraceFinalPlan", "TraceHarnessError", "TraceDirectSamples",
+           "SCORE_FIELDS", "trace_score", "load_traces", "transcript", "calls_from_trace", "calls_from_log", "bands_from_calls", "trace_results",
            "brief", "iso_hour_or_none"]

@@ -1,19 +1,19 @@
-"""Argument checks shared by every module: "an integer, not a bool" and "a real number, not a bool".
+"""Argument checks shared by every module: "an integer, not a bool", "a real number, not a bool" and "a mapping".
 
 ``bool`` is a subclass of ``int`` in Python, so ``isinstance(True, int)`` holds; every count, size, seed
 and index argument of fwgym refuses ``True``/``False`` through these helpers, with one message form:
 ``"<name> must be <a positive integer | a non-negative integer | an integer >= m | an integer in m..n>,
 got <repr>"``. Python and NumPy integers are accepted (and returned as ``int``); floats are not, even
 integral ones (agent-facing tool arguments, which JSON may spell ``3.0``, are checked by
-:func:`fwgym.tools.arguments.int_arg` instead).
+:func:`fwgym.tools.actions.int_arg` instead).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["is_int", "is_number", "int_description", "check_int"]
+__all__ = ["is_int", "is_number", "is_mapping", "int_description", "check_int"]
 
 
 def is_int(value: Any) -> bool:
@@ -29,6 +29,11 @@ def is_number(value: Any) -> bool:
     if t is float or t is int:  # the hot path (plan and forecast validation)
         return True
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_mapping(x: Any) -> bool:
+    """True for a dict or any other :class:`~collections.abc.Mapping` (the dict check first: it is the hot path)."""
+    return type(x) is dict or isinstance(x, Mapping)
 
 
 def int_description(minimum: int | None = None, maximum: int | None = None) -> str:

@@ -22,6 +22,7 @@ from fwgym.core.series import hour_to_iso
 from fwgym.forecasters.classical import classical_distribution
 from fwgym.core.optimizer import optimal_plan
 from fwgym.core.series import iso_to_hour
+from fwgym.tools.results import Catalog
 
 __all__ = ["parse_scenario", "effects_match", "ContextAwareAgent"]
 
@@ -201,7 +202,7 @@ class ContextAwareAgent:
         if not self._asked:
             self._asked = True
             return {"tool": "catalog"}
-        cat = json.loads(observation["last_result"])["result"]
+        cat: Catalog = json.loads(observation["last_result"])["result"]
         case, contract = cat["case"], cat["contract"]
         last, start = iso_to_hour(case["last_visible"]), iso_to_hour(case["target_start"])
         history = np.asarray(observation["history"], dtype=np.float64)

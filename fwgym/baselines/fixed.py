@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from fwgym.forecasters.classical import CLASSICAL_METHODS
+from fwgym.tools.results import ToolResult
 
 __all__ = ["FixedMethodAgent"]
 
@@ -32,7 +33,7 @@ class FixedMethodAgent:
         if not self._asked:
             self._asked = True
             return {"tool": "classical_plan", "args": {"method": self.method}}
-        result = json.loads(observation["last_result"])
+        result: ToolResult = json.loads(observation["last_result"])
         if not result.get("ok"):
             raise RuntimeError(f"classical_plan failed: {result.get('error')}")
         return {"tool": "submit", "args": {"decisions": result["result"]["plan"]["decisions"]}}

@@ -61,6 +61,7 @@ from fwgym.core.cases import GAP_HOURS, HISTORY_HOURS, parse_case_id
 from fwgym.core.contract import N_BLOCKS, TARGET_HOURS, shortage_weights
 from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
 from fwgym.core.optimizer import cost_table, optimal_plan, plan_loss
+from fwgym.tools.results import ToolResult
 from fwgym.validation import is_int
 
 __all__ = ["AS_OF_INDEX", "MIN_METHOD_HISTORY", "LEAD_MATCHED_HISTORY", "LEAD_MATCHED_WINDOWS",
@@ -280,7 +281,7 @@ def contract_from_episode(episode: dict | None) -> tuple[int, int] | None:
     return int(target["steps"][0]), int(target["weekday"])
 
 
-def contract_from_catalog(result: dict) -> tuple[int, int]:
+def contract_from_catalog(result: ToolResult) -> tuple[int, int]:
     """``(first_target_step, target_weekday)`` from a ``catalog`` tool result (the case id embeds the
     target date).
 

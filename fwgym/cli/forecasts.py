@@ -60,7 +60,7 @@ def store_requests(cases: Iterable, model: str, context_steps: int | None = None
     from fwgym.forecasters.registry import check_models, get_forecaster
     from fwgym.forecasters.store import ForecastRequest
     from fwgym.core.tariff import HORIZON_BUCKETS
-    from fwgym.tools.arguments import time_arg
+    from fwgym.tools.actions import time_arg
     from fwgym.rl.macro import menu_for, replay_args
 
     check_models([model])

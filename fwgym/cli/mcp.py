@@ -123,15 +123,15 @@ def run(args) -> int:
 def _write(args, server, env_kwargs: dict, client: dict, record: dict, domain: str) -> None:
     """Add the episode to ``--out`` (:func:`fwgym.integrations.runs.add_episodes`)."""
     from fwgym.integrations.runs import add_episodes
+    from fwgym.traces import Trace, trace_score
     from fwgym.version import __version__
 
     agent = {"kind": "mcp", "client": client or None}
     settings = _settings(args, env_kwargs, client, domain)
-    trace = {"trace_version": 2, "policy": args.policy_name, "case_id": args.case_id,
-             "episode_id": record.get("episode_id"), "backend": "mcp", "settings": agent, "messages": [],
-             "steps": [{"action": s["action"], "env_result": s["result"]} for s in server.bridge.steps],
-             "score": {k: record.get(k) for k in ("S", "R", "loss", "floor", "credits", "calls", "valid", "status",
-                                                  "reason")}}
+    trace: Trace = {"trace_version": 2, "policy": args.policy_name, "case_id": args.case_id,
+                    "episode_id": record.get("episode_id"), "backend": "mcp", "settings": agent, "messages": [],
+                    "steps": [{"action": s["action"], "env_result": s["result"]} for s in server.bridge.steps],
+                    "score": trace_score(record)}
     add_episodes(args.out, [record], settings=settings, origin={"kind": "mcp", "fwgym_version": __version__},
                  session={"command": ["fwgym", *(getattr(args, "argv", None) or [])], "client": client or None,
                           "transport": "http" if args.http else "stdio"}, traces=[trace])

@@ -17,8 +17,10 @@ import argparse
 import json
 import re
 import sys
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
+from fwgym.tools.results import ToolErrorInfo
+from fwgym.traces import Trace, TraceReply, TraceStep
 from fwgym.validation import is_number
 
 #: characters never written to the terminal: C0 controls but newline and tab, DEL, C1 controls,
@@ -58,13 +60,13 @@ def _fmt_num(v: Any, spec: str) -> str:
     return format(v, spec) if is_number(v) else "-"
 
 
-def summary_line(i: int, t: dict) -> str:
+def summary_line(i: int, t: Trace) -> str:
     """One line: index, policy, case, env status, agent status, valid, S, loss, credits, calls, turns
     (terminal controls escaped, newlines shown as ``\\n``)."""
     return safe_text(_summary(i, t).replace("\n", "\\n").replace("\t", " "))
 
 
-def _summary(i: int, t: dict) -> str:
+def _summary(i: int, t: Trace) -> str:
     sc = t.get("score") or {}
     return (f"[{i}] {t.get('policy')} | case {t.get('case_id') or '?'} | status {sc.get('status', '-')} "
             f"| agent {t.get('agent_status')} | valid {sc.get('valid', '-')} | S {_fmt_num(sc.get('S'), '.4f')} "
@@ -76,7 +78,7 @@ def _indent(text: str) -> str:
     return "  " + text.replace("\n", "\n  ")
 
 
-def _header(t: dict) -> list[str]:
+def _header(t: Trace) -> list[str]:
     """Policy, settings, score, agent status, reason and final plan of a trace."""
     lines = ["=" * 100,
              f"policy {t.get('policy')}  backend {t.get('backend')}  case {t.get('case_id') or '?'}  started {t.get('started')}"]
@@ -91,8 +93,8 @@ def _header(t: dict) -> list[str]:
                  + f"  turns {t.get('turns', '-')}  wall {_fmt_num(t.get('wall_s'), '.1f')} s  usage {json.dumps(t.get('usage') or {})}")
     if t.get("episode_id"):
         lines.append(f"episode {t['episode_id']}")
-    if t.get("harness_error"):
-        he = t["harness_error"]
+    he = t.get("harness_error")
+    if he:
         lines.append(f"harness error ({he.get('kind')}): {he.get('message')} — not scored")
     if t.get("notices"):
         lines += [f"notice: {n}" for n in t["notices"]]
@@ -100,13 +102,14 @@ def _header(t: dict) -> list[str]:
         lines.append("note: this trace was cut to the trace-line bound")
     if sc.get("reason"):
         lines.append(f"reason: {sc['reason']}")
-    fp = t.get("final_plan") or {}
-    if fp.get("levels"):
-        lines.append("final plan (levels): " + ", ".join(f"{x:g}" for x in fp["levels"]))
+    fp = t.get("final_plan")
+    levels = fp.get("levels") if fp else None
+    if levels:
+        lines.append("final plan (levels): " + ", ".join(f"{x:g}" for x in levels))
     return lines
 
 
-def _reply_label(turn: int, r: dict) -> str:
+def _reply_label(turn: int, r: TraceReply) -> str:
     extra = []
     if r.get("finish_reason"):
         extra.append(f"finish {r['finish_reason']}")
@@ -117,16 +120,21 @@ def _reply_label(turn: int, r: dict) -> str:
     return f"[assistant #{turn}]" + (f" ({', '.join(extra)})" if extra else "")
 
 
-def _text_step(s: dict, max_chars: int | None) -> str:
+def _step_error(s: TraceStep) -> ToolErrorInfo:
+    """The ``error`` of a step of kind ``error`` or ``abandon`` (:mod:`fwgym.cli.trace_shape` checks that it has one)."""
+    return cast(ToolErrorInfo, s["error"])
+
+
+def _text_step(s: TraceStep, max_chars: int | None) -> str:
     """How the harness read a reply that was not a native tool call."""
     if s.get("kind") == "error":
-        return f"  !! not used: {s['error']['code']}"
+        return f"  !! not used: {_step_error(s)['code']}"
     if s.get("kind") == "answer":
         return "  -> answer: submit"
     return f"  -> tool call {s['action'].get('tool')}({_short(s['action'].get('args'), max_chars)}) [JSON in text]"
 
 
-def _assistant(m: dict, turn: int, reply: dict, steps: list, max_chars: int | None) -> list[str]:
+def _assistant(m: dict[str, Any], turn: int, reply: TraceReply, steps: list[TraceStep], max_chars: int | None) -> list[str]:
     lines = [_reply_label(turn, reply)]
     if reply.get("reasoning"):
         lines.append("  (reasoning) " + _short(reply["reasoning"], max_chars).replace("\n", "\n  "))
@@ -139,13 +147,13 @@ def _assistant(m: dict, turn: int, reply: dict, steps: list, max_chars: int | No
     return lines
 
 
-def render_trace(t: dict, *, max_chars: int | None = 800, system: bool = True) -> str:
+def render_trace(t: Trace, *, max_chars: int | None = 800, system: bool = True) -> str:
     """A readable transcript of one trace record (``max_chars``: truncation of each message, ``None``: none;
     ``system``: include the system message); terminal controls are escaped (:func:`safe_text`)."""
     return safe_text(_render(t, max_chars, system))
 
 
-def _render(t: dict, max_chars: int | None, system: bool) -> str:
+def _render(t: Trace, max_chars: int | None, system: bool) -> str:
     lines = _header(t)
     replies = {r.get("turn"): r for r in t.get("replies") or []}
     steps = t.get("steps") or []
@@ -166,7 +174,8 @@ def _render(t: dict, max_chars: int | None, system: bool) -> str:
             lines += [f"[{role}]", _indent(_short(m.get("content"), limit))]
     for s in steps:
         if s.get("kind") == "abandon":
-            lines.append(f"[agent] abandoned the episode: {s['error']['code']}: {_short(s['error']['message'], max_chars)}")
+            error = _step_error(s)
+            lines.append(f"[agent] abandoned the episode: {error['code']}: {_short(error['message'], max_chars)}")
     return "\n".join(lines)
 
 
@@ -181,8 +190,7 @@ def run(args, out: TextIO | None = None) -> int:
 
     out = out or sys.stdout
     try:
-        traces = read_traces(args.file)
-        check_traces(traces, args.file)  # a JSON object per line is not yet a trace: refuse unreadable shapes
+        traces = check_traces(read_traces(args.file), args.file)  # a JSON object per line is not yet a trace
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"fwgym show-trace: error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2

@@ -5,18 +5,39 @@ transcript renderer (:func:`fwgym.cli.show_trace.render_trace`) cannot read, so 
 file ends as ``fwgym show-trace: error: ...`` (exit 2) instead of a traceback. Missing fields are
 fine (they print as ``-``); wrong types are not. A file none of whose lines has ``messages`` or
 ``trace_version`` (which every trace line has: e.g. a results file) holds no traces and is refused.
+
+The JSON types checked are those of :class:`fwgym.traces.Trace` (the one definition of a trace's fields), for
+the fields the renderer reads as containers.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import types
+import typing
+from typing import Any, Sequence, cast
 
+from fwgym.traces import Trace
 from fwgym.validation import is_number
 
 __all__ = ["trace_problem", "check_traces"]
 
-#: top-level fields and their JSON types (``None`` allowed for each)
-_FIELDS: dict[str, type | tuple[type, ...]] = {"score": dict, "settings": dict, "final_plan": dict, "usage": dict,
-                                              "replies": list, "steps": list, "messages": list}
+
+def _json_container(annotation: Any) -> type:
+    """``dict`` or ``list``: the JSON container of a field's type (``X | None``: of ``X``; a TypedDict is an object)."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    for t in typing.get_args(annotation) if union else (annotation,):
+        origin = typing.get_origin(t) or t
+        if typing.is_typeddict(origin) or origin is dict:
+            return dict
+        if origin is list:
+            return list
+    raise TypeError(f"{annotation} is no JSON object or list")
+
+
+#: the top-level fields the renderer reads as containers, and their JSON types from :class:`~fwgym.traces.Trace`
+#: (``None`` allowed for each)
+_HINTS = typing.get_type_hints(Trace)
+_FIELDS: dict[str, type] = {k: _json_container(_HINTS[k])
+                            for k in ("score", "settings", "final_plan", "usage", "replies", "steps", "messages")}
 
 
 def _kind(v: Any) -> str:
@@ -82,8 +103,11 @@ def _steps_problem(t: dict) -> str | None:
     return None
 
 
-def check_traces(traces: Sequence[Any], path: str) -> None:
+def check_traces(traces: Sequence[Any], path: str) -> list[Trace]:
     """Refuse the first trace record of ``traces`` (read from ``path``) whose shape is unreadable.
+
+    Returns:
+        ``traces`` as :class:`~fwgym.traces.Trace` records (the same objects, in order).
 
     Raises:
         ValueError: ``"<path>: episode [i] is not a trace record of fwgym: <problem>"``; ``"<path> holds no
@@ -101,3 +125,4 @@ def check_traces(traces: Sequence[Any], path: str) -> None:
         problem = trace_problem(t)
         if problem:
             raise ValueError(f"{path}: episode [{i}] is not a trace record of fwgym: {problem}")
+    return [cast(Trace, t) for t in traces]

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from functools import cached_property, lru_cache
+from typing import TypedDict
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -44,7 +45,7 @@ from fwgym.domains.spec import CohortDates
 
 __all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT",
            "SEALED_SPLIT", "SPLITS",
-           "CHART_HISTORY_HOURS", "SPLIT_DOC", "split_doc", "target_start_hour", "Case", "make_case_id",
+           "CHART_HISTORY_HOURS", "SPLIT_DOC", "split_doc", "target_start_hour", "Case", "CaseSummary", "make_case_id",
            "parse_case_id", "case_quality", "eval_series", "busiest_stations", "build_cases", "get_case"]
 
 HISTORY_HOURS = 336
@@ -132,6 +133,30 @@ def _target_start(spec: Domain, target_date: date) -> int:
 _SHORTAGE: tuple[np.ndarray, ...] = tuple(_read_only(shortage_weights(d)) for d in range(7))
 
 
+class CaseSummary(TypedDict):
+    """:meth:`Case.summary`: what a case says of itself before its end (JSON-safe; no value at or after the cut-off).
+
+    Times are ISO 8601 UTC hour starts (``target_end`` exclusive); ``horizon`` and ``target_steps`` count
+    forecast steps after the last visible hour; ``scale`` is the mean of the visible history (raw units).
+    """
+
+    case_id: str
+    domain: str
+    series_id: str
+    series_name: str
+    unit: str
+    lead: str
+    as_of: str
+    last_visible: str
+    target_start: str
+    target_end: str
+    horizon: int
+    target_steps: list[int]
+    scale: float
+    split: str
+    cohort: str
+
+
 @dataclass(frozen=True)
 class Case:
     """One benchmark case. Holds a reference to the shared :class:`~fwgym.core.series.Series`.
@@ -214,8 +239,8 @@ class Case:
         """HINDSIGHT: realised values of the 24 target hours, float64 (24,). Never shown to agents."""
         return self.series.window(self.target_start, TARGET_HOURS)
 
-    def summary(self) -> dict:
-        """JSON-safe description without any value at or after the cut-off."""
+    def summary(self) -> CaseSummary:
+        """JSON-safe description without any value at or after the cut-off (:class:`CaseSummary`)."""
         return {
             "case_id": self.case_id,
             "domain": self.domain,

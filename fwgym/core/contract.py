@@ -21,11 +21,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from fwgym.errors import CodedError
-from fwgym.validation import check_int, is_number
+from fwgym.validation import check_int, is_mapping, is_number
 
 __all__ = ["GRID", "GRID_STEP", "ALPHA", "RAMP", "MAX_RAMP_STEPS", "BLOCK_HOURS", "N_BLOCKS", "TARGET_HOURS",
            "DECISION_IDS", "PRIORITY_PATTERN", "VALUE_ABS_TOL", "VALUE_REL_TOL", "INVALID_PENALTY", "shortage_weights",
-           "safe_repr", "names_text", "PlanError", "Plan", "plan_from_indices", "capacity_grid", "is_mapping",
+           "safe_repr", "names_text", "PlanError", "Plan", "plan_from_indices", "capacity_grid", "LEVEL_LABELS",
            "decision_values", "validate_decisions", "validate_levels", "MAX_FORECAST_SAMPLES", "MAX_FORECAST_MAGNITUDE",
            "ForecastSubmission", "validate_forecast"]
 
@@ -33,6 +33,9 @@ __all__ = ["GRID", "GRID_STEP", "ALPHA", "RAMP", "MAX_RAMP_STEPS", "BLOCK_HOURS"
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
 _GRID_LEVELS: tuple[float, ...] = tuple(float(g) for g in GRID)
+#: GRID as agents read and write it (0.4, 0.45, ..., 2.0): each level rounded to 2 decimals (the catalog's
+#: ``normalised_grid``, a plan's ``levels``)
+LEVEL_LABELS: tuple[float, ...] = tuple(round(float(g), 2) for g in GRID)
 #: spacing of GRID (normalised units)
 GRID_STEP = 0.05
 ALPHA = 0.3  #: surplus (reservation) price per normalised unit-hour
@@ -126,11 +129,6 @@ def capacity_grid(scale: float) -> list[float]:
     validator compares submissions with (``repr`` of each gives it at full precision)."""
     s = float(scale)
     return [g * s for g in _GRID_LEVELS]
-
-
-def is_mapping(x: Any) -> bool:
-    """True for a dict or any other :class:`~collections.abc.Mapping` (the dict check first: it is the hot path)."""
-    return type(x) is dict or isinstance(x, Mapping)
 
 
 _DECISION_SET = frozenset(DECISION_IDS)

@@ -39,7 +39,7 @@ import bisect
 import copy
 import string
 from types import MappingProxyType
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -63,9 +63,10 @@ from fwgym.core.metrics import task_metric
 from fwgym.core.scorer import score_submission
 from fwgym.core.scoring import BUDGET, case_weights, crps_ensemble, load_sigma, quantile_atoms
 from fwgym.core.tariff import HORIZON_BUCKETS
-from fwgym.tools import (MAX_CALLS, REGISTRY, TERMINATE, Episode, ToolCall,
+from fwgym.tools import (MAX_CALLS, REGISTRY, TERMINATE, CallOutcome, Episode, ToolCall, ToolError,
                          parse_action, result_json)
 from fwgym.tools.registry import pool_facts, tool_pool
+from fwgym.tools.results import ToolResult
 from fwgym.validation import check_int
 
 __all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv", "RenderModeError"]
@@ -315,8 +316,11 @@ class FWBenchEnv(gym.Env):
             u = self.np_random.random()  # bisect_right == np.searchsorted(side="right")
             case = self.cases[min(bisect.bisect_right(self._cum_weights, u), len(self.cases) - 1)]
         scenario = make_scenario(case, self.scenario_seed) if self.scenarios else None
+        # the forecasters that serve this episode's pool (the env's overrides, else the process-wide instances),
+        # looked up once per episode rather than at every priced call
+        forecasters = {m: self.forecasters.get(m) or get_forecaster(m) for m in self.models}
         self.episode = Episode(case=case, budget=self.budget, max_calls=self.max_calls, tools=self._tool_table,
-                               models=self.models, forecasters=self.forecasters, task=self.task, scenario=scenario,
+                               models=self.models, forecasters=forecasters, task=self.task, scenario=scenario,
                                forecast_timeout=self.forecast_timeout, call_limit=self.call_limit,
                                invalid_submission=self.invalid_submission, forecast_store=self.forecast_store)
         self._outcome = None
@@ -430,7 +434,7 @@ class FWBenchEnv(gym.Env):
             return "submitted plan"
         return "submitted plan (levels b00..b07): " + " ".join(f"{x:.2f}" for x in levels)
 
-    def _log_call(self, call, outcome) -> None:
+    def _log_call(self, call: ToolCall | ToolError, outcome: CallOutcome) -> None:
         """Note one call for :meth:`render` (tool, key arguments, result code, charge)."""
         if isinstance(call, ToolCall):
             tool, args = call.tool, _args_summary(call.args)
@@ -444,7 +448,8 @@ class FWBenchEnv(gym.Env):
             fid = body.get("forecast_id") if tool == "forecast" else None
             result = "ok" + (f" {fid}" if isinstance(fid, str) else "")
         else:
-            result = f"error {(res.get('error') or {}).get('code', '?')}"
+            error: Mapping[str, Any] = res.get("error") or {}
+            result = f"error {error.get('code', '?')}"
         if outcome.ends is not None:
             result += f", ends the episode ({outcome.ends})"
         self._calls_log.append((_short(str(tool), 40), args, result, int(outcome.charged)))
@@ -460,7 +465,7 @@ class FWBenchEnv(gym.Env):
                                            ep.scenario.text if ep.scenario is not None else None, self.task)
         return self._context
 
-    def _observation(self, result: dict | None) -> dict:
+    def _observation(self, result: ToolResult | None) -> dict:
         ep = self.episode
         if self.text_observations:
             context = self.context
@@ -478,7 +483,7 @@ class FWBenchEnv(gym.Env):
             "calls_left": np.int64(ep.calls_left),
         }
 
-    def _info(self, result: dict | None = None) -> dict:
+    def _info(self, result: ToolResult | None = None) -> dict:
         ep = self.episode
         info = {"case_id": ep.case.case_id, "calls": ep.calls, "credits": ep.spent, "budget_left": ep.budget_left}
         if result is not None:
@@ -506,7 +511,7 @@ class FWBenchEnv(gym.Env):
         # dense: the credit part of S was paid when the credits were charged (_credit_reward), the R part is paid now
         reward = -(self.metric.r_weight * outcome["R"]) if self.reward_mode == "dense" else -outcome["S"]
         self._outcome = outcome
-        result = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
+        result: ToolResult = {"tool": tool, "ok": valid, "result": {"status": status}} if valid else {
             "tool": str(tool)[:60], "ok": False, "error": {"code": status, "message": reason}}
         info = {**self._info(result), **self._outcome}
         return self._observation(result), float(reward), True, False, info

@@ -10,7 +10,8 @@
 from fwgym.forecasters.base import (Availability, ForecastBackendError, ModelUnavailable, QuantileForecaster,
                                     fill_gaps)
 from fwgym.forecasters.classical import CLASSICAL_METHODS, classical_distribution
-from fwgym.forecasters.registry import (ENTRY_POINT_GROUP, EXTENDED_MODELS, FORECAST_CACHE, POOLS, PRICED_MODELS,
+from fwgym.forecasters.cache import FORECAST_CACHE
+from fwgym.forecasters.registry import (ENTRY_POINT_GROUP, EXTENDED_MODELS, POOLS, PRICED_MODELS,
                                         STATISTICAL_MODELS, ForecasterSpec, PluginError, check_models, describe_pool,
                                         get_forecaster, known_models, load_entry_points, register_forecaster,
                                         set_forecaster, unregister_forecaster)

@@ -1,5 +1,5 @@
-"""Priced forecast models by name, one shared instance per process, the forecast pools, plug-ins and
-the forecast cache.
+"""Priced forecast models by name, one shared instance per process, the forecast pools and plug-ins (the
+process-wide cache of their forecasts: :data:`fwgym.forecasters.cache.FORECAST_CACHE`).
 
 **Pools.** :data:`PRICED_MODELS` is the protocol's pool (the default of every env, fixed policy list
 and oracle: nothing changes unless asked for). :data:`EXTENDED_MODELS` adds the statsmodels
@@ -25,8 +25,6 @@ a catalog-oracle menu and an RL macro entry.
 from __future__ import annotations
 
 import threading
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -42,8 +40,7 @@ from fwgym.validation import check_int
 __all__ = ["PRICED_MODELS", "STATISTICAL_MODELS", "EXTENDED_MODELS", "NO_TSFM_MODELS", "POOLS", "ENTRY_POINT_GROUP", "BUILTIN_MODELS",
            "PluginError", "ForecasterSpec", "register_forecaster", "unregister_forecaster", "load_entry_points",
            "known_models", "check_models", "model_origin", "plugin_spec", "describe_pool", "registered_prices",
-           "get_forecaster", "set_forecaster", "plugin_codes",
-           "ForecastCache", "FORECAST_CACHE"]
+           "get_forecaster", "set_forecaster", "plugin_codes"]
 
 #: priced model names in menu order (the protocol's forecast pool)
 PRICED_MODELS: tuple[str, ...] = ("seasonal_empirical", "chronos_bolt_tiny", "chronos2", "timesfm25")
@@ -503,56 +500,3 @@ def set_forecaster(name: str, forecaster: QuantileForecaster | None) -> None:
             _drop_instance(name)
         else:
             _INSTANCES[name] = forecaster
-
-
-class ForecastCache:
-    """Deterministic LRU cache of quantile forecasts keyed by (forecaster instance, series,
-    last context hour, context steps, horizon); the instance carries model and revision.
-
-    Bounded by ``max_items`` entries and ``max_bytes`` of forecast arrays (default 64 MiB, ~4,600
-    covering forecasts of 194 steps); the least recently used entries go first.
-    """
-
-    def __init__(self, max_items: int = 20_000, max_bytes: int = 64 << 20):
-        self.max_items, self.max_bytes = max_items, max_bytes
-        self.nbytes = 0
-        self._data: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._order: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def get_or_compute(self, forecaster: QuantileForecaster, key: tuple, compute) -> np.ndarray:
-        with self._lock:
-            store = self._data.setdefault(forecaster, {})
-            if key in store:
-                self.hits += 1
-                if (id(forecaster), key) in self._order:
-                    self._order.move_to_end((id(forecaster), key))
-                return store[key]
-        value = compute()
-        value.flags.writeable = False
-        okey = (id(forecaster), key)
-        with self._lock:
-            self.misses += 1
-            previous = self._order.pop(okey, None)  # a concurrent computation, or a reused id()
-            if previous is not None:
-                self.nbytes -= previous[2]
-            store[key] = value
-            self._order[okey] = (weakref.ref(forecaster), key, value.nbytes)
-            self.nbytes += value.nbytes
-            while self._order and (len(self._order) > self.max_items or self.nbytes > self.max_bytes):
-                _, (ref, old, size) = self._order.popitem(last=False)
-                self.nbytes -= size
-                f = ref()
-                if f is not None:
-                    self._data.get(f, {}).pop(old, None)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data = weakref.WeakKeyDictionary()
-            self._order.clear()
-            self.nbytes = 0
-
-
-FORECAST_CACHE = ForecastCache()

@@ -35,6 +35,7 @@ from fwgym.evaluation.records import coverage, is_scored, stored_record
 from fwgym.evaluation.rundir import LOCK_FILE, RESULTS_FILE, SUPERSEDED_FILE, TRACES_FILE, status_counts
 from fwgym.forecasters.registry import describe_pool
 from fwgym.jsonl import append_jsonl, iter_jsonl, write_jsonl
+from fwgym.traces import Trace
 
 __all__ = ["ORIGINS", "add_episodes", "episode_settings", "recorded_keys"]
 
@@ -135,7 +136,7 @@ def check_addable(path: str | os.PathLike, keys: Sequence[tuple[str, str]], *, s
 
 def add_episodes(path: str | os.PathLike, records: Sequence[Mapping], *, settings: Mapping[str, Any],
                  origin: Mapping[str, Any], session: Mapping[str, Any] | None = None,
-                 traces: Iterable[Mapping] = ()) -> dict:
+                 traces: Iterable[Trace] = ()) -> dict:
     """Add finished episodes to the run directory ``path`` (created when missing; module docstring).
 
     Args:

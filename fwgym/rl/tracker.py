@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +18,7 @@ from gymnasium import spaces
 from fwgym.core.cases import HISTORY_HOURS, parse_case_id
 from fwgym.core.series import iso_to_hour
 from fwgym.core.tariff import credits_for
-from fwgym.tools import ToolCall, parse_action
+from fwgym.tools import Catalog, ToolCall, ToolResult, parse_action
 
 __all__ = ["CATALOG_CALL", "CaseMeta", "EpisodeTracker", "check_raw_env", "start_episode"]
 
@@ -60,8 +60,8 @@ class CaseMeta:
     min_context: dict = field(default_factory=dict)
 
     @classmethod
-    def from_catalog(cls, result: dict) -> "CaseMeta":
-        """Build from the ``result`` of a successful ``catalog`` call.
+    def from_catalog(cls, result: Catalog) -> "CaseMeta":
+        """Build from the ``result`` of a successful ``catalog`` call (:class:`~fwgym.tools.results.Catalog`).
 
         Raises:
             ValueError: the result lacks a field (not a catalog result).
@@ -117,7 +117,7 @@ class EpisodeTracker:
         self.forecasts: dict[str, dict] = {}
         self.bought: dict[str, str] = {}
         self.replays: dict[str, float] = {}
-        self.last: dict | None = None
+        self.last: ToolResult | None = None
         self.terminated = False
         self.version = getattr(self, "version", 0) + 1
         self._prices: dict[str, int] = {}
@@ -134,7 +134,7 @@ class EpisodeTracker:
         self.budget_left = float(b[0]) if type(b) is np.ndarray and b.shape == (1,) else float(np.asarray(b).reshape(-1)[0])
         self.calls_left = int(obs["calls_left"])
 
-    def update(self, action: Any, obs: dict, info: dict | None = None) -> dict | None:
+    def update(self, action: Any, obs: dict, info: dict | None = None) -> ToolResult | None:
         """Record ``action`` (the tool call just sent) and the observation it produced.
 
         Args:
@@ -144,7 +144,7 @@ class EpisodeTracker:
                 ``obs["last_result"]`` (needed when the env has ``text_observations=False``).
 
         Returns:
-            the parsed tool result (``{"tool", "ok", "result" | "error"}``) or ``None`` when
+            the parsed tool result (:class:`~fwgym.tools.results.ToolResult`) or ``None`` when
             there is none (``last_result`` empty or not JSON, no ``tool_result``).
         """
         self._read_obs(obs)
@@ -155,21 +155,23 @@ class EpisodeTracker:
                 res = json.loads(obs["last_result"]) if obs["last_result"] else None
             except ValueError:
                 res = None
-        self.last = res if isinstance(res, dict) else None
+        self.last = cast(ToolResult, res) if isinstance(res, dict) else None  # the env's result (or its JSON text)
         if self.last is None:
             return None
         # the env's result names the tool it ran ("invalid" for a malformed action); only a
         # model_unavailable error needs the action's own arguments
         tool, ok = self.last.get("tool"), bool(self.last.get("ok"))
         body = self.last.get("result") if ok else None
-        code = (self.last.get("error") or {}).get("code") if not ok else None
+        error = self.last.get("error")
+        code = error.get("code") if not ok and error else None
         if code in _TERMINAL_CODES or (ok and self.last.get("tool") == "submit"):
             self.terminated = True  # the env's terminal result (a refused, non-final submit is not)
         elif ok and tool == "catalog":
-            self.meta = CaseMeta.from_catalog(body)
-            self.available = {m["model"]: bool(m["available"]) for m in body["models"]}
+            cat = cast(Catalog, body)  # the catalog tool's result
+            self.meta = CaseMeta.from_catalog(cat)
+            self.available = {m["model"]: bool(m["available"]) for m in cat["models"]}
             self._prices = {m["model"]: int(m["credits_full_context_covering_horizon"])
-                            for m in body["models"] if "credits_full_context_covering_horizon" in m}
+                            for m in cat["models"] if "credits_full_context_covering_horizon" in m}
         elif ok and tool in ("classical_plan", "plan") and "method" in body:
             self.plans[body["method"]] = {"decisions": body["plan"]["decisions"], "expected_loss": float(body["expected_loss"])}
         elif ok and tool == "plan" and "forecast_id" in body:
@@ -237,7 +239,7 @@ def start_episode(env: gym.Env, tracker: EpisodeTracker, seed: int | None, optio
     tracker.reset(obs)
     obs, reward, terminated, truncated, info = env.step(CATALOG_CALL)
     res = tracker.update(CATALOG_CALL, obs, info)
-    if terminated or truncated or reward != 0.0 or not (res or {}).get("ok") or tracker.meta is None:
+    if terminated or truncated or reward != 0.0 or res is None or not res.get("ok") or tracker.meta is None:
         raise RuntimeError(f"the catalog call after reset failed (terminated={terminated}, reward={reward}, "
                            f"result={obs['last_result'][:200]!r}); feature wrappers need max_calls >= 2")
     return obs, info

@@ -3,11 +3,14 @@
 An action is one JSON tool call ``{"tool": NAME, "args": {...}}``, given as a string (or bytes) or an
 already parsed dict. :func:`parse_action` turns any input into a :class:`ToolCall` or a
 :class:`~fwgym.errors.ToolError` saying what is wrong; it never raises. A name resolves to a
-:class:`Tool` (the registered ones: :data:`fwgym.tools.registry.REGISTRY`).
+:class:`Tool` (the registered ones: :data:`fwgym.tools.registry.REGISTRY`). The handlers read the ``args``
+with the argument checks below (:func:`check_keys`, :func:`int_arg`, :func:`time_arg`), each refusing with
+``invalid_arguments`` and a message that names the argument and what it must be.
 
 A result is a JSON-safe dict, ``{"tool": NAME, "ok": true, "result": {...}}`` or
-``{"tool": NAME, "ok": false, "error": {"code": ..., "message": ...}}`` (:func:`error_result`);
-:func:`result_json` is its compact ASCII JSON, what the ``last_result`` observation carries.
+``{"tool": NAME, "ok": false, "error": {"code": ..., "message": ...}}`` (:func:`error_result`), typed by
+:class:`~fwgym.tools.results.ToolResult`; :func:`result_json` is its compact ASCII JSON, what the
+``last_result`` observation carries.
 """
 from __future__ import annotations
 
@@ -17,10 +20,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from fwgym.core.contract import is_mapping, names_text, safe_repr
+from fwgym.core.contract import names_text, safe_repr
+from fwgym.core.series import iso_to_hour
 from fwgym.errors import ToolError
+from fwgym.tools.results import ToolResult
+from fwgym.validation import is_mapping, is_number
 
-__all__ = ["MAX_ACTION_CHARS", "ToolCall", "Tool", "ToolError", "loads_strict", "parse_action", "error_result", "result_json"]
+__all__ = ["MAX_ACTION_CHARS", "ToolCall", "Tool", "ToolError", "loads_strict", "parse_action", "check_keys", "int_arg",
+           "time_arg", "error_result", "result_json"]
 
 #: longest action string read (characters); a longer one is an ``invalid_action`` error result
 MAX_ACTION_CHARS = 100_000
@@ -42,8 +49,8 @@ class Tool:
         name: the action's ``"tool"`` value.
         description: one line for agents (and the function schema).
         parameters: JSON schema of ``"args"``.
-        handler: ``handler(episode, args) -> result dict`` (an :class:`~fwgym.tools.episode.Episode`);
-            it raises :class:`~fwgym.errors.ToolError` or :class:`~fwgym.core.contract.PlanError` to refuse.
+        handler: ``handler(episode, args) -> result body`` (an :class:`~fwgym.tools.episode.Episode`; the
+            body becomes the ``result`` of the call's :class:`~fwgym.tools.results.ToolResult`); it raises :class:`~fwgym.errors.ToolError` or :class:`~fwgym.core.contract.PlanError` to refuse.
         counts_as_call: ``True``: every call counts toward the call limit, refused or not.
             ``False`` (the answer tools): an accepted call does not count; a refused one counts like
             any call. :meth:`fwgym.tools.episode.Episode.apply` reads this flag.
@@ -52,7 +59,7 @@ class Tool:
     name: str
     description: str
     parameters: dict
-    handler: Callable[[Any, dict], dict]
+    handler: Callable[[Any, dict[str, Any]], Mapping[str, Any]]
     counts_as_call: bool = True
 
     def schema(self) -> dict:
@@ -114,13 +121,50 @@ def parse_action(action: Any) -> ToolCall | ToolError:
         return ToolError("invalid_action", f"could not read the action: {type(exc).__name__}")
 
 
-def error_result(tool: str, exc: ToolError) -> dict:
+def check_keys(args: dict, allowed: set[str], tool: str) -> None:
+    """Refuse argument names outside ``allowed``."""
+    extra = [k for k in args if k not in allowed]
+    if extra:
+        raise ToolError("invalid_arguments", f"{tool}: unknown argument(s) {names_text(extra)}; allowed: {sorted(allowed)}")
+
+
+def int_arg(args: dict, key: str, lo: int, hi: int, default: int | None = None) -> int:
+    """``args[key]`` as an int in ``lo..hi`` (an integral float is accepted, a bool is not); ``default``
+    when absent (``None``: the argument is required)."""
+    if key not in args:
+        if default is None:
+            raise ToolError("invalid_arguments", f"missing required argument {key!r}")
+        return default
+    v = args[key]
+    if not is_number(v) or (isinstance(v, float) and not v.is_integer()):
+        raise ToolError("invalid_arguments", f"{key!r} must be an integer, got {safe_repr(v, 100)}")
+    v = int(v)
+    if not lo <= v <= hi:
+        raise ToolError("invalid_arguments", f"{key!r} must be in {lo}..{hi}, got {safe_repr(v, 60)}")
+    return v
+
+
+def time_arg(args: dict, key: str) -> int:
+    """``args[key]``, a time-zone-aware ISO 8601 hour, as an epoch hour (UTC)."""
+    v = args[key]
+    if not isinstance(v, str):
+        raise ToolError("invalid_arguments", f"{key!r} must be an ISO 8601 timestamp string, got {safe_repr(v, 100)}")
+    try:
+        return iso_to_hour(v)
+    except (ValueError, OverflowError) as exc:
+        raise ToolError(
+            "invalid_arguments",
+            f"{key!r}: {safe_repr(v, 60)} is not a time-zone-aware ISO 8601 hour such as '2024-07-20T13:00:00Z' ({exc})",
+        ) from None
+
+
+def error_result(tool: str, exc: ToolError) -> ToolResult:
     """The result of a refused or failed call of ``tool`` (the name cut to 60 characters: it may be
     an unknown name the agent sent)."""
     return {"tool": str(tool)[:60], "ok": False, "error": {"code": exc.code, "message": exc.message}}
 
 
-def result_json(result: Mapping) -> str:
+def result_json(result: ToolResult) -> str:
     """Compact ASCII JSON of a tool result (what the ``last_result`` observation carries)."""
     return json.dumps(result, ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=_json_default)
 

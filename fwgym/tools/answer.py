@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from fwgym.core.contract import validate_forecast
 from fwgym.errors import ToolError
-from fwgym.tools.arguments import check_keys, plan_from_args
+from fwgym.tools.actions import check_keys
 from fwgym.tools.episode import Episode
+from fwgym.tools.planning import plan_from_args
 
 __all__ = ["submit", "abstain"]
 

@@ -34,6 +34,7 @@ from fwgym.forecasters.base import QuantileForecaster
 from fwgym.forecasters.registry import PRICED_MODELS, get_forecaster
 from fwgym.core.scoring import BUDGET
 from fwgym.tools.actions import Tool, ToolCall, error_result
+from fwgym.tools.results import ToolResult
 
 __all__ = ["MAX_CALLS", "TERMINATE", "ERROR", "CallOutcome", "Episode"]
 
@@ -49,7 +50,8 @@ class CallOutcome(NamedTuple):
     """What :meth:`Episode.apply` made of one action.
 
     Attributes:
-        result: the tool result dict (JSON-safe; ``{"tool", "ok", "result" | "error"}``).
+        result: the tool result (:class:`~fwgym.tools.results.ToolResult`, JSON-safe); ``None`` for a call
+            beyond the limit that was not run.
         charged: credits charged by this call (0 unless a priced tool ran).
         ends: ``None`` (the episode goes on) or the episode's end status: ``"submitted"``,
             ``"abstained"``, ``"invalid_submission"`` or ``"call_limit_exceeded"``.
@@ -57,7 +59,7 @@ class CallOutcome(NamedTuple):
         tool: the tool the end is attributed to (the terminal result's ``"tool"``).
     """
 
-    result: dict | None
+    result: ToolResult | None
     charged: int = 0
     ends: str | None = None
     reason: str = ""
@@ -84,10 +86,13 @@ class Episode:
         models: the priced forecast pool.
         forecast_timeout: seconds a non-bounded forecast may take (``None``: no limit).
         call_limit, invalid_submission: ``"terminate"`` (protocol) or ``"error"`` (see the module docstring).
-        forecasters: ``{model: QuantileForecaster}`` overriding the process-wide instances.
+        forecasters: ``{model: QuantileForecaster}`` serving the pool (the env gives one for every model of
+            ``models``: its overrides, else the process-wide instances); a model without one is served by the
+            process-wide instance.
         forecast_store: the :class:`~fwgym.forecasters.store.ForecastStore` the priced tools read
             (``None``: the process-wide one of :func:`~fwgym.forecasters.store.use_store`, if any).
-        forecasts: bought forecasts by id (``"f1"``, ...): model, horizon, context_steps, quantiles, plan.
+        forecasts: bought forecasts by id (``"f1"``, ...): model, horizon, context_steps, quantiles, and
+            ``plan`` once a tool planned on it (:func:`fwgym.tools.planning.forecast_plan`).
         plans: classical plans looked up in this episode, by method.
     """
 
@@ -172,7 +177,7 @@ class Episode:
             return CallOutcome(result, charged, "submitted", "", "submit")
         return CallOutcome(result, charged)
 
-    def _over_limit(self, name: str, refused: dict | None) -> CallOutcome:
+    def _over_limit(self, name: str, refused: ToolResult | None) -> CallOutcome:
         """A call that would count beyond the limit: with ``call_limit="terminate"`` it is call
         ``max_calls + 1`` and ends the episode; with ``"error"`` it is refused free and not counted.
         ``refused``: the error result of an answer tool that ran and was refused (``None``: not run)."""
@@ -187,7 +192,7 @@ class Episode:
         return CallOutcome(refused, ends="call_limit_exceeded", tool=name,
                            reason=f"call {self.calls}{why} exceeds the limit of {self.max_calls} tool calls")
 
-    def _run(self, call: ToolCall | ToolError, tool: Tool | None) -> dict:
+    def _run(self, call: ToolCall | ToolError, tool: Tool | None) -> ToolResult:
         """The result of a call: an invalid action's or an unknown tool's error, or the handler's
         result; every refusal or failure of a handler becomes an error result, except a
         :class:`~fwgym.errors.DataIntegrityError` (a packaged file failed its check), which propagates."""

@@ -2,23 +2,26 @@
 ``history`` (the visible window only: nothing at or after ``as_of - 2 h``)."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 from fwgym.core.cases import HISTORY_HOURS
-from fwgym.core.contract import ALPHA, BLOCK_HOURS, DECISION_IDS, GRID, N_BLOCKS, RAMP
+from fwgym.core.contract import ALPHA, BLOCK_HOURS, DECISION_IDS, GRID, LEVEL_LABELS, N_BLOCKS, RAMP
 from fwgym.errors import ToolError
 from fwgym.forecasters.classical import CLASSICAL_METHODS
 from fwgym.forecasters.covering import covering_credits
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.core.series import hour_to_iso
 from fwgym.core.tariff import TARIFF, tariff_rows
-from fwgym.tools.arguments import LEVEL_LABELS, check_keys, int_arg, time_arg
+from fwgym.tools.actions import check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
+from fwgym.tools.results import Catalog, CatalogBlock, CatalogModel
 
 __all__ = ["catalog", "history"]
 
 _TARIFF_ROWS = tuple((m, tuple((str(cb), p) for cb, p in t.items())) for m, t in TARIFF.items())  # JSON keys
 
 
-def _tariff(models) -> dict:
+def _tariff(models: Sequence[str]) -> dict[str, dict[str, list[int]]]:
     """The protocol's tariff table, then the rows of every pool model outside it (extended or plug-in)."""
     table = {m: {cb: list(p) for cb, p in rows} for m, rows in _TARIFF_ROWS}
     for m in models:
@@ -27,13 +30,14 @@ def _tariff(models) -> dict:
     return table
 
 
-def catalog(ep: Episode, args: dict) -> dict:
+def catalog(ep: Episode, args: dict[str, Any]) -> Catalog:
     """``catalog``: the case summary, the contract, the free methods, the tariff, the forecast pool
-    (availability, price of the covering request), the budget and the call status."""
+    (availability, price of the covering request), the budget and the call status (:class:`~fwgym.tools.results.Catalog`)."""
     check_keys(args, set(), "catalog")
     c = ep.case
     bounds = [hour_to_iso(c.target_start + BLOCK_HOURS * b) for b in range(N_BLOCKS + 1)]
-    blocks = [{"decision_id": d, "start": bounds[b], "end": bounds[b + 1]} for b, d in enumerate(DECISION_IDS)]
+    blocks: list[CatalogBlock] = [{"decision_id": d, "start": bounds[b], "end": bounds[b + 1]}
+                                  for b, d in enumerate(DECISION_IDS)]
     return {
         "case": c.summary(),
         "contract": {
@@ -57,13 +61,13 @@ def catalog(ep: Episode, args: dict) -> dict:
     }
 
 
-def _model_entry(ep: Episode, model: str) -> dict:
+def _model_entry(ep: Episode, model: str) -> CatalogModel:
     f = ep.forecaster(model)
     av = f.availability()
     credits = covering_credits(model, ep.case)
-    out = {"model": model, "available": av.available, "quantile_levels": list(QUANTILE_LEVELS),
-           "min_context": f.min_context, "credits_full_context_covering_horizon": credits,
-           "affordable": credits <= ep.budget_left}
+    out: CatalogModel = {"model": model, "available": av.available, "quantile_levels": list(QUANTILE_LEVELS),
+                         "min_context": f.min_context, "credits_full_context_covering_horizon": credits,
+                         "affordable": credits <= ep.budget_left}
     if not av.available:
         out["unavailable_reason"] = av.reason
     if model == "chronos_bolt_tiny":
@@ -71,7 +75,7 @@ def _model_entry(ep: Episode, model: str) -> dict:
     return out
 
 
-def history(ep: Episode, args: dict) -> dict:
+def history(ep: Episode, args: dict[str, Any]) -> dict[str, Any]:
     """``history``: timestamps and values of the last ``last`` visible hours (default 48) or of an
     inclusive ``start``/``end`` range inside the visible window."""
     check_keys(args, {"last", "start", "end"}, "history")

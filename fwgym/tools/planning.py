@@ -1,9 +1,10 @@
-"""Free planning tools: ``classical_plan``, ``plan`` and ``evaluate_plan``, and the process-wide
-cache of classical plans (:func:`classical_plan_result`).
+"""Free planning tools: ``classical_plan``, ``plan`` and ``evaluate_plan``, the process-wide
+cache of classical plans (:func:`classical_plan_result`), and plans as the tools read and write them
+(:func:`plan_from_args`, :func:`plan_payload`).
 
 A plan is the DP optimum of :func:`fwgym.core.optimizer.optimal_plan` under a predictive distribution: a
-free classical method's samples, or a bought forecast's quantiles (planned once, when it is bought:
-:func:`fwgym.forecasters.covering.plan_on_forecast`).
+free classical method's samples, or a bought forecast's quantiles (planned once, the first time a tool
+asks for it: :func:`forecast_plan`, :func:`fwgym.forecasters.covering.plan_on_forecast`).
 """
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ import threading
 from collections import OrderedDict
 
 from fwgym.core.cases import Case
-from fwgym.core.contract import DECISION_IDS, Plan, safe_repr
+from fwgym.core.contract import DECISION_IDS, LEVEL_LABELS, Plan, safe_repr, validate_decisions, validate_levels
 from fwgym.errors import ToolError
 from fwgym.forecasters.classical import CLASSICAL_METHODS, method_samples
+from fwgym.forecasters.covering import plan_on_forecast
 from fwgym.core.optimizer import PlanResult, optimal_plan, plan_loss
-from fwgym.tools.arguments import LEVEL_LABELS, check_keys, plan_from_args
+from fwgym.tools.actions import check_keys
 from fwgym.tools.episode import Episode
 
-__all__ = ["classical_plan_result", "method_plan", "plan_payload", "classical_plan", "plan", "evaluate_plan"]
+__all__ = ["classical_plan_result", "method_plan", "forecast_plan", "plan_payload", "plan_from_args", "classical_plan",
+           "plan", "evaluate_plan"]
 
 #: process-wide LRU of classical plans, (case_id, method) -> PlanResult (~7 KB each: the cost table)
 _PLAN_CACHE: OrderedDict[tuple[str, str], PlanResult] = OrderedDict()
@@ -58,6 +61,20 @@ def method_plan(ep: Episode, method: str) -> PlanResult:
     return res
 
 
+def forecast_plan(ep: Episode, forecast_id: str) -> PlanResult | None:
+    """Optimal plan under the bought forecast ``forecast_id`` of the episode (``None`` when its horizon
+    stops short of the target), planned the first time it is asked for and memoised in
+    ``ep.forecasts[forecast_id]["plan"]`` (deterministic: the plan does not depend on when it is made).
+
+    Raises:
+        KeyError: no such forecast in the episode.
+    """
+    fc = ep.forecasts[forecast_id]
+    if "plan" not in fc:
+        fc["plan"] = plan_on_forecast(ep.case, fc["quantiles"])
+    return fc["plan"]
+
+
 def plan_payload(case: Case, plan: Plan) -> dict:
     """JSON form of a plan: canonical decisions (physical) and normalised levels."""
     return {
@@ -65,6 +82,17 @@ def plan_payload(case: Case, plan: Plan) -> dict:
         "levels": [LEVEL_LABELS[i] for i in plan.indices.tolist()],
         "unit": case.series.unit,
     }
+
+
+def plan_from_args(case: Case, args: dict, tool: str) -> Plan:
+    """The plan given by exactly one of ``decisions`` (physical capacities) or ``levels`` (normalised);
+    raises :class:`~fwgym.core.contract.PlanError` when it is not a valid plan."""
+    has_d, has_l = "decisions" in args, "levels" in args
+    if has_d == has_l:
+        raise ToolError("invalid_arguments", f"{tool}: give exactly one of 'decisions' (physical capacities) or 'levels' (normalised grid levels)")
+    if has_d:
+        return validate_decisions(args["decisions"], case.scale, case.series.unit)
+    return validate_levels(args["levels"], case.scale)
 
 
 def _method_arg(args: dict) -> str:
@@ -82,7 +110,7 @@ def classical_plan(ep: Episode, args: dict) -> dict:
     return {"method": m, "plan": plan_payload(ep.case, res.plan), "expected_loss": res.expected_loss, "credits": 0}
 
 
-def _forecast_plan(ep: Episode, args: dict, tool: str) -> tuple[str, PlanResult]:
+def _requested_plan(ep: Episode, args: dict, tool: str) -> tuple[str, PlanResult]:
     """``(label, PlanResult)`` for ``forecast_id`` or ``method`` (exactly one)."""
     if ("forecast_id" in args) == ("method" in args):
         raise ToolError("invalid_arguments", f"{tool}: give exactly one of 'forecast_id' (a bought forecast) or 'method' (a classical method)")
@@ -93,20 +121,21 @@ def _forecast_plan(ep: Episode, args: dict, tool: str) -> tuple[str, PlanResult]
     fc = ep.forecasts.get(fid) if isinstance(fid, str) else None
     if fc is None:
         raise ToolError("not_found", f"{tool}: no forecast with id {safe_repr(fid, 60)} was bought in this episode (ids: {list(ep.forecasts)})")
-    if fc["plan"] is None:
+    res = forecast_plan(ep, fid)
+    if res is None:
         c = ep.case
         raise ToolError(
             "horizon_too_short",
             f"{tool}: forecast {fid} covers steps 1..{fc['horizon']} but the target needs steps "
             f"{c.target_steps[0]}..{c.target_steps[1]} (horizon >= {c.horizon}); its credits stay charged",
         )
-    return fid, fc["plan"]
+    return fid, res
 
 
 def plan(ep: Episode, args: dict) -> dict:
     """``plan``: the optimal plan under a bought forecast (``forecast_id``) or a classical method."""
     check_keys(args, {"method", "forecast_id"}, "plan")
-    label, res = _forecast_plan(ep, args, "plan")
+    label, res = _requested_plan(ep, args, "plan")
     key = "forecast_id" if label in ep.forecasts else "method"
     return {key: label, "plan": plan_payload(ep.case, res.plan), "expected_loss": res.expected_loss, "credits": 0}
 
@@ -115,7 +144,7 @@ def evaluate_plan(ep: Episode, args: dict) -> dict:
     """``evaluate_plan``: the expected loss of the agent's plan under a bought forecast or a classical
     method, next to the optimum under it."""
     check_keys(args, {"decisions", "levels", "method", "forecast_id"}, "evaluate_plan")
-    label, res = _forecast_plan(ep, args, "evaluate_plan")
+    label, res = _requested_plan(ep, args, "evaluate_plan")
     p = plan_from_args(ep.case, args, "evaluate_plan")
     key = "forecast_id" if label in ep.forecasts else "method"
     return {key: label, "expected_loss": plan_loss(res.cost, p.indices), "optimal_expected_loss": res.expected_loss}

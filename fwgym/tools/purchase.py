@@ -6,7 +6,7 @@ purchase rule they share (DESIGN §6):
    itself unavailable or cannot load (``model_unavailable``): :func:`buy`;
 3. a request that passed these checks is charged BEFORE inference, and the charge stands if the backend
    then fails or times out (``backend_error``): :func:`infer`, which runs the forecast through the
-   episode's forecast store and the process-wide cache (:func:`fwgym.forecasters.covering.cached_quantiles`) and, for a forecaster that
+   episode's forecast store and the process-wide cache (:func:`fwgym.forecasters.cache.cached_quantiles`) and, for a forecaster that
    is not ``bounded``, on a daemon thread abandoned after the episode's ``forecast_timeout`` seconds (a plug-in:
    in its worker process, killed at its deadline, :mod:`fwgym.forecasters.hosted`).
 """
@@ -21,11 +21,11 @@ from fwgym.core.cases import HISTORY_HOURS
 from fwgym.core.contract import safe_repr
 from fwgym.errors import DataIntegrityError, ToolError
 from fwgym.forecasters.base import ForecastBackendError, ModelUnavailable, QuantileForecaster
-from fwgym.forecasters.covering import cached_quantiles, plan_on_forecast
+from fwgym.forecasters.cache import cached_quantiles
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.core.series import hour_to_iso
 from fwgym.core.tariff import HORIZON_BUCKETS, price
-from fwgym.tools.arguments import check_keys, int_arg, time_arg
+from fwgym.tools.actions import check_keys, int_arg, time_arg
 from fwgym.tools.episode import Episode
 from fwgym.validation import check_int
 
@@ -181,8 +181,9 @@ def infer(ep: Episode, f: QuantileForecaster, context: np.ndarray, last_hour: in
 
 
 def forecast(ep: Episode, args: dict) -> dict:
-    """``forecast``: buy 9 quantiles per step from the step after the last visible hour; the plan on
-    it (when it covers the target) is kept for ``plan`` / ``evaluate_plan``."""
+    """``forecast``: buy 9 quantiles per step from the step after the last visible hour; the episode keeps
+    them (``ep.forecasts``) for ``plan`` / ``evaluate_plan``, which plan on them when first asked
+    (:func:`fwgym.tools.planning.forecast_plan`)."""
     check_keys(args, {"model", "context_steps", "horizon"}, "forecast")
     c = ep.case
     model, ctx, horizon, q = _request(ep, args, HISTORY_HOURS, "forecast")
@@ -190,8 +191,7 @@ def forecast(ep: Episode, args: dict) -> dict:
     quantiles = infer(ep, f, c.history[-ctx:], c.last_visible, horizon, "forecast")  # charged even if this fails
     lo, hi = c.target_steps
     fid = f"f{len(ep.forecasts) + 1}"
-    ep.forecasts[fid] = {"model": model, "horizon": horizon, "context_steps": ctx, "quantiles": quantiles,
-                         "plan": plan_on_forecast(c, quantiles)}
+    ep.forecasts[fid] = {"model": model, "horizon": horizon, "context_steps": ctx, "quantiles": quantiles}
     first = c.last_visible + 1
     return {
         "forecast_id": fid, "model": model, "context_steps": ctx, "horizon": horizon, "credits": q["credits"],

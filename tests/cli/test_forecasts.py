@@ -10,7 +10,7 @@ from fwgym.core.cases import get_case
 from fwgym.cli import main
 from fwgym.cli.forecasts import store_requests
 from fwgym.evaluation import evaluate
-from fwgym.forecasters.registry import FORECAST_CACHE
+from fwgym.forecasters.cache import FORECAST_CACHE
 from fwgym.forecasters.store import open_store
 
 DAY, WEEK = get_case("elec-ISNE-2024-07-19-day_ahead"), get_case("elec-ISNE-2024-07-19-week_ahead")

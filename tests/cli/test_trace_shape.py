@@ -83,3 +83,16 @@ def test_a_results_file_holds_no_traces_and_is_refused(tmp_path, capsys):
     empty.write_text("")
     assert main(["show-trace", str(empty)]) == 2
     assert capsys.readouterr().err.strip() == f"fwgym show-trace: error: {empty} holds no traces (no line)"
+
+
+def test_the_checked_json_types_are_those_of_trace_and_the_records_come_back():
+    from fwgym.cli.trace_shape import _FIELDS, check_traces
+
+    assert list(_FIELDS.items()) == [("score", dict), ("settings", dict), ("final_plan", dict), ("usage", dict),
+                                     ("replies", list), ("steps", list), ("messages", list)]
+    traces = [{"policy": "p", "messages": []}, {"trace_version": 2, "score": None}]
+    checked = check_traces(traces, "t.jsonl")
+    assert checked == traces and all(a is b for a, b in zip(checked, traces))
+    assert check_traces([{"messages": [], "score": {"S": 1.0}}], "t.jsonl")[0]["score"] == {"S": 1.0}
+    with pytest.raises(ValueError, match=r"t.jsonl: episode \[1\] .*field 'score' is a list"):
+        check_traces([{"messages": []}, {"score": []}], "t.jsonl")

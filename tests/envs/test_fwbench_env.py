@@ -383,3 +383,45 @@ def test_text_observations_off_plays_the_same_episode_without_rendering():
     assert t1 and t2 and r1 == r2 and i1["S"] == i2["S"] and i1["tool_result"] == i2["tool_result"]
     with pytest.raises(ValueError, match="text_observations"):
         FWBenchEnv("electricity", split="test", text_observations="no")
+
+
+def test_each_episode_is_served_by_the_pool_forecasters_of_its_reset():
+    from fwgym.forecasters import SeasonalEmpirical, get_forecaster
+
+    mine = SeasonalEmpirical()
+    e = FWBenchEnv("electricity", split="test", models=("seasonal_empirical", "chronos2"),
+                   forecasters={"seasonal_empirical": mine})
+    e.reset(options={"case_id": CASE})
+    assert e.episode.forecasters == {"seasonal_empirical": mine, "chronos2": get_forecaster("chronos2")}
+    assert e.episode.forecaster("seasonal_empirical") is mine
+
+
+def test_a_forecast_step_crosses_at_most_12_modules():
+    """One ``env.step`` of a ``forecast`` call whose forecaster really runs (issue 26: 16 modules and 55 module
+    switches before the plan moved to the plan tools, the forecast cache next to its key, the argument checks into
+    the action grammar and the pool's forecasters into the episode)."""
+    import sys
+
+    from fwgym.forecasters.cache import FORECAST_CACHE
+
+    e = FWBenchEnv("electricity", split="test")
+    action = json.dumps({"tool": "forecast", "args": {"model": "seasonal_empirical"}})
+    e.reset(options={"case_id": "elec-ISNE-2024-07-19-week_ahead"})
+    e.step(action)  # lazy imports and the case's arrays, on another case
+    e.reset(options={"case_id": CASE})
+    FORECAST_CACHE.clear()
+    seq: list[str] = []
+
+    def profile(frame, event, arg):
+        name = frame.f_globals.get("__name__", "")
+        if event == "call" and name.startswith("fwgym") and frame.f_code.co_name != "<module>":
+            seq.append(name)
+
+    sys.setprofile(profile)
+    try:
+        _, _, _, _, info = e.step(action)
+    finally:
+        sys.setprofile(None)
+    assert info["tool_result"]["ok"] and "fwgym.forecasters.seasonal" in seq  # computed, not a cache hit
+    switches = sum(a != b for a, b in zip(seq, seq[1:]))
+    assert len(set(seq)) <= 12, (sorted(set(seq)), f"{switches} module switches (44 when this test was written)")

@@ -7,9 +7,9 @@ import numpy as np
 
 from fwgym.core.cases import get_case
 from fwgym.forecasters.base import QuantileForecaster
-from fwgym.forecasters.covering import (COVERING_CONTEXT, cached_quantiles, covering_credits, covering_forecast,
-                                        forecast_key, plan_on_forecast, target_quantiles)
-from fwgym.forecasters.registry import FORECAST_CACHE
+from fwgym.forecasters.cache import FORECAST_CACHE, cached_quantiles, forecast_key
+from fwgym.forecasters.covering import (COVERING_CONTEXT, covering_credits, covering_forecast, plan_on_forecast,
+                                        target_quantiles)
 from fwgym.core.optimizer import QUANTILE_MASSES, optimal_plan
 
 DAY = get_case("elec-ISNE-2024-07-19-day_ahead")  # horizon 50, target steps 27..50

@@ -18,7 +18,8 @@ from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation import select_cases
 from fwgym.forecasters import ETS, SeasonalEmpirical
 from fwgym.forecasters.base import ForecastBackendError
-from fwgym.forecasters.registry import FORECAST_CACHE, get_forecaster
+from fwgym.forecasters.cache import FORECAST_CACHE
+from fwgym.forecasters.registry import get_forecaster
 from fwgym.forecasters.store import (ForecastRequest, StoreError, StoreIntegrityError, StoreMismatch, build_store,
                                      open_store, use_store)
 from fwgym.rl.macro import MacroActionWrapper, SequentialMacroWrapper

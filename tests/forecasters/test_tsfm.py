@@ -10,7 +10,7 @@ pytest.importorskip("timesfm")
 
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.forecasters import Chronos2, ChronosBoltTiny, ModelUnavailable, TimesFM25
-from fwgym.forecasters.registry import FORECAST_CACHE
+from fwgym.forecasters.cache import FORECAST_CACHE
 
 from tiny_models import build_bolt, build_chronos2, build_timesfm, plant_in_hf_cache, tiny_timesfm_class
 

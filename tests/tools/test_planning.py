@@ -107,7 +107,22 @@ def test_planning_refusals(make_episode, tool, args, code, needle):
 def test_a_forecast_short_of_the_target_cannot_be_planned_on(make_episode):
     ep = make_episode()
     res = run(ep, "forecast", model="seasonal_empirical", horizon=49)["result"]
-    assert res["covers_target"] is False and ep.forecasts["f1"]["plan"] is None and ep.spent == 1027
+    assert res["covers_target"] is False and "plan" not in ep.forecasts["f1"] and ep.spent == 1027  # not planned yet
     err = run(ep, "plan", forecast_id="f1")["error"]
     assert err["code"] == "horizon_too_short" and "steps 1..49" in err["message"] and "27..50" in err["message"]
-    assert "credits stay charged" in err["message"]
+    assert "credits stay charged" in err["message"] and ep.forecasts["f1"]["plan"] is None and ep.spent == 1027
+
+
+def test_a_bought_forecast_is_planned_once_when_a_tool_first_asks(make_episode, monkeypatch):
+    from fwgym.tools import planning
+
+    ep = make_episode()
+    run(ep, "forecast", model="seasonal_empirical")
+    assert "plan" not in ep.forecasts["f1"]  # buying plans nothing
+    calls = []
+    monkeypatch.setattr(planning, "plan_on_forecast", lambda case, q: calls.append(q) or optimal_plan(
+        q[26:50], case.scale, case.shortage, QUANTILE_MASSES))
+    first = run(ep, "plan", forecast_id="f1")["result"]
+    again = run(ep, "evaluate_plan", forecast_id="f1", levels=first["plan"]["levels"])["result"]
+    assert len(calls) == 1 and calls[0] is ep.forecasts["f1"]["quantiles"]
+    assert again["expected_loss"] == again["optimal_expected_loss"] == first["expected_loss"]

@@ -11,6 +11,7 @@ from fwgym.forecasters.base import Availability, ModelUnavailable, QuantileForec
 from fwgym.forecasters.covering import covering_forecast
 from fwgym.forecasters.registry import get_forecaster
 from fwgym.tools import parse_action, rounded_lists
+from fwgym.tools.planning import forecast_plan
 
 
 def run(ep, tool, **args):
@@ -73,8 +74,9 @@ def test_the_forecast_tool_and_the_oracle_share_the_covering_recipe(make_episode
     f = get_forecaster("seasonal_empirical")
     assert covering_forecast(case, f) is ep.forecasts["f1"]["quantiles"]  # one cache entry
     credits, res = priced_candidate(case, "seasonal_empirical")
-    assert credits == 1027 and np.array_equal(res.plan.indices, ep.forecasts["f1"]["plan"].plan.indices)
-    assert res.expected_loss == ep.forecasts["f1"]["plan"].expected_loss
+    mine = forecast_plan(ep, "f1")  # what plan / evaluate_plan use
+    assert credits == 1027 and np.array_equal(res.plan.indices, mine.plan.indices)
+    assert res.expected_loss == mine.expected_loss
 
 
 def test_quote_prices_by_bucket_and_charges_nothing(make_episode):

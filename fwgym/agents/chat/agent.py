@@ -54,6 +54,7 @@ from fwgym.agents.chat.session import REPLY_ERROR_TOOL, ChatSession, ModelReply
 from fwgym.agents.chat.traces import (MAX_TRACE_CHARS, add_record, append_jsonl, bound_trace, finish_trace, new_trace,
                                       reply_json, scrub)
 from fwgym.errors import HarnessError
+from fwgym.traces import Trace
 from fwgym.validation import check_int
 
 #: agent statuses that end an episode through ``abstain`` (the model's failures)
@@ -123,7 +124,7 @@ class ChatAgent:
         self.max_turns = max_turns
         self.trace_out = str(trace_out) if trace_out is not None else None
         self.session: ChatSession | None = None
-        self.trace: dict | None = None
+        self.trace: Trace | None = None
         self.status = "idle"
         self.episode_id: str | None = None
         self._episode: Mapping | None = None

@@ -404,6 +404,14 @@ def _round(v: Any, digits: int) -> Any:
     return v
 
 
+#: what a compact result leaves out of the catalog (:class:`~fwgym.tools.results.Catalog`): the fields of the catalog,
+#: of its ``contract`` (:class:`~fwgym.tools.results.CatalogContract`) and of each of its ``models``
+#: (:class:`~fwgym.tools.results.CatalogModel`) that the prompt already states
+_CATALOG_COMPACTED: dict[str, tuple[str, ...]] = {"catalog": ("case", "tools", "task"),
+                                                 "contract": ("capacity_grid", "blocks", "normalised_grid", "loss"),
+                                                 "model": ("quantile_levels",)}
+
+
 def compact_result(result: Any, args: Mapping | None = None, *, digits: int = COMPACT_DIGITS) -> Any:
     """A smaller copy of a tool result for small context windows (what ``compact_results`` shows the model;
     traces keep the env's result).
@@ -443,12 +451,11 @@ def compact_result(result: Any, args: Mapping | None = None, *, digits: int = CO
         body["target_quantiles"] = q[lo - 1:hi]
     contract = body.get("contract")
     if isinstance(contract, dict):  # the catalog
-        body["contract"] = {k: v for k, v in contract.items()
-                            if k not in ("capacity_grid", "blocks", "normalised_grid", "loss")}
-        body = {k: v for k, v in body.items() if k not in ("case", "tools", "task")}
+        body["contract"] = {k: v for k, v in contract.items() if k not in _CATALOG_COMPACTED["contract"]}
+        body = {k: v for k, v in body.items() if k not in _CATALOG_COMPACTED["catalog"]}
         if isinstance(body.get("models"), list):
-            body["models"] = [{k: v for k, v in m.items() if k != "quantile_levels"} if isinstance(m, dict) else m
-                              for m in body["models"]]
+            body["models"] = [{k: v for k, v in m.items() if k not in _CATALOG_COMPACTED["model"]}
+                              if isinstance(m, dict) else m for m in body["models"]]
     out["result"] = _round(_cut(body), digits)
     return out
 

@@ -55,8 +55,9 @@ from fwgym.agents.chat.options import MAX_ARGUMENT_CHARS, TOOL_RESULT_ROLES, Cha
 from fwgym.agents.chat.parsing import AnswerError, normalise_submit_args, parse_reply_text
 from fwgym.agents.chat.prompts import (budget_left, calls_left, compact_result, direct_prompt, first_user_message,
                                        history_start, result_json, system_prompt, tool_schemas)
-from fwgym.tools import REGISTRY, loads_strict
+from fwgym.tools import REGISTRY, ToolResult, loads_strict
 from fwgym.tools.registry import drop_null_arguments, pool_from_facts
+from fwgym.traces import TraceStep
 
 #: Tool name of the action that stands for an unusable reply (counted by the env as one call).
 REPLY_ERROR_TOOL = "invalid_reply"
@@ -112,7 +113,7 @@ class _Pending:
     error: tuple[str, str] | None = None
     parse: dict | None = None
     turn: int = 0
-    notes: dict | None = None
+    notes: TraceStep | None = None  # what the step adds (dropped_null_arguments)
 
 
 class ChatSession:
@@ -130,7 +131,7 @@ class ChatSession:
             not native, never in the direct prompt).
         objective: the objective the prompts state (``options.objective``: ``"score"`` or ``"loss"``).
         messages: the chat so far (OpenAI message dicts; ``content`` is always a string).
-        steps: one dict per env action (reply turn, action, parse outcome, env result, feedback).
+        steps: one :class:`~fwgym.traces.TraceStep` per env action (reply turn, action, parse outcome, env result).
         tools, task, max_calls: the episode's tools, task and call limit (set by :meth:`start`).
         pool: the episode's forecast pool (:func:`fwgym.tools.registry.pool_from_facts` of the facts'
             ``pool``; ``None`` without it: the protocol's), what the tool schemas and listing offer.
@@ -148,7 +149,7 @@ class ChatSession:
         self.text_tool_calls = (opts.text_tool_calls or not self.native_tools) and not self.direct
         self.objective = opts.objective
         self.messages: list[dict] = []
-        self.steps: list[dict] = []
+        self.steps: list[TraceStep] = []
         self.episode: dict = {}
         self.tools: tuple[str, ...] = ()
         self.pool = None
@@ -277,7 +278,7 @@ class ChatSession:
             return self._err("malformed_tool_call", f"the arguments of your {name[:40]!r} call must be a JSON object",
                              "native", call_id)
         args = dict(args)
-        notes = None
+        notes: TraceStep | None = None
         if self.options.strict_tools and name in REGISTRY:
             plain = drop_null_arguments(name, args, self.task, self.pool)
             if plain != args:
@@ -339,6 +340,7 @@ class ChatSession:
         if p is None:
             return
         raw = str(observation.get("last_result", ""))
+        env_result: ToolResult | str | None
         try:
             env_result = json.loads(raw) if raw else None
         except ValueError:
@@ -378,8 +380,8 @@ class ChatSession:
         if p is not None:
             self.steps.append(self._step(p, None, None, None))
 
-    def _step(self, p: _Pending, env_result: Any, calls: int | None, budget: int | None) -> dict:
-        step = {"turn": p.turn, "source": p.source, "kind": p.kind, "action": p.action}
+    def _step(self, p: _Pending, env_result: ToolResult | str | None, calls: int | None, budget: int | None) -> TraceStep:
+        step: TraceStep = {"turn": p.turn, "source": p.source, "kind": p.kind, "action": p.action}
         if p.tool_call_id is not None:
             step["tool_call_id"] = p.tool_call_id
         if p.parse is not None:

@@ -3,7 +3,7 @@
 A trace holds every message, every env action with its result (:attr:`ChatSession.steps
 <fwgym.agents.chat.session.ChatSession.steps>`), the model replies (text, tool calls, reasoning,
 latency, token usage), the agent's status, the final plan and the score (from the env's record).
-Fields, in order: ``trace_version``, ``trace_id``, ``episode_id`` (the run layer's id of the
+Fields, in order (:class:`fwgym.traces.Trace`, where every writer's and reader's field is named): ``trace_version``, ``trace_id``, ``episode_id`` (the run layer's id of the
 episode, the same as in the run's records; ``None`` outside a run), ``policy``, ``backend``,
 ``settings``, ``native_tools``, ``tools``, ``started``, ``case_id``, ``agent_status``,
 ``agent_status_detail``, ``harness_error`` (``{"kind", "message"}`` when the episode ended on an
@@ -24,15 +24,14 @@ import json
 import os
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from fwgym.agents.chat.session import ChatSession, ModelReply
 from fwgym.jsonl import append_jsonl, read_jsonl
+from fwgym.traces import SCORE_FIELDS, Trace, TraceReply, trace_score
 from fwgym.validation import is_number
 
 TRACE_VERSION = 2
-#: the fields of the env record copied into a trace's ``score``
-SCORE_FIELDS = ("S", "R", "loss", "floor", "credits", "calls", "valid", "status", "reason")
 #: longest trace line written (characters of its JSON); :func:`bound_trace`
 MAX_TRACE_CHARS = 2_000_000
 #: what a secret is replaced with
@@ -49,7 +48,7 @@ def read_traces(path: str | os.PathLike) -> list[dict]:
 
 
 def new_trace(policy: str, backend: str, settings: Mapping, native_tools: bool, tools: Sequence[str],
-              episode_id: str | None = None, case_id: str | None = None) -> dict:
+              episode_id: str | None = None, case_id: str | None = None) -> Trace:
     """The trace of an episode that starts now (status ``"running"``, no replies yet)."""
     return {
         "trace_version": TRACE_VERSION, "trace_id": uuid.uuid4().hex, "episode_id": episode_id, "policy": policy,
@@ -60,29 +59,29 @@ def new_trace(policy: str, backend: str, settings: Mapping, native_tools: bool, 
     }
 
 
-def reply_json(turn: int, reply: ModelReply) -> dict:
+def reply_json(turn: int, reply: ModelReply) -> TraceReply:
     """One model reply as a trace entry: turn, content, finish reason, tool calls, reasoning, backend meta."""
-    out = {"turn": turn, "content": reply.content, "finish_reason": reply.finish_reason,
+    out: dict[str, Any] = {"turn": turn, "content": reply.content, "finish_reason": reply.finish_reason,
            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
                            **({"original_chars": c.original_chars} if c.original_chars is not None else {})}
                           for c in reply.tool_calls]}
     if reply.reasoning:
         out["reasoning"] = reply.reasoning
-    out.update(reply.meta or {})
-    return out
+    out.update(reply.meta or {})  # the backend's details: any keys it sets
+    return cast(TraceReply, out)
 
 
-def add_record(trace: dict, record: Mapping, submitted: Any) -> None:
+def add_record(trace: Trace, record: Mapping, submitted: Any) -> None:
     """Store the env's final ``record`` in ``trace``: ``record``, ``case_id``, ``score`` (:data:`SCORE_FIELDS`)
     and ``final_plan`` (the scored ``levels`` and the ``submitted`` arguments)."""
     rec = dict(record)
     trace["record"] = rec
     trace["case_id"] = rec.get("case_id") or trace.get("case_id")
-    trace["score"] = {k: rec.get(k) for k in SCORE_FIELDS}
+    trace["score"] = trace_score(rec)
     trace["final_plan"] = {"levels": rec.get("levels"), "submitted": submitted}
 
 
-def finish_trace(trace: dict, session: ChatSession, status: str, settings: Mapping, wall_s: float,
+def finish_trace(trace: Trace, session: ChatSession, status: str, settings: Mapping, wall_s: float,
                  stats: Mapping | None = None) -> None:
     """Complete ``trace`` from the episode's ``session``: agent status (unless already set), settings,
     messages, steps, turns, wall time (s), the token usage summed over the replies, ``stats`` and the
@@ -152,7 +151,7 @@ def _cut_lists(v: Any, limit: int) -> Any:
     return v
 
 
-def bound_trace(trace: dict, max_chars: int = MAX_TRACE_CHARS) -> dict:
+def bound_trace(trace: Trace, max_chars: int = MAX_TRACE_CHARS) -> Trace:
     """``trace`` cut to at most ``max_chars`` characters of JSON (``trace`` itself when it fits).
 
     The longest strings are cut first (halving the string limit until the trace fits), then long
@@ -166,7 +165,7 @@ def bound_trace(trace: dict, max_chars: int = MAX_TRACE_CHARS) -> dict:
         raise ValueError(f"max_chars must be >= 10,000, got {max_chars}")
     if _size(trace) <= max_chars:
         return trace
-    out = dict(trace)
+    out = trace.copy()
     limit = max_chars // 4
     while limit >= 64:
         out = _cut_strings(out, limit)
@@ -180,7 +179,7 @@ def bound_trace(trace: dict, max_chars: int = MAX_TRACE_CHARS) -> dict:
     out["truncated"] = True
     if _size(out) > max_chars:  # pragma: no cover - the skeleton alone is larger: keep the identifying fields
         keep = ("trace_version", "trace_id", "episode_id", "policy", "backend", "case_id", "agent_status", "score")
-        out = {k: out.get(k) for k in keep} | {"truncated": True}
+        out = cast(Trace, {k: out.get(k) for k in keep} | {"truncated": True})
     return out
 
 

@@ -4,7 +4,7 @@
 Priced forecasts are deterministic functions of (forecaster, context, horizon), so they can be
 computed once (``fwgym forecasts build``, :func:`build_store`) and read by every later process: the
 tools, the oracles and the plots fetch a forecast through
-:func:`fwgym.forecasters.covering.cached_quantiles`, which asks the attached store first and runs the
+:func:`fwgym.forecasters.cache.cached_quantiles`, which asks the attached store first and runs the
 forecaster only on a miss. Credits are charged exactly as without a store (the charge happens in
 :mod:`fwgym.tools.purchase` before the forecast is fetched) and a stored forecast is the array the
 forecaster returned, bit for bit.

@@ -17,7 +17,7 @@ TSFMs' outputs are, else float64; read back as the same float64 values). The sch
 repeats the model, its fingerprint digest, C, H and the value type.
 
 **Keys.** A row is found by (model, fingerprint, series, origin, context steps, horizon), the key of
-:data:`~fwgym.forecasters.registry.FORECAST_CACHE` under the forecaster, and served only when the
+:data:`~fwgym.forecasters.cache.FORECAST_CACHE` under the forecaster, and served only when the
 context's sha256 equals the stored one.
 """
 from __future__ import annotations

@@ -175,7 +175,7 @@ class ForecastStore:
 
         Args:
             forecaster: the forecaster the request is for (verified on first use, :meth:`check`).
-            series_id, context, last_hour, horizon: as :func:`fwgym.forecasters.covering.cached_quantiles`.
+            series_id, context, last_hour, horizon: as :func:`fwgym.forecasters.cache.cached_quantiles`.
 
         A forecaster that was not verified before (:meth:`attach` / :meth:`check`, which an env runs
         when it is made) is verified now; if the store cannot serve it (:class:`StoreMismatch`,
@@ -374,7 +374,7 @@ def open_store(store: str | os.PathLike | ForecastStore) -> ForecastStore:
 
 def use_store(store: str | os.PathLike | ForecastStore | None) -> ForecastStore | None:
     """Attach a forecast store to the whole process (``None`` detaches it): every
-    :func:`~fwgym.forecasters.covering.cached_quantiles` call without a store of its own (tools of
+    :func:`~fwgym.forecasters.cache.cached_quantiles` call without a store of its own (tools of
     envs made without ``forecast_store``, oracles, plots) reads it first.
 
     The store is verified against the process-wide forecasters of its models

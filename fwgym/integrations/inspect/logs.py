@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from fwgym.evaluation.verify import RTOL, VERIFIED_FIELDS, RunSettings, rescore
 from fwgym.integrations.inspect.scorer import sample_score
 from fwgym.integrations.inspect.tasks import SUITE_TASKS, env_kwargs_of
+from fwgym.traces import Trace, trace_score
 
 __all__ = ["ImportedLog", "read_log"]
 
@@ -52,7 +53,7 @@ class ImportedLog:
     env_kwargs: dict
     policy: str
     origin: dict
-    traces: list[dict] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)
     errored: int = 0
 
 
@@ -155,7 +156,7 @@ def _unscored(case_id: str, split: str, env_kwargs: dict, policy: str, reason: s
     return record
 
 
-def _trace(sample: Any, record: Mapping) -> dict:
+def _trace(sample: Any, record: Mapping) -> Trace:
     messages = []
     for m in sample.messages or []:
         msg: dict[str, Any] = {"role": m.role, "content": m.text}
@@ -170,8 +171,7 @@ def _trace(sample: Any, record: Mapping) -> dict:
         messages.append(msg)
     return {"trace_version": 2, "policy": record["policy"], "case_id": record["case_id"],
             "episode_id": record.get("episode_id"), "backend": "inspect", "messages": messages,
-            "score": {k: record.get(k) for k in ("S", "R", "loss", "floor", "credits", "calls", "valid", "status",
-                                                 "reason")}}
+            "score": trace_score(record)}
 
 
 def imported_settings(imported: ImportedLog, domains: list[str]) -> dict:

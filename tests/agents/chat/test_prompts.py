@@ -90,6 +90,20 @@ def test_compact_result_drops_echoes_decisions_timestamps_and_digits():
     assert compact_result("not json") == "not json"
 
 
+def test_compact_catalog_drops_named_catalog_fields(env):
+    from fwgym.agents.chat.prompts import _CATALOG_COMPACTED
+    from fwgym.tools.results import Catalog, CatalogContract, CatalogModel
+
+    for part, fields in (("catalog", Catalog), ("contract", CatalogContract), ("model", CatalogModel)):
+        assert set(_CATALOG_COMPACTED[part]) <= set(fields.__annotations__), part  # a renamed field fails here
+    env.reset(seed=0)
+    _, _, _, _, info = env.step({"tool": "catalog"})
+    c = compact_result(info["tool_result"], {})["result"]
+    assert list(c) == ["contract", "methods", "tariff", "models", "budget", "calls"]
+    assert list(c["contract"]) == ["scale", "unit", "ramp", "surplus_price", "shortage_weights"]
+    assert "quantile_levels" not in c["models"][0] and c["models"][0]["model"] == "seasonal_empirical"
+
+
 def test_direct_prompt_is_context_is_key_style(env):
     obs, info = env.reset(seed=3)
     facts = info["episode"]

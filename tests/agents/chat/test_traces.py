@@ -1,11 +1,13 @@
-"""Trace bounds and secret scrubbing (fwgym.agents.chat.traces)."""
+"""Trace bounds, secret scrubbing and the written shape (fwgym.agents.chat.traces, fwgym.traces.Trace)."""
 import json
 
 import pytest
+from json_shapes import assert_shape
 
 from fwgym.agents import run_episode
 from fwgym.agents.chat import ChatAgent, ModelReply, ToolRequest
 from fwgym.agents.chat.traces import MAX_TRACE_CHARS, REDACTED, bound_trace, scrub
+from fwgym.traces import SCORE_FIELDS, Trace
 
 
 def _size(t):
@@ -68,3 +70,41 @@ def test_a_huge_episode_trace_stays_under_the_bound(env, case_id, tmp_path):
     run_episode(env, agent, options={"case_id": case_id})
     line = (tmp_path / "t.jsonl").read_text()
     assert len(line) <= 300_001 and json.loads(line)["truncated"] is True and json.loads(line)["score"]["calls"] == 13
+
+
+class _Script(ChatAgent):
+    """Replies from a list, with backend details (meta) on the first."""
+
+    backend = "script"
+
+    def __init__(self, replies, **kw):
+        super().__init__("script", **kw)
+        self.replies = list(replies)
+
+    def complete(self, messages, tools):
+        return self.replies.pop(0)
+
+
+def test_a_written_trace_fits_trace_in_field_order(env, case_id, plan_and_score, tmp_path):
+    decisions, s_direct = plan_and_score
+    agent = _Script([
+        ModelReply(tool_calls=[ToolRequest("c1", "catalog", "{}")], finish_reason="tool_calls",
+                   meta={"latency_s": 0.25, "requests": 1, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
+        ModelReply(content="no JSON here"),
+        ModelReply(content=json.dumps({"tool": "classical_plan", "args": {"method": "hour_of_day_empirical"}})),
+        ModelReply(content=json.dumps({"decisions": decisions}), reasoning="the free plan"),
+    ], trace_out=tmp_path / "t.jsonl")
+    run_episode(env, agent, options={"case_id": case_id})
+    (t,) = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert_shape(t, Trace)
+    assert list(t) == [k for k in Trace.__annotations__ if k != "direct_samples"]  # every field, in the type's order
+    assert SCORE_FIELDS == ("S", "R", "loss", "floor", "credits", "calls", "valid", "status", "reason")
+    assert list(t["score"]) == list(SCORE_FIELDS) and t["score"]["S"] == s_direct and t["score"]["calls"] == 3
+    assert [(s["source"], s["kind"]) for s in t["steps"]] == [("native", "tool"), ("text", "error"), ("text", "tool"),
+                                                             ("text", "answer")]
+    assert t["steps"][0]["env_result"]["result"]["case"]["case_id"] == case_id  # a ToolResult with its Catalog
+    assert t["steps"][1]["error"]["code"] == "no_json" and t["steps"][3]["env_result"] is None
+    assert t["replies"][0] == {"turn": 1, "content": None, "finish_reason": "tool_calls",
+                               "tool_calls": [{"id": "c1", "name": "catalog", "arguments": "{}"}],
+                               "latency_s": 0.25, "requests": 1, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    assert t["replies"][3]["reasoning"] == "the free plan" and t["usage"] == {"prompt_tokens": 10, "completion_tokens": 2}
