@@ -209,8 +209,7 @@ class ContextAwareAgent:
         hours = np.arange(last - len(history) + 1, last + 1)
         samples = classical_distribution(self.method, history, hours, np.arange(start, start + 24)).copy()
         if self.use_context:
-            ops = parse_scenario(observation["context"], start % 24, history, case.get("history_start")
-                                 or _history_start(last, len(history)))
+            ops = parse_scenario(observation["context"], start % 24, history, _history_start(last, len(history)))
             if ops:
                 samples = np.column_stack([apply_ops(samples[:, j], ops, integer=False) for j in range(samples.shape[1])])
         if cat.get("task") == "forecast":

@@ -25,14 +25,15 @@ from fwgym.validation import check_int, is_mapping, is_number
 
 __all__ = ["GRID", "GRID_STEP", "ALPHA", "RAMP", "MAX_RAMP_STEPS", "BLOCK_HOURS", "N_BLOCKS", "TARGET_HOURS",
            "DECISION_IDS", "PRIORITY_PATTERN", "VALUE_ABS_TOL", "VALUE_REL_TOL", "INVALID_PENALTY", "shortage_weights",
-           "safe_repr", "names_text", "PlanError", "Plan", "plan_from_indices", "capacity_grid", "LEVEL_LABELS",
+           "safe_repr", "names_text", "PlanError", "Plan", "plan_from_indices", "capacity_grid", "GRID_LEVELS", "LEVEL_LABELS",
            "decision_values", "validate_decisions", "validate_levels", "MAX_FORECAST_SAMPLES", "MAX_FORECAST_MAGNITUDE",
            "ForecastSubmission", "validate_forecast"]
 
 #: Normalised capacity grid, 33 levels 0.40..2.00 step 0.05 (float64, shape (33,)).
 GRID: np.ndarray = np.round(0.40 + 0.05 * np.arange(33), 10)
 GRID.flags.writeable = False
-_GRID_LEVELS: tuple[float, ...] = tuple(float(g) for g in GRID)
+#: GRID as JSON numbers at full precision (0.4, 0.45, 0.5, 0.55, 0.6000000000000001, ...): capacities are level x scale
+GRID_LEVELS: tuple[float, ...] = tuple(float(g) for g in GRID)
 #: GRID as agents read and write it (0.4, 0.45, ..., 2.0): each level rounded to 2 decimals (the catalog's
 #: ``normalised_grid``, a plan's ``levels``)
 LEVEL_LABELS: tuple[float, ...] = tuple(round(float(g), 2) for g in GRID)
@@ -128,7 +129,7 @@ def capacity_grid(scale: float) -> list[float]:
     """The 33 physical grid values ``GRID[k] * scale`` as Python floats, exactly the values the
     validator compares submissions with (``repr`` of each gives it at full precision)."""
     s = float(scale)
-    return [g * s for g in _GRID_LEVELS]
+    return [g * s for g in GRID_LEVELS]
 
 
 _DECISION_SET = frozenset(DECISION_IDS)
@@ -192,16 +193,15 @@ def decision_values(decisions: Any) -> list[Any]:
     return [found[d] for d in DECISION_IDS]
 
 
-_GRID_LIST: tuple[float, ...] = _GRID_LEVELS
-_LAST = len(_GRID_LIST) - 1
+_LAST = len(GRID_LEVELS) - 1
 
 
 def _nearest(x: float, scale: float) -> tuple[int, float, bool]:
     """``(k, scale * GRID[k], on_grid)``: the grid index nearest to ``x / scale`` (values beyond the
     grid snap to its ends) and whether ``x`` equals that grid value within the tolerances."""
-    pos = (x / scale - _GRID_LIST[0]) / GRID_STEP
+    pos = (x / scale - GRID_LEVELS[0]) / GRID_STEP
     k = 0 if pos <= 0 else _LAST if pos >= _LAST else int(round(pos))
-    target = _GRID_LIST[k] * scale
+    target = GRID_LEVELS[k] * scale
     return k, target, abs(x - target) <= VALUE_ABS_TOL + VALUE_REL_TOL * abs(target)
 
 
@@ -242,7 +242,7 @@ def _snap_exact(values: list[Any], scale: float, unit_label: str) -> list[int]:
     for b, x in enumerate(xs):
         k, target, ok = _nearest(x, scale)
         if not ok:
-            grid0, grid1 = _GRID_LIST[0] * scale, _GRID_LIST[-1] * scale
+            grid0, grid1 = GRID_LEVELS[0] * scale, GRID_LEVELS[-1] * scale
             raise PlanError(
                 "off_grid",
                 f"{DECISION_IDS[b]}: value {x!r} is not on the capacity grid (nearest grid value {target!r}; "
@@ -257,7 +257,7 @@ def _check_ramp(idx: list[int]) -> None:
     """Adjacent blocks may differ by at most ``MAX_RAMP_STEPS`` grid steps (= ``RAMP``; the grid is uniform)."""
     for b in range(1, len(idx)):
         if abs(idx[b] - idx[b - 1]) > MAX_RAMP_STEPS:
-            step = abs(_GRID_LIST[idx[b]] - _GRID_LIST[idx[b - 1]])
+            step = abs(GRID_LEVELS[idx[b]] - GRID_LEVELS[idx[b - 1]])
             raise PlanError(
                 "ramp_violation",
                 f"ramp violated between {DECISION_IDS[b - 1]} and {DECISION_IDS[b]}: normalised change "

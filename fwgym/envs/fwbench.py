@@ -47,7 +47,7 @@ from gymnasium import spaces
 
 from fwgym.core.cases import HISTORY_HOURS, Case, build_cases, get_case, parse_case_id
 from fwgym.context.text import render_context
-from fwgym.core.contract import ALPHA, DECISION_IDS, GRID, RAMP
+from fwgym.core.contract import ALPHA, DECISION_IDS, GRID_LEVELS, RAMP
 from fwgym.envs.settings import (check_credit_weight, check_domains, check_episode_rules,
                                  check_forecast_timeout, resolve_tools)
 from fwgym.envs.spaces import PrintableText
@@ -74,7 +74,6 @@ __all__ = ["CHARSET", "MAX_TEXT", "FWBenchEnv", "RenderModeError"]
 #: Characters of every Text space: all printable ASCII (space, newline and punctuation included).
 CHARSET = string.printable
 MAX_TEXT = 1 << 17
-_GRID_LEVELS: tuple[float, ...] = tuple(GRID.tolist())  # the normalised grid as JSON numbers (0.4, 0.45, ...)
 
 
 def _submission_json(submission) -> dict | None:
@@ -337,7 +336,7 @@ class FWBenchEnv(gym.Env):
         summary = case.summary()
         contract = None
         if self.task == "decision":
-            contract = {"decision_ids": list(DECISION_IDS), "normalised_grid": list(_GRID_LEVELS), "scale": case.scale,
+            contract = {"decision_ids": list(DECISION_IDS), "normalised_grid": list(GRID_LEVELS), "scale": case.scale,
                         "unit": summary["unit"], "ramp": RAMP, "surplus_price": ALPHA,
                         "shortage_weights": case.shortage.tolist()}
         return {
