@@ -31,6 +31,11 @@ jitter, ``Retry-After`` honoured): HTTP 408, 409, 429, 502, 503, 504, connection
 500 without ``x-should-retry: true``, e.g. llama.cpp's validation error; a ``Retry-After`` longer
 than the time left ends the reply at once).
 
+Tokens of failed attempts: the ``usage`` a server reports in a response whose reply is not used (an error response,
+retried by the SDK or final, and a 200 body refused as ``bad_response``) is counted
+(:meth:`~fwgym.agents.chat.ChatAgent.count_failed_attempt`: in the episode's token totals and its
+``failed_tokens``); an attempt cut by the deadline reports none.
+
 Whose failure (see :mod:`fwgym.agents.chat.agent`): HTTP 400/413/422 whose message mentions the
 context length raises :class:`~fwgym.agents.chat.ContextExhausted` (the model's: the episode ends
 abstained). Everything else raises :class:`fwgym.errors.HarnessError` (the episode ends
@@ -64,7 +69,8 @@ from fwgym.agents.chat.cache import ReplyCache, ReplyCacheError
 from fwgym.agents.chat.traces import scrub
 from fwgym.agents.openai_completions import (SERVER_KINDS, completion_problem, completion_reply, constraint_fields,
                                              error_text, is_context_error, server_kind_of)
-from fwgym.agents.openai_transport import MAX_RESPONSE_BYTES, RETRY_STATUSES, http_client, request_deadline, sdk
+from fwgym.agents.openai_transport import (MAX_RESPONSE_BYTES, RETRY_STATUSES, attempt_log, http_client, request_deadline,
+                                           sdk, usage_of)
 from fwgym.errors import HarnessError
 from fwgym.validation import check_int
 
@@ -257,8 +263,9 @@ class OpenAIChatAgent(ChatAgent):
             if limit <= 0:
                 raise HarnessError(f"the episode took longer than its deadline of {self.episode_timeout:g} s", "timeout")
         where = self.base_url or "the OpenAI API"
+        attempts: list[dict] = []
         try:
-            with request_deadline(limit):
+            with request_deadline(limit), attempt_log(attempts):
                 raw = self.client.chat.completions.with_raw_response.create(**kw)
         except DeadlineExceeded as exc:
             raise HarnessError(f"no reply from {where} within {limit:g} s ({exc})", "timeout") from None
@@ -281,6 +288,9 @@ class OpenAIChatAgent(ChatAgent):
                                kind) from None
         except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
             raise HarnessError(f"{where}: {type(exc).__name__}: {exc}"[:1000], "bad_response") from None
+        finally:  # the error responses (retried or final) and the usage they reported: counted, never lost
+            for a in attempts:
+                self.count_failed_attempt(a["usage"], f"HTTP {a['status']}")
         text = raw.http_response.text
         try:
             body = json.loads(text)
@@ -289,6 +299,7 @@ class OpenAIChatAgent(ChatAgent):
                                f"({len(text)} characters: {text[:200]!r})", "bad_response") from None
         problem = completion_problem(body)
         if problem:
+            self.count_failed_attempt(usage_of(body), "bad_response")  # the server may have reported what it generated
             raise HarnessError(f"{where} answered with a body that is not a chat completion: {problem}", "bad_response")
         return body, int(getattr(raw, "retries_taken", 0) or 0)
 
