@@ -316,7 +316,9 @@ class OpenAIChatAgent(ChatAgent):
             ``model``), "seed", "seed_honoured" (``True``: the two replies with the seed are identical
             and the one with ``seed + 1`` differs; ``False``: the same seed gave two replies;
             ``None``: no seed, or the reply does not depend on it), "replies" (cut to 80
-            characters), "latency_s", "openai_sdk", "httpx"}``.
+            characters), "latency_s", "openai_sdk", "httpx", "server_kind", "tools_shown", "parallel_slots",
+            "max_tokens", "answer_tokens" (``{"decision": n, "forecast": n}``: tokens of a typical final answer in the
+            server's tokenizer, :meth:`_answer_tokens`; ``None`` without usage), "answer_tokens_how"}``.
 
         Raises:
             HarnessError: no server, a refused key, an unknown model, a reply that is not a chat
@@ -364,7 +366,34 @@ class OpenAIChatAgent(ChatAgent):
                 "replies": [scrub(t[:80], self.secrets()) for t in texts],
                 "latency_s": round(time.perf_counter() - t0, 3), "openai_sdk": openai.__version__,
                 "httpx": getattr(httpx, "__version__", None), "server_kind": self.detected_server_kind(),
-                "tools_shown": self._tools_shown(kw), "parallel_slots": self._parallel_slots()}
+                "tools_shown": self._tools_shown(kw), "parallel_slots": self._parallel_slots(),
+                "max_tokens": self.max_tokens, "answer_tokens": self._answer_tokens(kw),
+                "answer_tokens_how": "the server's usage (a prompt with a typical answer minus the same prompt without it)"}
+
+    def _answer_tokens(self, kw: Mapping) -> dict[str, int] | None:
+        """Tokens of a typical final answer per task in the server's tokenizer
+        (:func:`fwgym.agents.chat.constrain.answer_lengths`): the ``usage.prompt_tokens`` of a one-token request whose
+        message holds the answer, minus that of the same request without it (``None``: no ``usage``, or one that does not
+        grow with the prompt, to tell)."""
+        from fwgym.agents.chat.constrain import answer_lengths
+
+        head = "Reply with OK. The answer:"
+        base = {**kw, "max_tokens": 1}
+
+        def prompt_tokens(text: str) -> int:
+            usage = self._post({**base, "messages": [{"role": "user", "content": text}]})[0].get("usage") or {}
+            n = usage.get("prompt_tokens")
+            if not isinstance(n, int) or isinstance(n, bool):
+                raise LookupError("no usage")
+            return n
+
+        try:
+            plain = prompt_tokens(head)
+            counts = answer_lengths(lambda text: prompt_tokens(head + "\n" + text) - plain,
+                                    direct=self.options.direct_prompt)
+        except (HarnessError, ContextExhausted, LookupError):
+            return None
+        return counts if all(n > 0 for n in counts.values()) else None  # a usage that ignores the prompt tells nothing
 
     def _tools_shown(self, kw: Mapping) -> bool | None:
         """Whether the server shows ``tools`` to the model: the prompt of a request with one tool has more tokens

@@ -263,7 +263,9 @@ class TransformersChatAgent(ChatAgent):
 
         Returns:
             ``{"model_path", "gguf_file", "device", "dtype", "context_window", "seed", "seed_honoured"
-            (the two replies are equal), "transformers", "torch"}``.
+            (the two replies are equal), "transformers", "torch", "max_tokens" (``max_new_tokens``), "answer_tokens"
+            (``{"decision": n, "forecast": n}``: a typical final answer in the model's tokenizer,
+            :func:`fwgym.agents.chat.constrain.answer_lengths`), "answer_tokens_how"}``.
 
         Raises:
             HarnessError: the model cannot be loaded.
@@ -284,10 +286,15 @@ class TransformersChatAgent(ChatAgent):
                 texts.append(self.complete(msgs, None).content or "")
         finally:
             self.max_new_tokens, self._kv = saved
+        from fwgym.agents.chat.constrain import answer_lengths
+
+        answer = answer_lengths(lambda text: len(self._tok(text, add_special_tokens=False)["input_ids"]),
+                                direct=self.options.direct_prompt)
         return {"model_path": self.model_path, "gguf_file": self.gguf_file, "device": str(self._model.device),
                 "dtype": str(self._model.dtype), "context_window": self.context_window, "seed": self.seed,
                 "seed_honoured": texts[0] == texts[1], "replies": [t[:80] for t in texts],
-                "transformers": transformers.__version__, "torch": torch.__version__}
+                "transformers": transformers.__version__, "torch": torch.__version__,
+                "max_tokens": self.max_new_tokens, "answer_tokens": answer, "answer_tokens_how": "the model's tokenizer"}
 
     @property
     def context_window(self) -> int:

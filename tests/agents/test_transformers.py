@@ -99,6 +99,16 @@ def test_kv_cache_reuse_gives_the_same_greedy_replies_and_skips_the_common_prefi
     assert agent._kv is None  # episodes never share a cache
     facts = LLMAgentFactory(kind="transformers", model_path=tiny_lm, max_new_tokens=8).preflight()
     assert facts["kind"] == "transformers" and facts["seed_honoured"] is True and facts["context_window"] == 32768
+    # the final answers measured with the model's own tokenizer: 8 new tokens hold neither, which the CLI refuses
+    from fwgym.agents.chat.constrain import answer_lengths
+    from fwgym.cli.preflight import check_answer_room
+
+    tok = agent._tok
+    assert facts["answer_tokens"] == answer_lengths(lambda t: len(tok(t, add_special_tokens=False)["input_ids"]))
+    assert facts["max_tokens"] == 8 and 8 < facts["answer_tokens"]["decision"] < facts["answer_tokens"]["forecast"]
+    with pytest.raises(ValueError, match=f"--max-tokens 8 cannot hold a forecast-suite answer \\(~{facts['answer_tokens']['forecast']} "
+                                         "tokens, the model's tokenizer\\)"):
+        check_answer_room({"transformers:tiny": facts}, "forecast")
 
 
 def test_tiny_lm_prompt_too_long_is_context_exhausted(env, tiny_lm):

@@ -19,13 +19,14 @@ counted call, as always.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from fwgym.core.contract import DECISION_IDS, GRID, RAMP, TARGET_HOURS
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.tools.registry import PoolModel, tool_parameters
 
-__all__ = ["reply_json_schema", "decodable_schema", "reply_grammar", "answer_example", "GRAMMAR_TOOLS"]
+__all__ = ["reply_json_schema", "decodable_schema", "reply_grammar", "answer_example", "answer_lengths", "ANSWER_SCALE",
+           "GRAMMAR_TOOLS"]
 
 #: the tools whose arguments the grammar spells (the answer stands for ``submit``)
 GRAMMAR_TOOLS = ("catalog", "history", "classical_plan", "plan", "quote", "forecast")
@@ -195,16 +196,32 @@ def reply_grammar(tools: Sequence[str], task: str, facts: Mapping, pool: Sequenc
     return "\n".join(head + answer_rules + rules) + "\n"
 
 
-def answer_example(task: str, facts: Mapping) -> str:
+#: the series scale of :func:`answer_lengths` (values of 6 integer digits, as the largest electricity series')
+ANSWER_SCALE = 100_000.0
+
+
+def answer_example(task: str, facts: Mapping, *, direct: bool = False) -> str:
     """A typical final answer of the episode as text (what ``--max-tokens`` must hold): 8 levels, or 24 x 9
-    quantiles written with the digits of values at the series' scale."""
+    quantiles written with the digits of values at the series' scale (``facts["case"]["scale"]``, default 1000)
+    and one decimal; with ``direct`` (the direct prompt), a forecast is Context is Key's 24 ``(timestamp, value)``
+    lines between ``<forecast>`` tags (:mod:`fwgym.agents.chat.direct`)."""
     if task == "forecast":
         scale = float((facts.get("case") or {}).get("scale") or 1000.0)
         v = round(scale * 1.137, 1)
+        if direct:
+            lines = [f"(2024-01-27 {h:02d}:00:00, {v})" for h in range(TARGET_HOURS)]
+            return "<forecast>\n" + "\n".join(lines) + "\n</forecast>"
         rows = [[v] * len(QUANTILE_LEVELS)] * TARGET_HOURS
         return json.dumps({"quantiles": rows})
     grid = _grid(facts)
     return json.dumps({"levels": [round(grid[len(grid) // 2 + 1], 2)] * len(DECISION_IDS)})
+
+
+def answer_lengths(count: Callable[[str], int], *, direct: bool = False) -> dict[str, int]:
+    """Tokens of a typical final answer per task, ``{"decision": n, "forecast": n}``, counted by ``count`` (text ->
+    tokens: a model's tokenizer, or a server's ``usage``) on :func:`answer_example` at :data:`ANSWER_SCALE`."""
+    facts = {"case": {"scale": ANSWER_SCALE}}
+    return {task: int(count(answer_example(task, facts, direct=direct))) for task in ("decision", "forecast")}
 
 
 def constraint_payload(mode: str, tools: Sequence[str], task: str, facts: Mapping,
