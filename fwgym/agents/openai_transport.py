@@ -100,9 +100,9 @@ def usage_of(body: Any) -> dict | None:
     if not isinstance(usage, Mapping):
         return None
     pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in (pt, ct)):
+    if not (isinstance(pt, int) and isinstance(ct, int)) or isinstance(pt, bool) or isinstance(ct, bool) or min(pt, ct) < 0:
         return None
-    return {"prompt_tokens": int(pt), "completion_tokens": int(ct)}
+    return {"prompt_tokens": pt, "completion_tokens": ct}
 
 
 def _note_error_attempt(response: Any) -> None:

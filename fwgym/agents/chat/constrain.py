@@ -18,6 +18,7 @@ counted call, as always.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, Callable, Mapping, Sequence
 
@@ -65,12 +66,22 @@ def decodable_schema(schema: Mapping) -> dict:
     a branch that only says ``{"required": [...]}`` (``plan``'s "exactly one of ``method`` / ``forecast_id``") is an
     "Unrecognized schema": llama.cpp refuses the request, llama-cpp-python silently decodes any JSON instead. Here
     such a ``oneOf`` becomes one complete object per branch (its own required property, none of the other branches'
-    properties, so "exactly one" still holds), and ``not`` / ``if`` / ``then`` / ``else`` are dropped (the env
+    properties, so "exactly one" still holds; an ``allOf`` of several such rules, ``evaluate_plan``'s, one object per
+    combination of their branches), and ``not`` / ``if`` / ``then`` / ``else`` are dropped (the env
     still refuses what they excluded, as a counted call). A pattern's ``\\d`` becomes ``[0-9]`` (the same ASCII
     digits in JSON Schema's ECMA-262 regexes): llama-cpp-python 0.3.36 copies ``\\d`` into a GBNF literal, which
     llama.cpp fails to parse (and the server crashed). Other schemas are returned as they are (copied).
     """
     out = {k: v for k, v in schema.items() if k not in _VALIDATION_ONLY}
+    named_by_rules: set | None = None
+    groups = out.get("allOf")
+    if isinstance(groups, list) and groups and all(_required_choice(g) for g in groups) and "oneOf" not in out:
+        # several "exactly one of" rules (evaluate_plan: decisions | levels, and method | forecast_id): one oneOf of
+        # their combinations, expanded below like a single rule
+        del out["allOf"]
+        out["oneOf"] = [{"required": [p for b in combo for p in b["required"]]}
+                        for combo in itertools.product(*(g["oneOf"] for g in groups))]
+        named_by_rules = {p for g in groups for b in g["oneOf"] for p in b["required"]}
     if isinstance(out.get("pattern"), str):
         out["pattern"] = out["pattern"].replace(r"\d", "[0-9]")
     props = out.get("properties")
@@ -84,7 +95,7 @@ def decodable_schema(schema: Mapping) -> dict:
             continue
         if isinstance(props, Mapping) and all(isinstance(b, Mapping) and set(b) == {"required"} for b in branches):
             del out[key]
-            named = {p for b in branches for p in b["required"]}
+            named = named_by_rules or {p for b in branches for p in b["required"]}
             alts = []
             for b in branches:
                 keep = {k: v for k, v in out["properties"].items() if k in b["required"] or k not in named}
@@ -93,6 +104,12 @@ def decodable_schema(schema: Mapping) -> dict:
             return {"anyOf": alts}
         out[key] = [decodable_schema(b) if isinstance(b, Mapping) else b for b in branches]
     return out
+
+
+def _required_choice(part: Any) -> bool:
+    """Whether ``part`` is ``{"oneOf": [{"required": [...]}, ...]}`` (an "exactly one of" rule)."""
+    return isinstance(part, Mapping) and set(part) == {"oneOf"} and isinstance(part["oneOf"], list) and all(
+        isinstance(b, Mapping) and set(b) == {"required"} for b in part["oneOf"])
 
 
 def reply_json_schema(tools: Sequence[str], task: str, facts: Mapping, pool: Sequence[PoolModel] | None = None) -> dict:

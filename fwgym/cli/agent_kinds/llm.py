@@ -2,7 +2,7 @@
 
 The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
 ``--agent-name``, ``--max-tool-chars``, ``--history-hours``, ``--compact-results``, ``--direct-prompt``, ``--samples``,
-``--episode-timeout``, ``--objective``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
+``--constrain``, ``--episode-timeout``, ``--objective``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
 ``--hf-device`` carry a prefix because other kinds (SB3) may want ``--seed`` / ``--device``.
 """
 from __future__ import annotations
@@ -44,6 +44,11 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--tools",), {"nargs": "+", "default": None, "metavar": "NAME", "dest": "tools",
                     "help": "offer only these tools (submit and abstain are always there), e.g. --tools classical_plan "
                             "plan: fewer schema tokens for small windows"}),
+    (("--constrain",), {"choices": ("json-schema", "grammar"), "default": None,
+                        "help": "constrain every reply to the episode's own grammar: a JSON schema (grid levels, tool "
+                                "arguments) or a GBNF grammar (also the ramp); replies are JSON in text; part of the "
+                                "policy name (openai: the server decodes under it; transformers: llguidance, "
+                                "pip install 'fwgym[constrain]')"}),
     (("--episode-timeout",), {"type": positive_float, "default": None, "dest": "episode_timeout",
                               "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
                                       "(never scored; default: no bound)"}),

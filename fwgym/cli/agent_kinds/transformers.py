@@ -55,7 +55,8 @@ def build(args):
                               plain_cache_dir=args.gguf_cache_dir, device=args.hf_device, dtype=args.hf_dtype,
                               max_context=args.max_context, max_new_tokens=max_tokens,
                               reuse_cache=not getattr(args, "hf_no_kv_cache", False),
-                              trace_out=path, options=chat_options(args, native_tools=False), **kw)
+                              trace_out=path, options=chat_options(args, native_tools=False,
+                                                                   constrain=getattr(args, "constrain", None)), **kw)
     factory()  # validates the settings now (cheap: the model loads on the first turn)
     start_trace_file(path)
     return factory
