@@ -25,7 +25,8 @@ optionally:
 * ``episode_stats() -> dict``: what the episode cost the agent's backend, read once after the episode
   ends (also after a harness error) and stored in the record (:class:`fwgym.evaluation.records.AccountingFields`):
   ``prompt_tokens`` and ``completion_tokens`` (ints, summed over the episode's requests, from the
-  server's ``usage``), ``model_turns`` (int, model replies), ``requests`` (int, requests sent, retries
+  server's ``usage``, failed attempts included), ``failed_tokens`` (int, the part of those totals reported for
+  attempts whose reply was not used: error responses, refused bodies), ``model_turns`` (int, model replies), ``requests`` (int, requests sent, retries
   included), ``request_latency_s`` (list of floats, seconds per request, in order), ``wall_s`` (float,
   seconds from the first ``act`` to the end), ``served_model`` (str: the model a reply named when it was not the
   one asked for). Missing keys (and agents without the method) are ``None``
@@ -92,7 +93,7 @@ from fwgym.jsonl import to_jsonable
 from fwgym.validation import is_int, is_number
 
 #: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
-EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "model_turns", "requests",
+EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "failed_tokens", "model_turns", "requests",
                                        "request_latency_s", "wall_s", "served_model")
 
 
@@ -331,7 +332,7 @@ def _episode_stats(agent: Any) -> dict:
         return out
     if not isinstance(stats, Mapping):
         return out
-    for k in ("prompt_tokens", "completion_tokens", "model_turns", "requests"):
+    for k in ("prompt_tokens", "completion_tokens", "failed_tokens", "model_turns", "requests"):
         v = stats.get(k)
         if is_int(v) and v >= 0:
             out[k] = int(v)

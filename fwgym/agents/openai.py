@@ -31,6 +31,11 @@ jitter, ``Retry-After`` honoured): HTTP 408, 409, 429, 502, 503, 504, connection
 500 without ``x-should-retry: true``, e.g. llama.cpp's validation error; a ``Retry-After`` longer
 than the time left ends the reply at once).
 
+Tokens of failed attempts: the ``usage`` a server reports in a response whose reply is not used (an error response,
+retried by the SDK or final, and a 200 body refused as ``bad_response``) is counted
+(:meth:`~fwgym.agents.chat.ChatAgent.count_failed_attempt`: in the episode's token totals and its
+``failed_tokens``); an attempt cut by the deadline reports none.
+
 Whose failure (see :mod:`fwgym.agents.chat.agent`): HTTP 400/413/422 whose message mentions the
 context length raises :class:`~fwgym.agents.chat.ContextExhausted` (the model's: the episode ends
 abstained). Everything else raises :class:`fwgym.errors.HarnessError` (the episode ends
@@ -64,7 +69,8 @@ from fwgym.agents.chat.cache import ReplyCache, ReplyCacheError
 from fwgym.agents.chat.traces import scrub
 from fwgym.agents.openai_completions import (SERVER_KINDS, completion_problem, completion_reply, constraint_fields,
                                              error_text, is_context_error, server_kind_of)
-from fwgym.agents.openai_transport import MAX_RESPONSE_BYTES, RETRY_STATUSES, http_client, request_deadline, sdk
+from fwgym.agents.openai_transport import (MAX_RESPONSE_BYTES, RETRY_STATUSES, attempt_log, http_client, request_deadline,
+                                           sdk, usage_of)
 from fwgym.errors import HarnessError
 from fwgym.validation import check_int
 
@@ -257,8 +263,9 @@ class OpenAIChatAgent(ChatAgent):
             if limit <= 0:
                 raise HarnessError(f"the episode took longer than its deadline of {self.episode_timeout:g} s", "timeout")
         where = self.base_url or "the OpenAI API"
+        attempts: list[dict] = []
         try:
-            with request_deadline(limit):
+            with request_deadline(limit), attempt_log(attempts):
                 raw = self.client.chat.completions.with_raw_response.create(**kw)
         except DeadlineExceeded as exc:
             raise HarnessError(f"no reply from {where} within {limit:g} s ({exc})", "timeout") from None
@@ -281,6 +288,9 @@ class OpenAIChatAgent(ChatAgent):
                                kind) from None
         except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
             raise HarnessError(f"{where}: {type(exc).__name__}: {exc}"[:1000], "bad_response") from None
+        finally:  # the error responses (retried or final) and the usage they reported: counted, never lost
+            for a in attempts:
+                self.count_failed_attempt(a["usage"], f"HTTP {a['status']}")
         text = raw.http_response.text
         try:
             body = json.loads(text)
@@ -289,6 +299,7 @@ class OpenAIChatAgent(ChatAgent):
                                f"({len(text)} characters: {text[:200]!r})", "bad_response") from None
         problem = completion_problem(body)
         if problem:
+            self.count_failed_attempt(usage_of(body), "bad_response")  # the server may have reported what it generated
             raise HarnessError(f"{where} answered with a body that is not a chat completion: {problem}", "bad_response")
         return body, int(getattr(raw, "retries_taken", 0) or 0)
 
@@ -305,7 +316,9 @@ class OpenAIChatAgent(ChatAgent):
             ``model``), "seed", "seed_honoured" (``True``: the two replies with the seed are identical
             and the one with ``seed + 1`` differs; ``False``: the same seed gave two replies;
             ``None``: no seed, or the reply does not depend on it), "replies" (cut to 80
-            characters), "latency_s", "openai_sdk", "httpx"}``.
+            characters), "latency_s", "openai_sdk", "httpx", "server_kind", "tools_shown", "parallel_slots",
+            "max_tokens", "answer_tokens" (``{"decision": n, "forecast": n}``: tokens of a typical final answer in the
+            server's tokenizer, :meth:`_answer_tokens`; ``None`` without usage), "answer_tokens_how"}``.
 
         Raises:
             HarnessError: no server, a refused key, an unknown model, a reply that is not a chat
@@ -353,7 +366,34 @@ class OpenAIChatAgent(ChatAgent):
                 "replies": [scrub(t[:80], self.secrets()) for t in texts],
                 "latency_s": round(time.perf_counter() - t0, 3), "openai_sdk": openai.__version__,
                 "httpx": getattr(httpx, "__version__", None), "server_kind": self.detected_server_kind(),
-                "tools_shown": self._tools_shown(kw), "parallel_slots": self._parallel_slots()}
+                "tools_shown": self._tools_shown(kw), "parallel_slots": self._parallel_slots(),
+                "max_tokens": self.max_tokens, "answer_tokens": self._answer_tokens(kw),
+                "answer_tokens_how": "the server's usage (a prompt with a typical answer minus the same prompt without it)"}
+
+    def _answer_tokens(self, kw: Mapping) -> dict[str, int] | None:
+        """Tokens of a typical final answer per task in the server's tokenizer
+        (:func:`fwgym.agents.chat.constrain.answer_lengths`): the ``usage.prompt_tokens`` of a one-token request whose
+        message holds the answer, minus that of the same request without it (``None``: no ``usage``, or one that does not
+        grow with the prompt, to tell)."""
+        from fwgym.agents.chat.constrain import answer_lengths
+
+        head = "Reply with OK. The answer:"
+        base = {**kw, "max_tokens": 1}
+
+        def prompt_tokens(text: str) -> int:
+            usage = self._post({**base, "messages": [{"role": "user", "content": text}]})[0].get("usage") or {}
+            n = usage.get("prompt_tokens")
+            if not isinstance(n, int) or isinstance(n, bool):
+                raise LookupError("no usage")
+            return n
+
+        try:
+            plain = prompt_tokens(head)
+            counts = answer_lengths(lambda text: prompt_tokens(head + "\n" + text) - plain,
+                                    direct=self.options.direct_prompt)
+        except (HarnessError, ContextExhausted, LookupError):
+            return None
+        return counts if all(n > 0 for n in counts.values()) else None  # a usage that ignores the prompt tells nothing
 
     def _tools_shown(self, kw: Mapping) -> bool | None:
         """Whether the server shows ``tools`` to the model: the prompt of a request with one tool has more tokens

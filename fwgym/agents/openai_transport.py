@@ -6,14 +6,16 @@ hook (see :mod:`fwgym.agents.openai` for the rules).
   per asyncio context). Each attempt's connect/read/write/pool timeouts are clamped to the time left; a watchdog
   shuts the socket down when the deadline passes mid-body; a body read past the deadline or above the bound
   raises the SDK-level ``DeadlineExceeded`` / ``ResponseTooLarge`` (:func:`sdk`), which the SDK does not retry.
-* :func:`http_client` is the httpx client the agent hands the SDK: that transport, and a response hook that marks
-  a deterministic error, or a ``Retry-After`` beyond the deadline, ``x-should-retry: false`` (the SDK obeys it).
+* :func:`http_client` is the httpx client the agent hands the SDK: that transport, and response hooks that note each
+  error response's status and reported ``usage`` in the :func:`attempt_log` in force (the tokens of failed attempts),
+  and mark a deterministic error, or a ``Retry-After`` beyond the deadline, ``x-should-retry: false`` (the SDK obeys it).
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import importlib
+import json
 import socket
 import threading
 import time
@@ -25,8 +27,12 @@ from typing import Any, Iterator, Mapping
 RETRY_STATUSES = frozenset({408, 409, 429, 502, 503, 504})
 #: largest response body read (bytes); a larger one is a ``bad_response`` harness error
 MAX_RESPONSE_BYTES = 256 << 20
+#: largest error-response body read for its ``usage`` (:func:`attempt_log`; bytes, by its ``Content-Length``)
+MAX_ERROR_BODY_BYTES = 1 << 20
 #: the wall-clock deadline (time.monotonic) of the request in flight on this thread/context
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("fwgym_openai_deadline", default=None)
+#: the error responses of the requests in flight on this thread/context (:func:`attempt_log`)
+_ATTEMPTS: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar("fwgym_openai_attempts", default=None)
 
 _SDK_LOCK = threading.Lock()
 _SDK: tuple[ModuleType, ModuleType, type[Exception], type[Exception]] | None = None
@@ -74,12 +80,57 @@ def request_deadline(seconds: float) -> Iterator[float]:
         _DEADLINE.reset(token)
 
 
+@contextlib.contextmanager
+def attempt_log(log: list[dict]) -> Iterator[list[dict]]:
+    """Append to ``log`` one ``{"status": int, "usage": dict | None}`` per error response (HTTP status >= 400) that
+    the requests made inside the block receive, the SDK's retried attempts included: ``usage`` is the body's
+    ``usage`` object with integer ``prompt_tokens`` and ``completion_tokens`` where the body is JSON of at most
+    :data:`MAX_ERROR_BODY_BYTES` (by its ``Content-Length``) and has one, else ``None``. So the tokens a server
+    reports for an attempt that failed are not lost (:meth:`fwgym.agents.chat.ChatAgent.count_failed_attempt`)."""
+    token = _ATTEMPTS.set(log)
+    try:
+        yield log
+    finally:
+        _ATTEMPTS.reset(token)
+
+
+def usage_of(body: Any) -> dict | None:
+    """``{"prompt_tokens", "completion_tokens"}`` of a response body's ``usage`` (both non-negative ints), else ``None``."""
+    usage = body.get("usage") if isinstance(body, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not (isinstance(pt, int) and isinstance(ct, int)) or isinstance(pt, bool) or isinstance(ct, bool) or min(pt, ct) < 0:
+        return None
+    return {"prompt_tokens": pt, "completion_tokens": ct}
+
+
+def _note_error_attempt(response: Any) -> None:
+    """httpx response hook: an error response's status and usage into the :func:`attempt_log` in force (its body is
+    read here when small; the SDK reads it again from the cache, or closes it to retry)."""
+    log = _ATTEMPTS.get()
+    if log is None or response.status_code < 400:
+        return
+    usage = None
+    try:
+        size = int(response.headers.get("content-length", ""))
+    except ValueError:
+        size = -1
+    if 0 < size <= MAX_ERROR_BODY_BYTES:
+        response.read()  # the deadline transport's stream: bounded in time and size
+        try:
+            usage = usage_of(json.loads(response.content))
+        except ValueError:
+            usage = None
+    log.append({"status": int(response.status_code), "usage": usage})
+
+
 def http_client(max_response_bytes: int) -> Any:
     """The ``openai.DefaultHttpxClient`` to hand ``openai.OpenAI(http_client=...)``: the deadline transport with the
     body bound ``max_response_bytes`` and the retry policy hook (module docstring)."""
     openai = sdk()[0]
     return openai.DefaultHttpxClient(transport=_make_transport(max_response_bytes),
-                                     event_hooks={"response": [_retry_policy]})
+                                     event_hooks={"response": [_note_error_attempt, _retry_policy]})
 
 
 def _make_transport(max_body: int) -> Any:
@@ -209,4 +260,5 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-__all__ = ["RETRY_STATUSES", "MAX_RESPONSE_BYTES", "sdk", "request_deadline", "http_client"]
+__all__ = ["RETRY_STATUSES", "MAX_RESPONSE_BYTES", "MAX_ERROR_BODY_BYTES", "sdk", "request_deadline", "attempt_log",
+           "usage_of", "http_client"]

@@ -188,6 +188,10 @@ class TransformersChatAgent(ChatAgent):
         plain_cache_dir: folder for a plain copy of a GGUF model (faster reloads); ``None``: no copy.
         trust_remote_code: passed to ``from_pretrained``.
         generation_kwargs: extra ``GenerationConfig`` fields, e.g. ``{"repetition_penalty": 1.1}``.
+        constrain: (a chat option) ``"json-schema"`` or ``"grammar"``: every reply is generated under the episode's
+            reply schema or GBNF grammar (:mod:`fwgym.agents.transformers_constrain`, llguidance: ``pip install
+            'fwgym[constrain]'``); the policy name gets ``+<mode>`` (``transformers:<model>+grammar``), as the
+            openai kind's.
         reuse_cache: keep the KV cache across the turns of an episode (see the module docstring).
         name: policy name (default ``"transformers:<model folder or id>"``).
         **chat_kwargs: :class:`~fwgym.agents.chat.ChatAgent` arguments (``trace_out``, ``max_turns``,
@@ -196,6 +200,7 @@ class TransformersChatAgent(ChatAgent):
 
     Raises:
         ValueError: bad ``max_new_tokens``/``min_new_tokens``/``temperature``.
+        ImportError: ``constrain`` without llguidance installed.
         HarnessError: (on first ``act``) the model cannot be loaded.
     """
 
@@ -219,7 +224,12 @@ class TransformersChatAgent(ChatAgent):
         label = Path(str(model_path).rstrip("/")).name if os.path.isdir(str(model_path)) else str(model_path)
         if gguf_file:
             label = Path(gguf_file).stem
-        super().__init__(name or f"transformers:{label}", options=options, **chat_kwargs)
+        super().__init__(name or f"transformers:{label}" + (f"+{options.constrain}" if options.constrain else ""),
+                         options=options, **chat_kwargs)
+        if options.constrain:
+            from fwgym.agents.transformers_constrain import llguidance_version
+
+            llguidance_version()  # refused now, not at the first turn, when the engine is missing
         self.model_path, self.gguf_file = str(model_path), gguf_file
         self.device, self.dtype = device, dtype
         self.max_new_tokens, self.min_new_tokens = int(max_new_tokens), int(min_new_tokens)
@@ -230,12 +240,15 @@ class TransformersChatAgent(ChatAgent):
         self.generation_kwargs = dict(generation_kwargs or {})
         self.reuse_cache = bool(reuse_cache)
         self._tok = self._model = None
+        self._lltok: Any = None  # constrain: llguidance's tokenizer
+        self._grammar: str | None = None  # constrain: the episode's compiled grammar
         self._kv = None  # (token ids (list of int) the cache holds keys for + the last generated one, DynamicCache)
         self._system_ok: bool | None = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_tok"] = state["_model"] = state["_kv"] = None  # reloaded (from the process cache) on first use
+        state["_lltok"] = state["_grammar"] = None
         return state
 
     def describe(self) -> dict:
@@ -263,7 +276,9 @@ class TransformersChatAgent(ChatAgent):
 
         Returns:
             ``{"model_path", "gguf_file", "device", "dtype", "context_window", "seed", "seed_honoured"
-            (the two replies are equal), "transformers", "torch"}``.
+            (the two replies are equal), "transformers", "torch", "max_tokens" (``max_new_tokens``), "answer_tokens"
+            (``{"decision": n, "forecast": n}``: a typical final answer in the model's tokenizer,
+            :func:`fwgym.agents.chat.constrain.answer_lengths`), "answer_tokens_how"}``.
 
         Raises:
             HarnessError: the model cannot be loaded.
@@ -284,10 +299,16 @@ class TransformersChatAgent(ChatAgent):
                 texts.append(self.complete(msgs, None).content or "")
         finally:
             self.max_new_tokens, self._kv = saved
+        from fwgym.agents.chat.constrain import answer_lengths
+
+        tok: Any = self._tok
+        answer = answer_lengths(lambda text: len(tok(text, add_special_tokens=False)["input_ids"]),
+                                direct=self.options.direct_prompt)
         return {"model_path": self.model_path, "gguf_file": self.gguf_file, "device": str(self._model.device),
                 "dtype": str(self._model.dtype), "context_window": self.context_window, "seed": self.seed,
                 "seed_honoured": texts[0] == texts[1], "replies": [t[:80] for t in texts],
-                "transformers": transformers.__version__, "torch": torch.__version__}
+                "transformers": transformers.__version__, "torch": torch.__version__,
+                "max_tokens": self.max_new_tokens, "answer_tokens": answer, "answer_tokens_how": "the model's tokenizer"}
 
     @property
     def context_window(self) -> int:
@@ -305,7 +326,7 @@ class TransformersChatAgent(ChatAgent):
         """Start a new episode (see :meth:`ChatAgent.reset <fwgym.agents.chat.agent.ChatAgent.reset>`);
         reseeds torch with ``seed`` when it is set and drops the KV cache of the previous episode."""
         super().reset(info)
-        self._kv = None
+        self._kv = self._grammar = None
         if self.seed is not None:
             import torch
 
@@ -359,6 +380,11 @@ class TransformersChatAgent(ChatAgent):
                                   if sample else {}), **self.generation_kwargs)
         device = self._model.device
         inputs = {k: v.to(device) for k, v in enc.items() if hasattr(v, "to")}
+        guide = self._guide(n, sorted(eos_ids))
+        if guide is not None:
+            from transformers import LogitsProcessorList
+
+            inputs["logits_processor"] = LogitsProcessorList([guide])
         reused = 0
         if self.reuse_cache:
             from transformers import DynamicCache
@@ -389,7 +415,25 @@ class TransformersChatAgent(ChatAgent):
         finish = "length" if len(new_ids) >= new and (not eos_ids or int(new_ids[-1]) not in eos_ids) else "stop"
         meta = {"latency_s": round(time.perf_counter() - t0, 3), "requests": 1, "cached_prompt_tokens": reused,
                 "usage": {"prompt_tokens": n, "completion_tokens": int(len(new_ids))}}
+        if guide is not None:
+            meta["constrained_steps"] = guide.masked_steps
         return ModelReply(content=text, finish_reason=finish, meta=meta)
+
+    def _guide(self, prompt_tokens: int, eos_ids: list[int]):
+        """The turn's :class:`~fwgym.agents.transformers_constrain.GrammarLogitsProcessor` when the session's replies
+        are constrained (``constrain``), else ``None``; the llguidance tokenizer is built once per agent and the
+        grammar once per episode (:meth:`reset` drops it)."""
+        constraint = self.session.constraint() if self.session is not None else None
+        if constraint is None:
+            return None
+        from fwgym.agents.transformers_constrain import GrammarLogitsProcessor, compile_constraint, constraint_tokenizer
+
+        if self._lltok is None:
+            width = self._model.get_output_embeddings().weight.shape[0]
+            self._lltok = constraint_tokenizer(self._tok, width, eos_ids)
+        if self._grammar is None:  # dropped at every episode start (reset)
+            self._grammar = compile_constraint(constraint[0], constraint[1], self._lltok)
+        return GrammarLogitsProcessor(self._lltok, self._grammar, prompt_tokens)
 
 
 __all__ = ["TransformersChatAgent", "load_chat_model", "plain_copy_of_gguf", "resolve_device"]

@@ -29,7 +29,7 @@ from fwgym.cli.agent_kinds.llm import add_common_arguments
 from fwgym.cli.args import (add_backend_arguments, add_domain_argument, add_lead_argument, add_output_argument,
                             add_progress_argument, add_split_argument, positive_int)
 from fwgym.cli.resume import check_resume
-from fwgym.cli.preflight import check_agent_infrastructure, print_preflight, probe_plugins
+from fwgym.cli.preflight import check_agent_infrastructure, check_answer_room, print_preflight, probe_plugins
 from fwgym.cli.runs import label_arg, labels_of, play_sessions, print_run_leaderboard, repeated_agents
 from fwgym.cli.tables import AUTO, MARKDOWN, TABLE
 from fwgym.evaluation import SUITES
@@ -271,6 +271,7 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
                   + (f" (the run in {out} is unchanged)" if resume else ""), file=sys.stderr)
             return EXIT_INCOMPLETE
         print_preflight(preflight, args.concurrency)
+        check_answer_room(preflight, args.suite)
         session = {"command": ["fwgym", *(getattr(args, "argv", None) or [])], "workers": args.workers,
                    "concurrency": args.concurrency, "backend": args.backend, "environment": env,
                    "preflight": preflight}

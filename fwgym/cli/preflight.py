@@ -7,7 +7,37 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["check_agent_infrastructure", "print_preflight", "probe_plugins"]
+__all__ = ["check_agent_infrastructure", "print_preflight", "probe_plugins", "check_answer_room"]
+
+
+def check_answer_room(preflight: dict, suite: str) -> None:
+    """Refuse, after the preflight and before any episode, an agent whose reply bound (``max_tokens``) cannot hold
+    the suite's final answer as its preflight measured it with the model's tokenizer (``answer_tokens``; agents
+    whose preflight could not measure it were checked with the estimate only,
+    :func:`fwgym.cli.agent_kinds.llm.check_max_tokens`).
+
+    Raises:
+        ValueError: one line per agent that cannot answer (``fwgym: error: ...``, exit 2); nothing was run.
+    """
+    from fwgym.cli.agent_kinds.llm import answer_room_problem, answer_task
+
+    for policy, facts in preflight.items():
+        if not isinstance(facts, dict) or "answer_tokens" not in facts:
+            continue
+        measured, bound = facts.get("answer_tokens"), facts.get("max_tokens")
+        need = measured.get(answer_task(suite)) if isinstance(measured, dict) else None
+        if isinstance(need, int) and not isinstance(need, bool):
+            problem = answer_room_problem(bound, need, suite, f"{facts.get('answer_tokens_how')}")
+            if problem:
+                raise ValueError(f"{policy}: {problem}; nothing was run")
+        elif isinstance(bound, int):  # not measured: the estimate let it pass; at 1 token per character it may not fit
+            from fwgym.agents.chat.constrain import ANSWER_SCALE, answer_example
+
+            most = len(answer_example(answer_task(suite), {"case": {"scale": ANSWER_SCALE}}))
+            if bound < most:
+                print(f"warning: {policy}: the {suite}-suite answer could not be measured with the model's tokenizer; "
+                      f"a tokenizer that splits numbers into digits needs up to ~{most} tokens, above --max-tokens "
+                      f"{bound}: its answers may be cut", file=sys.stderr)
 
 
 def _settings_values(description, key: str) -> list:
@@ -102,6 +132,10 @@ def print_preflight(preflight: dict, concurrency: int = 1) -> None:
                            ("server_kind", "server")):
             if key in facts:
                 parts.append(f"{label}: {'unknown' if facts[key] is None else facts[key]}")
+        answer = facts.get("answer_tokens")
+        if isinstance(answer, dict):
+            parts.append("answer tokens: " + ", ".join(f"{k} {v}" for k, v in answer.items())
+                         + f" (max tokens {facts.get('max_tokens')})")
         if parts:
             print(f"preflight {policy}: " + "; ".join(parts), file=sys.stderr)
         if facts.get("tools_shown") is False:

@@ -22,7 +22,8 @@ from fwgym.core.series import date_to_hour, hour_to_datetime, hour_to_iso
 from fwgym.domains import SameMonthLastYear, get_domain
 
 __all__ = ["holidays_between", "historical_window", "prompt_windows", "historical_facts", "calendar_facts", "render_context",
-           "OBJECTIVES", "objective_line"]
+           "OBJECTIVES", "objective_line", "capacity_grid_line", "compact_context", "SUBMIT_LINE", "COMPACT_SUBMIT_LINE",
+           "COMPACT_GRID_LINE"]
 
 #: what an agent can be told to minimise (the objective ablation: the protocol's S, or the decision loss only)
 OBJECTIVES: tuple[str, ...] = ("score", "loss")
@@ -40,6 +41,32 @@ def objective_line(budget: int, objective: str = "score") -> str:
     if objective == "loss":
         return "Objective: minimise the loss."
     raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {objective!r}")
+
+#: the decision context's line saying how to submit (physical capacities)
+SUBMIT_LINE = 'Submit with {"tool": "submit", "args": {"decisions": [{"decision_id": "b00", "value": <capacity>}, ...]}}.'
+#: :data:`SUBMIT_LINE` in compact prompts (:func:`compact_context`): the levels answer
+COMPACT_SUBMIT_LINE = 'Submit with {"tool": "submit", "args": {"levels": [<b00 level>, ..., <b07 level>]}}.'
+#: :func:`capacity_grid_line` in compact prompts: the 33 levels say it (a capacity is scale x level)
+COMPACT_GRID_LINE = ("Capacity grid: scale x level for the 33 levels 0.40, 0.45, ..., 2.00; answer with the levels (a "
+                     "capacity must equal scale x level at full precision).")
+
+
+def capacity_grid_line(scale: float, unit: str) -> str:
+    """The decision context's capacity-grid line: the 33 grid values ``scale x level`` in ``unit`` at full precision
+    (``repr``: up to 17 significant digits each, about 700 characters) and the matching tolerance."""
+    return (f"Capacity grid ({unit}; scale x level for the 33 levels, full precision; a value v matches grid value g when "
+            f"|v - g| <= {VALUE_ABS_TOL:g} + {VALUE_REL_TOL:g} x |g|): " + ", ".join(repr(v) for v in capacity_grid(scale)) + ".")
+
+
+def compact_context(context: str, scale: float | None, unit: str | None) -> str:
+    """``context`` without what the grid levels already say (the compact prompts of a chat agent): the line of the 33
+    full-precision grid values (:func:`capacity_grid_line` of ``scale`` and ``unit``, the episode's contract facts)
+    becomes :data:`COMPACT_GRID_LINE` and the capacities' :data:`SUBMIT_LINE` the levels' :data:`COMPACT_SUBMIT_LINE`.
+    A context without these lines (the forecast task, another env's text, no ``scale``) is returned unchanged."""
+    if scale is not None and unit is not None:
+        context = context.replace(capacity_grid_line(float(scale), str(unit)), COMPACT_GRID_LINE)
+    return context.replace(SUBMIT_LINE, COMPACT_SUBMIT_LINE)
+
 
 @lru_cache(maxsize=8)
 def _holiday_calendar(domain: str, year: int):
@@ -155,12 +182,11 @@ def render_context(case: Case, budget: int, max_calls: int, tools: tuple[str, ..
             f"Contract: choose 8 capacities b00..b07, one per 3-hour block of the target window, each equal to "
             f"scale x level with level in {{0.40, 0.45, ..., 2.00}} and scale = {s!r} {unit} (mean of the visible history, "
             f"full precision). Adjacent blocks may differ by at most {RAMP:.2f} in level (6 grid steps).",
-            f"Capacity grid ({unit}; scale x level for the 33 levels, full precision; a value v matches grid value g when "
-            f"|v - g| <= {VALUE_ABS_TOL:g} + {VALUE_REL_TOL:g} x |g|): " + ", ".join(repr(v) for v in capacity_grid(s)) + ".",
+            capacity_grid_line(s, unit),
             f"Loss: mean over the 24 target hours of {ALPHA}*max(a-y,0) + w_h*max(y-a,0) with a and y divided by scale; "
             f"shortage weights w_h for this day: {', '.join(f'{w:g}' for w in case.shortage[::6])} for hours 0-5, 6-11, 12-17, 18-23.",
             objective_line(budget),
-            "Submit with {\"tool\": \"submit\", \"args\": {\"decisions\": [{\"decision_id\": \"b00\", \"value\": <capacity>}, ...]}}.",
+            SUBMIT_LINE,
         ]
     else:
         lines += [

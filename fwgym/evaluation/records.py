@@ -180,8 +180,14 @@ class AccountingFields(TypedDict):
     """What the episode cost the agent's backend (from the agent's ``episode_stats()``; None for agents
     without it, e.g. baselines and oracles)."""
 
-    prompt_tokens: Annotated[int | None, "prompt tokens summed over the episode's model requests (the server's usage)"]
-    completion_tokens: Annotated[int | None, "completion tokens summed over the episode's model requests"]
+    prompt_tokens: Annotated[int | None, "prompt tokens summed over the episode's model requests (the server's usage), "
+                                         "failed attempts included"]
+    completion_tokens: Annotated[int | None, "completion tokens summed over the episode's model requests, failed "
+                                             "attempts included"]
+    failed_tokens: Annotated[int | None, "of prompt_tokens + completion_tokens, those the server reported for attempts "
+                                         "whose reply was not used (an error response, retried or final; a body "
+                                         "refused as bad_response); 0 when none (an attempt cut by the deadline "
+                                         "reports none)"]
     model_turns: Annotated[int | None, "model replies the episode used"]
     requests: Annotated[int | None, "HTTP (or local generate) requests sent, retries included"]
     request_latency_s: Annotated[list[float] | None, "wall seconds of each request, in order"]

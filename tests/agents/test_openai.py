@@ -227,7 +227,8 @@ def _plan_then_answer(body):
 
 
 def test_cli_evaluate_openai_joins_the_baseline_leaderboard(serve, tmp_path, capsys):
-    srv = serve([_plan_then_answer] * 7)  # 3 preflight requests (a seed is set: twice with it, once with another)
+    # 6 preflight requests (a seed is set: twice with it, once with another; then the 3 of the answer's length)
+    srv = serve([_plan_then_answer] * 10)
     out = tmp_path / "res"
     rc = main(["evaluate", "--agent", "openai", "--base-url", srv.url, "--model", "test-model", "--policies", METHOD,
                "--split", "dev", "--domain", "electricity", "--limit", "1", "--out", str(out), "--no-progress",

@@ -246,11 +246,14 @@ def test_preflight_reports_the_server_and_the_seed(serve):
     assert facts["kind"] == "openai" and facts["server_models"] == ["other", "test-model"] and facts["model_listed"]
     assert facts["seed_honoured"] is True and facts["reported_model"] == "test-model" and facts["openai_sdk"]
     posts = srv.posts()
-    # 3 seed probes, then the tools probe: the same 1-token request without and with one tool
-    assert len(posts) == 5 and posts[0]["body"] == posts[1]["body"] and posts[0]["body"]["max_tokens"] == 24
+    # 3 seed probes, then the tools probe: the same 1-token request without and with one tool, then the answer
+    # probe: a 1-token request without and with each task's typical answer
+    assert len(posts) == 8 and posts[0]["body"] == posts[1]["body"] and posts[0]["body"]["max_tokens"] == 24
     assert posts[0]["body"]["temperature"] == 1.0 and posts[2]["body"]["seed"] == 4
     assert posts[3]["body"]["max_tokens"] == 1 and "tools" not in posts[3]["body"] and posts[4]["body"]["tools"]
+    assert [p["body"]["max_tokens"] for p in posts[5:]] == [1, 1, 1] and '"quantiles"' in str(posts[7]["body"])
     assert facts["tools_shown"] is False  # the scripted server's usage does not grow with tools: not shown
+    assert facts["answer_tokens"] is None and facts["max_tokens"] == 2048  # nor with the answer: not measured
     assert facts["parallel_slots"] is None and facts["server_kind"] == "openai"
     assert srv.requests[0]["method"] == "GET" and srv.requests[0]["path"] == "/v1/models"
     srv2 = serve([completion("OK"), completion("Sure"), completion("x")], models=None)  # no /models; seed ignored
@@ -260,7 +263,7 @@ def test_preflight_reports_the_server_and_the_seed(serve):
     assert OpenAIChatAgent("m", base_url=srv3.url, seed=3).preflight()["seed_honoured"] is None
     srv4 = serve([completion("x")])
     assert OpenAIChatAgent("m", base_url=srv4.url, native_tools=False).preflight()["seed_honoured"] is None
-    assert len(srv4.posts()) == 1  # no seed, no native tools: one probe
+    assert len(srv4.posts()) == 4  # no seed, no native tools: one probe, and the 3 of the answer
 
 
 @pytest.mark.parametrize("script,kind,needle", [

@@ -99,6 +99,16 @@ def test_kv_cache_reuse_gives_the_same_greedy_replies_and_skips_the_common_prefi
     assert agent._kv is None  # episodes never share a cache
     facts = LLMAgentFactory(kind="transformers", model_path=tiny_lm, max_new_tokens=8).preflight()
     assert facts["kind"] == "transformers" and facts["seed_honoured"] is True and facts["context_window"] == 32768
+    # the final answers measured with the model's own tokenizer: 8 new tokens hold neither, which the CLI refuses
+    from fwgym.agents.chat.constrain import answer_lengths
+    from fwgym.cli.preflight import check_answer_room
+
+    tok = agent._tok
+    assert facts["answer_tokens"] == answer_lengths(lambda t: len(tok(t, add_special_tokens=False)["input_ids"]))
+    assert facts["max_tokens"] == 8 and 8 < facts["answer_tokens"]["decision"] < facts["answer_tokens"]["forecast"]
+    with pytest.raises(ValueError, match=f"--max-tokens 8 cannot hold a forecast-suite answer \\(~{facts['answer_tokens']['forecast']} "
+                                         "tokens, the model's tokenizer\\)"):
+        check_answer_room({"transformers:tiny": facts}, "forecast")
 
 
 def test_tiny_lm_prompt_too_long_is_context_exhausted(env, tiny_lm):
@@ -115,6 +125,58 @@ def test_template_without_system_role_folds_the_system_message(tmp_path, corpus)
                         {"role": "assistant", "content": "x"}, {"role": "tool", "content": "result"}])
     text = agent._tok.decode(enc["input_ids"][0])
     assert "SYSTEM TEXT" in text and "<|im_start|>system" not in text and text.count("<|im_start|>user") == 2
+
+
+def _reply_shapes(trace, grid, ramp=None):
+    """Every reply of a trace as JSON: ``"answer"`` (8 grid levels, adjacent ones at most ``ramp`` apart) or
+    ``"call"`` (a classical_plan call with a registered method); anything else fails the test."""
+    from fwgym.forecasters.classical import CLASSICAL_METHODS
+
+    shapes = []
+    for r in trace["replies"]:
+        value = json.loads(r["content"])
+        if "levels" in value:
+            levels = value["levels"]
+            assert set(value) == {"levels"} and len(levels) == 8 and all(x in grid for x in levels), value
+            assert ramp is None or all(abs(a - b) <= ramp + 1e-9 for a, b in zip(levels, levels[1:])), value
+            shapes.append("answer")
+        else:
+            assert value["tool"] == "classical_plan" and value["args"]["method"] in CLASSICAL_METHODS, value
+            shapes.append("call")
+    return shapes
+
+
+@pytest.mark.parametrize("mode", ["grammar", "json-schema"])
+def test_constrained_generation_follows_the_episode_grammar(tiny_lm, tmp_path, mode):
+    """A random tiny LM writes garbage; constrained (llguidance over the episode's own GBNF grammar or JSON schema),
+    every reply is a well-formed tool call or the final answer on the grid (with the grammar, also within the ramp:
+    a valid plan, scored)."""
+    pytest.importorskip("llguidance", reason="constrained generation needs the constrain extra (llguidance)")
+    small = FWBenchEnv("electricity", split="dev", max_calls=3)
+    facts = small.reset(seed=0)[1]["episode"]
+    grid, ramp = [round(x, 2) for x in facts["contract"]["normalised_grid"]], facts["contract"]["ramp"]
+    kw = dict(max_new_tokens=160, temperature=1.0, history_hours=24)
+    free = TransformersChatAgent(tiny_lm, seed=5, trace_out=tmp_path / "free.jsonl", tools=["classical_plan"], **kw)
+    rec = run_episode(small, free, seed=0).record
+    (t,) = read_traces(tmp_path / "free.jsonl")
+    assert not rec["valid"] and all(s.get("error") for s in t["steps"][:3])  # unconstrained: no usable reply
+    shapes, records = [], []
+    # with a tool offered, then with the answer alone (submit and abstain are always offered)
+    for seed, tools in ((1, ["classical_plan"]), (2, ["classical_plan"]), (3, ["submit"]), (4, ["submit"])):
+        agent = TransformersChatAgent(tiny_lm, seed=seed, constrain=mode, tools=tools,
+                                      trace_out=tmp_path / f"{seed}.jsonl", **kw)
+        assert agent.name == f"transformers:{os.path.basename(tiny_lm)}+{mode}"
+        rec = run_episode(small, agent, seed=0).record
+        (t,) = read_traces(tmp_path / f"{seed}.jsonl")
+        assert t["settings"]["constrain"] == mode and all(r["finish_reason"] == "stop" for r in t["replies"])
+        assert all(s.get("error") is None and s["kind"] in ("tool", "answer") for s in t["steps"]), t["steps"]
+        shapes.append(_reply_shapes(t, grid, ramp if mode == "grammar" else None))
+        records.append(rec)
+    assert "call" in shapes[0] + shapes[1] and shapes[2] == shapes[3] == ["answer"]
+    if mode == "grammar":  # the ramp is in the grammar: every answer is a valid plan
+        assert [r["status"] for r in records[2:]] == ["submitted"] * 2 and all(r["valid"] for r in records[2:])
+    else:  # on the grid; JSON Schema cannot say the ramp, so the env may refuse the plan
+        assert {r["status"] for r in records[2:]} <= {"submitted", "invalid_submission"}
 
 
 def test_agent_is_cheap_to_build_and_picklable(tmp_path):

@@ -1,6 +1,7 @@
 """Agent kinds of ``fwgym evaluate --agent`` (fwgym.cli.agent_kinds): the shipped kinds (openai, transformers,
 sb3), their factories, and kinds added by other packages through entry points."""
 import argparse
+import importlib.util
 import hashlib
 import json
 import pickle
@@ -59,6 +60,9 @@ def test_transformers_kind_builds_a_factory(tmp_path):
     assert f["kind"] == "transformers" and f["model_path"] == "/some/dir" and f["max_new_tokens"] == 64 and f["seed"] == 5
     f2 = transformers.build(p.parse_args(["--hf-model", "/d", "--gguf-file", "m.gguf", "--out", str(tmp_path / "o")]))
     assert f2["gguf_file"] == "m.gguf" and f2["trace_out"] == str(tmp_path / "o" / "traces.jsonl")
+    if importlib.util.find_spec("llguidance") is not None:  # --constrain: the constrain extra's llguidance
+        f3 = transformers.build(p.parse_args(["--hf-model", "/d", "--constrain", "grammar", "--out", str(tmp_path / "o")]))
+        assert f3["options"]["constrain"] == "grammar" and f3().name == "transformers:/d+grammar"
 
 
 @pytest.fixture(scope="module")

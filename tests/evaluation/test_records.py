@@ -67,12 +67,12 @@ def test_schema_fields_types_and_meanings():
     assert RECORD_FIELDS[0] == "policy"
     assert set(RECORD_FIELDS) == (set(ENV_FIELDS) | {"policy"} | set(RUN_FIELDS) | set(ACCOUNTING_FIELDS)
                                   | set(RESOURCE_FIELDS) | set(EVALUATION_FIELDS))
-    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 46
+    assert len(set(RECORD_FIELDS)) == len(RECORD_FIELDS) == 47
     assert RESOURCE_FIELDS == RESOURCE_KEYS == ("episode_wall_s", "cpu_s", "peak_rss_mib", "pss_mib")
     assert RUN_FIELDS == ("episode_id", "scored", "harness_kind", "tool_calls")
     assert EVALUATION_FIELDS == ("exposed",)
-    assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "model_turns", "requests",
-                                                       "request_latency_s", "wall_s", "served_model")
+    assert ACCOUNTING_FIELDS == EPISODE_STATS_KEYS == ("prompt_tokens", "completion_tokens", "failed_tokens", "model_turns",
+                                                       "requests", "request_latency_s", "wall_s", "served_model")
     # the fields of the results files of fwgym 0.1.0, the "core" projection of the behaviour hashes
     assert CORE_FIELDS == ("policy", "case_id", "domain", "cohort", "series_id", "lead", "split", "loss", "floor",
                            "R", "S", "credits", "calls", "valid", "status", "reason", "tool_counts", "levels")

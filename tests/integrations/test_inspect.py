@@ -111,6 +111,45 @@ def test_samples_are_cases_and_the_metrics_are_fwgyms_aggregate(tmp_path):
     assert m["origin"]["kind"] == "inspect" and m["origin"]["model"] == "fwgym/scripted" and m["status"] == "complete"
 
 
+def test_the_live_display_shows_each_metric_under_its_own_name(tmp_path, monkeypatch):
+    """What inspect's progress line shows while the task runs (issue 28.4: "R labelled as S"): the metric it leads
+    with is S, and every live metric's value is fwgym's aggregate of that name over the samples finished so far
+    (some subset of the log's samples), S = R / 2 here (no credits spent), never R."""
+    import itertools
+    import math
+
+    from fwgym.evaluation.leaderboard import leaderboard
+    import inspect_ai._eval.task.run as task_run
+    from inspect_ai._display.core.results import task_metric
+
+    shown = []
+    make = task_run.update_metrics_display_fn
+
+    def recording(update_fn, **kw):
+        """inspect's live-metrics hook with every update recorded as a display gets it (and as its progress line
+        renders it), computed at every sample (inspect: at most every 0.9 s) whatever the display."""
+        def update(metrics):
+            shown.append(([(m.name, m.value) for m in metrics], task_metric(metrics)))
+            update_fn(metrics)
+        return make(update, **{**kw, "min_interval": 0.0, "display_metrics": True})
+
+    monkeypatch.setattr(task_run, "update_metrics_display_fn", recording)
+    logs = inspect_eval("fwgym/decision", model="fwgym/scripted", task_args={"split": SPLIT, "limit": 4,
+                        "domain": "electricity,cycle_hire"}, log_dir=str(tmp_path / "logs"), display="none")
+    records = [sample_score(s).metadata["record"] for s in logs[0].samples]
+    live = [(dict(m), line) for m, line in shown if m and m[0][1] is not None and not math.isnan(m[0][1])]
+    assert len(live) >= 2, shown  # updates with values (the first one, before a sample finished, is n/a)
+    subsets = [c for k in range(1, len(records) + 1) for c in itertools.combinations(records, k)]
+    for values, line in live:
+        assert list(values) == list(METRIC_NAMES) and line == f"S: {values['S']:.2f}"
+        assert values["S"] == pytest.approx(values["R"] / 2, rel=1e-12) and values["credits"] == 0
+        same_s = [c for c in subsets if leaderboard(list(c))[0]["S"] == pytest.approx(values["S"], rel=1e-12)]
+        assert any(all(values[n] == pytest.approx(v, rel=1e-12) for n, v in aggregate_records(list(c)).items())
+                   for c in same_s), values
+    final = {k.split("/")[-1]: v.value for k, v in logs[0].results.scores[0].metrics.items()}
+    assert final == {k: pytest.approx(v, rel=1e-12) for k, v in aggregate_records(records).items()}
+
+
 def test_the_openai_api_provider_against_the_scripted_chat_server(tmp_path):
     """The provider that hung: the server's scripted model now only calls tools the request offers and stops
     after a call that returned no plan; through fwgym's tasks it plays the weekday_empirical plan."""

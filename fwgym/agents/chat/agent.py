@@ -57,6 +57,8 @@ from fwgym.errors import HarnessError
 from fwgym.traces import Trace
 from fwgym.validation import check_int
 
+#: failed attempts listed per episode (:meth:`ChatAgent.count_failed_attempt`; more are counted, not listed)
+MAX_FAILED_ATTEMPTS = 100
 #: agent statuses that end an episode through ``abstain`` (the model's failures)
 ABANDON_STATUSES = ("context_exhausted", "max_turns", "direct_prompt_failed")
 
@@ -283,15 +285,22 @@ class ChatAgent:
         """Accounting of the current (or just ended) episode.
 
         Returns:
-            ``{"prompt_tokens", "completion_tokens"}`` (summed ``usage`` of the replies; ``None`` unless
-            every reply reported it), ``"model_turns"`` (replies), ``"requests"`` (backend requests,
-            retries included; cached replies make none), ``"cached_replies"``, ``"request_latency_s"``
-            (list of seconds, one per reply, retries and waits included) and ``"wall_s"`` (the
-            episode's wall time so far, s).
+            ``{"prompt_tokens", "completion_tokens"}`` (summed ``usage`` of the replies plus that of the failed
+            attempts, :meth:`count_failed_attempt`; ``None`` unless every reply reported it, or, without a reply,
+            unless a failed attempt did), ``"failed_tokens"`` (int: the part of those totals that failed attempts
+            reported; 0 when none did), ``"failed_attempts"`` (list of ``{"what", "prompt_tokens",
+            "completion_tokens"}``, the tokens ``None`` where not reported), ``"model_turns"`` (replies),
+            ``"requests"`` (backend requests, retries included; cached replies make none), ``"cached_replies"``,
+            ``"request_latency_s"`` (list of seconds, one per reply, retries and waits included) and ``"wall_s"``
+            (the episode's wall time so far, s).
         """
         st = self._stats
-        return {"prompt_tokens": st["prompt_tokens"] if st["usage_complete"] and st["model_turns"] else None,
-                "completion_tokens": st["completion_tokens"] if st["usage_complete"] and st["model_turns"] else None,
+        fp, fc = st["failed_prompt_tokens"], st["failed_completion_tokens"]
+        reported = any(a["prompt_tokens"] is not None for a in st["failed_attempts"])
+        known = st["usage_complete"] and st["model_turns"] > 0 or st["model_turns"] == 0 and reported
+        return {"prompt_tokens": st["prompt_tokens"] + fp if known else None,
+                "completion_tokens": st["completion_tokens"] + fc if known else None, "failed_tokens": fp + fc,
+                "failed_attempts": [dict(a) for a in st["failed_attempts"]],
                 "model_turns": st["model_turns"], "requests": st["requests"], "cached_replies": st["cached_replies"],
                 "request_latency_s": list(st["request_latency_s"]), "served_model": st.get("served_model"),
                 "wall_s": round(time.perf_counter() - self._t0, 3) if self.session is not None else 0.0}
@@ -375,6 +384,21 @@ class ChatAgent:
         else:
             st["usage_complete"] = False
 
+    def count_failed_attempt(self, usage: Mapping | None, what: str) -> None:
+        """Count a backend attempt whose reply the episode does not use (an HTTP error response, retried or final; a
+        body refused as a harness error): the tokens its ``usage`` reports (``prompt_tokens``, ``completion_tokens``;
+        ``None``: not reported) join the episode's totals and ``failed_tokens`` (:meth:`episode_stats`); ``what``
+        says what failed (e.g. ``"HTTP 503"``). At most :data:`MAX_FAILED_ATTEMPTS` are listed; all are counted."""
+        st = self._stats
+        pt = ct = None
+        if isinstance(usage, Mapping) and all(isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
+                                              for k in ("prompt_tokens", "completion_tokens")):
+            pt, ct = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
+            st["failed_prompt_tokens"] += pt
+            st["failed_completion_tokens"] += ct
+        if len(st["failed_attempts"]) < MAX_FAILED_ATTEMPTS:
+            st["failed_attempts"].append({"what": str(what)[:80], "prompt_tokens": pt, "completion_tokens": ct})
+
     def _abandon(self, status: str, detail: str) -> dict:
         self.status = status
         if self.trace is not None:
@@ -417,7 +441,8 @@ class ChatAgent:
 
 def _empty_stats() -> dict:
     return {"prompt_tokens": 0, "completion_tokens": 0, "usage_complete": True, "model_turns": 0, "requests": 0,
-            "cached_replies": 0, "request_latency_s": [], "served_model": None}
+            "cached_replies": 0, "request_latency_s": [], "served_model": None, "failed_prompt_tokens": 0,
+            "failed_completion_tokens": 0, "failed_attempts": []}
 
 
 #: (agent class, requested model, reported model) already warned about in this process

@@ -18,14 +18,16 @@ counted call, as always.
 """
 from __future__ import annotations
 
+import itertools
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from fwgym.core.contract import DECISION_IDS, GRID, RAMP, TARGET_HOURS
 from fwgym.core.optimizer import QUANTILE_LEVELS
 from fwgym.tools.registry import PoolModel, tool_parameters
 
-__all__ = ["reply_json_schema", "decodable_schema", "reply_grammar", "answer_example", "GRAMMAR_TOOLS"]
+__all__ = ["reply_json_schema", "decodable_schema", "reply_grammar", "answer_example", "answer_lengths", "ANSWER_SCALE",
+           "GRAMMAR_TOOLS"]
 
 #: the tools whose arguments the grammar spells (the answer stands for ``submit``)
 GRAMMAR_TOOLS = ("catalog", "history", "classical_plan", "plan", "quote", "forecast")
@@ -64,12 +66,22 @@ def decodable_schema(schema: Mapping) -> dict:
     a branch that only says ``{"required": [...]}`` (``plan``'s "exactly one of ``method`` / ``forecast_id``") is an
     "Unrecognized schema": llama.cpp refuses the request, llama-cpp-python silently decodes any JSON instead. Here
     such a ``oneOf`` becomes one complete object per branch (its own required property, none of the other branches'
-    properties, so "exactly one" still holds), and ``not`` / ``if`` / ``then`` / ``else`` are dropped (the env
+    properties, so "exactly one" still holds; an ``allOf`` of several such rules, ``evaluate_plan``'s, one object per
+    combination of their branches), and ``not`` / ``if`` / ``then`` / ``else`` are dropped (the env
     still refuses what they excluded, as a counted call). A pattern's ``\\d`` becomes ``[0-9]`` (the same ASCII
     digits in JSON Schema's ECMA-262 regexes): llama-cpp-python 0.3.36 copies ``\\d`` into a GBNF literal, which
     llama.cpp fails to parse (and the server crashed). Other schemas are returned as they are (copied).
     """
     out = {k: v for k, v in schema.items() if k not in _VALIDATION_ONLY}
+    named_by_rules: set | None = None
+    groups = out.get("allOf")
+    if isinstance(groups, list) and groups and all(_required_choice(g) for g in groups) and "oneOf" not in out:
+        # several "exactly one of" rules (evaluate_plan: decisions | levels, and method | forecast_id): one oneOf of
+        # their combinations, expanded below like a single rule
+        del out["allOf"]
+        out["oneOf"] = [{"required": [p for b in combo for p in b["required"]]}
+                        for combo in itertools.product(*(g["oneOf"] for g in groups))]
+        named_by_rules = {p for g in groups for b in g["oneOf"] for p in b["required"]}
     if isinstance(out.get("pattern"), str):
         out["pattern"] = out["pattern"].replace(r"\d", "[0-9]")
     props = out.get("properties")
@@ -83,7 +95,7 @@ def decodable_schema(schema: Mapping) -> dict:
             continue
         if isinstance(props, Mapping) and all(isinstance(b, Mapping) and set(b) == {"required"} for b in branches):
             del out[key]
-            named = {p for b in branches for p in b["required"]}
+            named = named_by_rules or {p for b in branches for p in b["required"]}
             alts = []
             for b in branches:
                 keep = {k: v for k, v in out["properties"].items() if k in b["required"] or k not in named}
@@ -92,6 +104,12 @@ def decodable_schema(schema: Mapping) -> dict:
             return {"anyOf": alts}
         out[key] = [decodable_schema(b) if isinstance(b, Mapping) else b for b in branches]
     return out
+
+
+def _required_choice(part: Any) -> bool:
+    """Whether ``part`` is ``{"oneOf": [{"required": [...]}, ...]}`` (an "exactly one of" rule)."""
+    return isinstance(part, Mapping) and set(part) == {"oneOf"} and isinstance(part["oneOf"], list) and all(
+        isinstance(b, Mapping) and set(b) == {"required"} for b in part["oneOf"])
 
 
 def reply_json_schema(tools: Sequence[str], task: str, facts: Mapping, pool: Sequence[PoolModel] | None = None) -> dict:
@@ -195,16 +213,32 @@ def reply_grammar(tools: Sequence[str], task: str, facts: Mapping, pool: Sequenc
     return "\n".join(head + answer_rules + rules) + "\n"
 
 
-def answer_example(task: str, facts: Mapping) -> str:
+#: the series scale of :func:`answer_lengths` (values of 6 integer digits, as the largest electricity series')
+ANSWER_SCALE = 100_000.0
+
+
+def answer_example(task: str, facts: Mapping, *, direct: bool = False) -> str:
     """A typical final answer of the episode as text (what ``--max-tokens`` must hold): 8 levels, or 24 x 9
-    quantiles written with the digits of values at the series' scale."""
+    quantiles written with the digits of values at the series' scale (``facts["case"]["scale"]``, default 1000)
+    and one decimal; with ``direct`` (the direct prompt), a forecast is Context is Key's 24 ``(timestamp, value)``
+    lines between ``<forecast>`` tags (:mod:`fwgym.agents.chat.direct`)."""
     if task == "forecast":
         scale = float((facts.get("case") or {}).get("scale") or 1000.0)
         v = round(scale * 1.137, 1)
+        if direct:
+            lines = [f"(2024-01-27 {h:02d}:00:00, {v})" for h in range(TARGET_HOURS)]
+            return "<forecast>\n" + "\n".join(lines) + "\n</forecast>"
         rows = [[v] * len(QUANTILE_LEVELS)] * TARGET_HOURS
         return json.dumps({"quantiles": rows})
     grid = _grid(facts)
     return json.dumps({"levels": [round(grid[len(grid) // 2 + 1], 2)] * len(DECISION_IDS)})
+
+
+def answer_lengths(count: Callable[[str], int], *, direct: bool = False) -> dict[str, int]:
+    """Tokens of a typical final answer per task, ``{"decision": n, "forecast": n}``, counted by ``count`` (text ->
+    tokens: a model's tokenizer, or a server's ``usage``) on :func:`answer_example` at :data:`ANSWER_SCALE`."""
+    facts = {"case": {"scale": ANSWER_SCALE}}
+    return {task: int(count(answer_example(task, facts, direct=direct))) for task in ("decision", "forecast")}
 
 
 def constraint_payload(mode: str, tools: Sequence[str], task: str, facts: Mapping,

@@ -18,7 +18,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Sequence
 
-from fwgym.context.text import OBJECTIVES, objective_line
+from fwgym.context.text import OBJECTIVES, compact_context, objective_line
 from fwgym.core.contract import ALPHA, RAMP
 from fwgym.core.series import hour_to_datetime, iso_to_hour
 from fwgym.tools import REGISTRY
@@ -263,10 +263,11 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
             + note,
             objective_paragraph(budget, objective),
             "Contract: each capacity equals scale x level with level in {0.40, 0.45, ..., 2.00} (step 0.05); adjacent "
-            f"blocks may differ by at most {RAMP:.2f} in level (6 grid steps). Answer with the 8 levels (b00..b07), or "
-            "with the physical capacities, which must equal a grid value exactly (tolerance 1e-6 absolute, 1e-9 "
-            "relative): copy them from a plan tool's output or compute scale x level at full precision; never round. "
-            "A missing, duplicate, non-numeric, off-grid or ramp-violating plan is invalid and scores far worse than "
+            f"blocks may differ by at most {RAMP:.2f} in level (6 grid steps). Answer with the 8 levels (b00..b07)"
+            + (" (capacities are accepted too, at scale x level full precision). " if compact else
+               ", or with the physical capacities, which must equal a grid value exactly (tolerance 1e-6 absolute, 1e-9 "
+               "relative): copy them from a plan tool's output or compute scale x level at full precision; never round. ")
+            + "A missing, duplicate, non-numeric, off-grid or ramp-violating plan is invalid and scores far worse than "
             "any valid plan.",
         ]
     parts += [
@@ -297,7 +298,8 @@ def system_prompt(*, max_calls: int, budget: float, tools: Sequence[str], native
 
 
 def first_user_message(observation: Mapping, *, history_start: datetime | None = None, history_hours: int | None = None,
-                       native_tools: bool = True, objective: str = "score") -> str:
+                       native_tools: bool = True, objective: str = "score", compact: bool = False,
+                       episode: Mapping | None = None) -> str:
     """The first user message: the case context and the visible history table.
 
     Args:
@@ -309,6 +311,11 @@ def first_user_message(observation: Mapping, *, history_start: datetime | None =
         native_tools: tools are called by function calling (only changes the closing sentence).
         objective: ``"score"`` (the context as the env states it) or ``"loss"``: the context's objective
             sentence (:func:`fwgym.context.text.objective_line`) becomes the loss-only one, nothing else.
+        compact: the compact prompts (``compact_results``): the context's line of the 33 full-precision capacity-grid
+            values and its capacities' submit line become short lines about levels
+            (:func:`fwgym.context.text.compact_context`; the lines are rebuilt from the contract's ``scale`` and
+            ``unit`` in ``episode``, never parsed out of the text).
+        episode: the episode's facts (``contract``: ``scale``, ``unit``), read with ``compact``.
 
     Raises:
         ValueError: ``objective="loss"`` for a context without the protocol's objective sentence.
@@ -320,6 +327,9 @@ def first_user_message(observation: Mapping, *, history_start: datetime | None =
             raise ValueError("the context does not state the protocol's objective sentence, so it cannot be replaced "
                              f"by the {objective!r} objective")
         context = context.replace(stated, objective_line(budget_left(observation), objective))
+    if compact:
+        contract = (episode or {}).get("contract") or {}
+        context = compact_context(context, contract.get("scale"), contract.get("unit"))
     values = [float(v) for v in observation.get("history", [])]
     start = history_start if values else None
     n_all = len(values)

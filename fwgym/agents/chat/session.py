@@ -194,7 +194,7 @@ class ChatSession:
                                                episode=facts, pool=self.pool, objective=o.objective)
             user = first_user_message(observation, history_start=history_start(facts, len(observation.get("history", []))),
                                       history_hours=o.history_hours, native_tools=self.native_tools,
-                                      objective=o.objective)
+                                      objective=o.objective, compact=o.compact_results, episode=facts)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         mode = self.options.constrain
         self._constraint = None if mode is None else (

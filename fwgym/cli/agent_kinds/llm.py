@@ -2,7 +2,7 @@
 
 The shared options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-tokens``, ``--trace-out``,
 ``--agent-name``, ``--max-tool-chars``, ``--history-hours``, ``--compact-results``, ``--direct-prompt``, ``--samples``,
-``--episode-timeout``, ``--objective``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
+``--constrain``, ``--episode-timeout``, ``--objective``) are added once by whichever LLM kind registers first; ``--llm-seed`` and
 ``--hf-device`` carry a prefix because other kinds (SB3) may want ``--seed`` / ``--device``.
 """
 from __future__ import annotations
@@ -19,7 +19,9 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--top-p",), {"type": float, "default": None, "dest": "top_p", "help": "LLM nucleus sampling mass"}),
     (("--llm-seed",), {"type": int, "default": None, "dest": "llm_seed", "help": "LLM sampling seed"}),
     (("--max-tokens",), {"type": int, "default": None, "dest": "max_tokens",
-                         "help": "max tokens per LLM reply (default: openai 2048, transformers 512)"}),
+                         "help": "max tokens per LLM reply (default: openai 2048, transformers 512, 2048 in the forecast "
+                                 "suite); checked against the suite's answer before the run and, measured with the "
+                                 "model's tokenizer, after the preflight"}),
     (("--trace-out",), {"default": None, "dest": "trace_out",
                         "help": "JSONL file for one trace per episode (default <run directory>/traces.jsonl; appended)"}),
     (("--agent-name",), {"default": None, "dest": "agent_name", "help": "policy name of the LLM agent in results"}),
@@ -42,6 +44,11 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--tools",), {"nargs": "+", "default": None, "metavar": "NAME", "dest": "tools",
                     "help": "offer only these tools (submit and abstain are always there), e.g. --tools classical_plan "
                             "plan: fewer schema tokens for small windows"}),
+    (("--constrain",), {"choices": ("json-schema", "grammar"), "default": None,
+                        "help": "constrain every reply to the episode's own grammar: a JSON schema (grid levels, tool "
+                                "arguments) or a GBNF grammar (also the ramp); replies are JSON in text; part of the "
+                                "policy name (openai: the server decodes under it; transformers: llguidance, "
+                                "pip install 'fwgym[constrain]')"}),
     (("--episode-timeout",), {"type": positive_float, "default": None, "dest": "episode_timeout",
                               "help": "wall-clock seconds per episode; past it the episode ends as harness_error "
                                       "(never scored; default: no bound)"}),
@@ -98,35 +105,58 @@ def _tools(names):
     return list(dict.fromkeys([*names, *ANSWER_TOOLS]))
 
 
-#: characters per token of the answer estimate when no tokenizer is at hand (digit-heavy JSON: about 3)
+#: characters per token of the answer estimate when no tokenizer is at hand: a lower bound for digit-heavy JSON (a
+#: tokenizer that splits numbers into digits, as SmolLM2's, needs about 1 token per character)
 CHARS_PER_TOKEN = 3.0
 
 
-def answer_tokens(suite: str, tokenizer=None) -> tuple[int, str]:
-    """Tokens a final answer of ``suite`` takes (``(count, how)``): the model's tokenizer on a typical answer
-    (:func:`fwgym.agents.chat.constrain.answer_example`), else a stated estimate of 3 characters per token."""
+def answer_task(suite: str) -> str:
+    """The task whose answer an episode of ``suite`` ends with: ``"forecast"`` or ``"decision"`` (decision and
+    context suites)."""
+    return "forecast" if suite == "forecast" else "decision"
+
+
+def answer_tokens(suite: str, tokenizer=None, *, direct: bool = False) -> tuple[int, str]:
+    """Tokens a final answer of ``suite`` takes, ``(count, how)``: ``tokenizer`` (text -> tokens, the model's) on a
+    typical answer (:func:`fwgym.agents.chat.constrain.answer_lengths`: 8 levels, 24 x 9 quantiles of 6-digit values,
+    or with ``direct`` Context is Key's 24 ``(timestamp, value)`` lines), else a stated estimate of 3 characters per
+    token, a lower bound (``how`` says which)."""
     import math
 
-    from fwgym.agents.chat.constrain import answer_example
+    from fwgym.agents.chat.constrain import ANSWER_SCALE, answer_example
 
-    text = answer_example("forecast" if suite == "forecast" else "decision", {"case": {"scale": 17618.3}})
+    task = answer_task(suite)
     if tokenizer is not None:
-        return int(tokenizer(text)), "the model's tokenizer"
-    return math.ceil(len(text) / CHARS_PER_TOKEN), f"estimate: {len(text)} characters / {CHARS_PER_TOKEN:g} per token"
+        from fwgym.agents.chat.constrain import answer_lengths
+
+        return answer_lengths(tokenizer, direct=direct)[task], "the model's tokenizer"
+    text = answer_example(task, {"case": {"scale": ANSWER_SCALE}}, direct=direct)
+    return (math.ceil(len(text) / CHARS_PER_TOKEN),
+            f"estimate: {len(text)} characters / {CHARS_PER_TOKEN:g} per token, a lower bound (tokenizers that split "
+            "numbers into digits need up to 1 per character)")
+
+
+def answer_room_problem(max_tokens: int | None, need: int, suite: str, how: str) -> str | None:
+    """Why ``max_tokens`` cannot hold a ``suite`` answer of ``need`` tokens (counted ``how``), else ``None``."""
+    if max_tokens is None or max_tokens >= need:
+        return None
+    return (f"--max-tokens {max_tokens} cannot hold a {suite}-suite answer (~{need} tokens, {how}); raise --max-tokens "
+            f"to at least {need}")
 
 
 def check_max_tokens(args, max_tokens: int | None, tokenizer=None) -> None:
-    """Refuse a ``--max-tokens`` that cannot hold the suite's answer (a run that could never answer).
+    """Refuse a ``--max-tokens`` that cannot hold the suite's answer (a run that could never answer), before the run;
+    the preflight measures the answer with the model's tokenizer and checks again
+    (:func:`fwgym.cli.preflight.check_answer_room`).
 
     Raises:
         ValueError: ``max_tokens`` is below :func:`answer_tokens` (the message gives both and how it was counted).
     """
-    if max_tokens is None:
-        return
-    need, how = answer_tokens(getattr(args, "suite", "decision"), tokenizer)
-    if max_tokens < need:
-        raise ValueError(f"--max-tokens {max_tokens} cannot hold a {getattr(args, 'suite', 'decision')}-suite answer "
-                         f"(~{need} tokens, {how}); raise --max-tokens")
+    suite = getattr(args, "suite", "decision")
+    need, how = answer_tokens(suite, tokenizer, direct=bool(getattr(args, "direct_prompt", False)))
+    problem = answer_room_problem(max_tokens, need, suite, how)
+    if problem:
+        raise ValueError(problem)
 
 
 def common_kwargs(args) -> dict:
@@ -139,4 +169,4 @@ def common_kwargs(args) -> dict:
 
 
 __all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs", "chat_options",
-           "check_max_tokens", "answer_tokens"]
+           "check_max_tokens", "answer_tokens", "answer_task", "answer_room_problem", "CHARS_PER_TOKEN"]

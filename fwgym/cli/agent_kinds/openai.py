@@ -48,10 +48,6 @@ def add_arguments(group) -> None:
                             "templates that drop tool messages)")
     group.add_argument("--strict-tools", action="store_true", dest="strict_tools",
                        help="OpenAI strict function schemas for the tools that have one")
-    group.add_argument("--constrain", choices=("json-schema", "grammar"), default=None,
-                       help="constrain every reply to the episode's own grammar: a JSON schema (grid levels, tool "
-                            "arguments) or a GBNF grammar (also the ramp); replies are JSON in text; part of the "
-                            "policy name")
     group.add_argument("--server-kind", choices=("llama.cpp", "llama-cpp-python", "vllm", "openai"), default=None,
                        dest="server_kind", help="how the server takes --constrain (default: from GET /models)")
     group.add_argument("--reply-cache", default=None, dest="reply_cache", metavar="DIR",

@@ -150,7 +150,7 @@ def _unscored(case_id: str, split: str, env_kwargs: dict, policy: str, reason: s
     env.reset(options={"case_id": case_id})
     record = env.abandon(reason)
     record.update(policy=policy, scored=False, harness_kind="inspect_error",
-                  episode_id=f"{policy}:{case_id}:{epoch}", prompt_tokens=None, completion_tokens=None,
+                  episode_id=f"{policy}:{case_id}:{epoch}", prompt_tokens=None, completion_tokens=None, failed_tokens=None,
                   model_turns=None, requests=None, request_latency_s=None, wall_s=None, served_model=None,
                   tool_calls=[], **dict.fromkeys(RESOURCE_KEYS))  # the inspect sample's episode was never played here
     return record

@@ -173,7 +173,7 @@ def test_the_json_schema_has_the_grid_but_cannot_keep_the_ramp(episode):
 def _schema_nodes(schema):
     """Every subschema a schema-to-grammar converter visits as a schema of its own."""
     yield schema
-    for key in ("anyOf", "oneOf"):
+    for key in ("anyOf", "oneOf", "allOf"):
         for b in schema.get(key, []):
             yield from _schema_nodes(b)
     for v in (schema.get("properties") or {}).values():
@@ -196,7 +196,7 @@ def test_the_json_schema_is_one_a_grammar_converter_decodes(models):
     jsonschema.Draft202012Validator.check_schema(schema)
     for node in _schema_nodes(schema):
         assert {"type", "const", "enum", "anyOf", "oneOf"} & set(node), node
-        assert not {"not", "if", "then", "else"} & set(node), node
+        assert not {"not", "if", "then", "else", "allOf"} & set(node), node  # evaluate_plan's allOf of 2 oneOf rules
         assert "\\d" not in node.get("pattern", ""), node  # llama-cpp-python writes it into a GBNF literal: no parse
     jsonschema.validate({"tool": "plan", "args": {"method": "weekly_repeat"}}, schema)
     jsonschema.validate({"tool": "plan", "args": {"forecast_id": "f1"}}, schema)
@@ -209,6 +209,31 @@ def test_the_json_schema_is_one_a_grammar_converter_decodes(models):
         jsonschema.validate({"tool": "history", "args": {"start": "2024-07-20T13:30:00Z"}}, schema)
     short = next(m["model"] for m in facts["pool"] if m["min_context"] <= 96)
     jsonschema.validate({"tool": "quote", "args": {"model": short, "context_steps": 96}}, schema)
+    # evaluate_plan: exactly one of decisions | levels and exactly one of method | forecast_id, as 4 complete objects
+    for args in ({"levels": [1.0] * 8, "method": "weekly_repeat"}, {"levels": [1.0] * 8, "forecast_id": "f1"}):
+        jsonschema.validate({"tool": "evaluate_plan", "args": args}, schema)
+    for args in ({"levels": [1.0] * 8}, {"method": "weekly_repeat"},
+                 {"levels": [1.0] * 8, "method": "weekly_repeat", "forecast_id": "f1"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"tool": "evaluate_plan", "args": args}, schema)
+
+
+@pytest.mark.parametrize("suite", ["decision", "context", "forecast"])
+def test_llguidance_compiles_every_schema_and_grammar_without_a_warning(suite):
+    """The transformers kind's engine (the constrain extra) reads the same payloads a server is sent, all of them:
+    no unsupported keyword approximated (before the evaluate_plan expansion it warned "oneOf constraints are not
+    supported")."""
+    llg = pytest.importorskip("llguidance", reason="the constrain extra (llguidance) is not installed")
+    from fwgym.agents.chat.constrain import constraint_payload
+    from fwgym.agents.transformers_constrain import JSON_LAYOUT
+    from fwgym.evaluation import SUITES
+
+    facts = FWBenchEnv("electricity", split="dev", **SUITES[suite]).reset(seed=0)[1]["episode"]
+    schema = constraint_payload("json-schema", facts["tools"], facts["task"], facts)
+    grammar = constraint_payload("grammar", facts["tools"], facts["task"], facts)
+    for compiled in (llg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=JSON_LAYOUT),
+                     llg.grammar_from("gbnf", grammar)):
+        assert llg.LLMatcher.validate_grammar_with_warnings(compiled) == (False, [])
 
 
 def test_each_server_gets_its_own_fields():

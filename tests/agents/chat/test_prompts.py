@@ -153,6 +153,35 @@ def test_first_user_message_can_show_only_recent_hours(env):
 
 
 
+def test_compact_prompts_drop_the_33_full_precision_grid_values_and_lead_with_levels(env):
+    """compact_results: the first message has none of the 33 grid values (each up to 17 digits), which the levels
+    say, and asks for levels; the full prompt keeps every one of them. Measured on this episode: 5,599 -> 4,949
+    characters (SmolLM2's tokenizer: 4,103 -> 3,453 tokens)."""
+    from fwgym.agents.chat.session import ChatSession
+    from fwgym.context.text import COMPACT_GRID_LINE, COMPACT_SUBMIT_LINE, SUBMIT_LINE
+    from fwgym.core.contract import capacity_grid
+
+    obs, info = env.reset(seed=0)
+    grid = [repr(v) for v in capacity_grid(info["episode"]["contract"]["scale"])]
+    assert len(grid) == 33 and max(len(g) for g in grid) >= 17
+    full, compact = (ChatSession(native_tools=False, compact_results=c) for c in (False, True))
+    full.start(obs, info["episode"])
+    compact.start(obs, info["episode"])
+    f_user, c_user = full.messages[1]["content"], compact.messages[1]["content"]
+    assert all(g in f_user for g in grid) and SUBMIT_LINE in f_user
+    assert not any(g in c_user for g in grid if g != grid[12])  # level 1.00 is the scale, stated once
+    assert c_user.count(grid[12]) == 1 and COMPACT_GRID_LINE in c_user and COMPACT_SUBMIT_LINE in c_user
+    assert len(re.findall(r"\d+\.\d{8,}", c_user)) == 1 and len(re.findall(r"\d+\.\d{8,}", f_user)) == 34
+    assert len(f_user) - len(c_user) > 600
+    assert c_user.replace(COMPACT_GRID_LINE, "").replace(COMPACT_SUBMIT_LINE, "") in f_user.replace(SUBMIT_LINE, "") \
+        .replace(next(ln for ln in f_user.splitlines() if ln.startswith("Capacity grid (")), "")
+    c_sys = compact.messages[0]["content"]
+    assert "never round" in full.messages[0]["content"] and "never round" not in c_sys
+    assert not re.search(r"\d+\.\d{8,}", c_sys + full.messages[0]["content"])
+    # a context without those lines (the forecast task, another env's text) is unchanged
+    assert first_user_message({"context": "no grid", "history": [1.0]}, compact=True,
+                              episode=info["episode"]).startswith("no grid\n")
+
 
 _VISIBLE = re.compile(r"Visible history: (\d+) hours (\S+) \.\. (\S+);")
 _STEPS = re.compile(r"forecast steps (\d+)\.\.(\d+) after the last visible hour")
