@@ -11,7 +11,7 @@
   and the chat prompts' compact results (:func:`fwgym.agents.chat.prompts.compact_result`).
 
 These are :class:`typing.TypedDict` classes: the values stay plain ``dict`` (JSON-ready); the classes are
-what mypy holds the code to (``tests/tools/test_results.py`` holds the handlers' output to them at run
+what mypy holds the code to (``tests/tools/test_tool_results.py`` holds the handlers' output to them at run
 time). The other tools' ``result`` bodies are ``dict[str, Any]`` (their fields are listed in
 :mod:`fwgym.tools.registry`'s descriptions and the handlers' docstrings).
 """
