@@ -24,3 +24,14 @@ def test_the_complexity_limit_is_15_and_checked():
     lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
     assert lint["mccabe"]["max-complexity"] == 15
     assert "C90" in lint["select"] or "C901" in lint["select"]
+
+
+def test_test_modules_outside_packages_have_unique_basenames():
+    """pytest's rootdir import mode imports a test file outside a package (no ``__init__.py``) by its basename:
+    two such files of one name stop the whole run at collection ("import file mismatch")."""
+    tests = ROOT / "tests"
+    seen: dict[str, list[str]] = {}
+    for p in tests.rglob("test_*.py"):
+        if not (p.parent / "__init__.py").exists():
+            seen.setdefault(p.name, []).append(str(p.relative_to(ROOT)))
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
