@@ -138,7 +138,9 @@ def test_the_live_display_shows_each_metric_under_its_own_name(tmp_path, monkeyp
                         "domain": "electricity,cycle_hire"}, log_dir=str(tmp_path / "logs"), display="none")
     records = [sample_score(s).metadata["record"] for s in logs[0].samples]
     live = [(dict(m), line) for m, line in shown if m and m[0][1] is not None and not math.isnan(m[0][1])]
-    assert len(live) >= 2, shown  # updates with values (the first one, before a sample finished, is n/a)
+    # at least one update with values (the first, before a sample finished, is n/a; how many more inspect sends
+    # depends on its scheduling: under load a single one after all samples was seen)
+    assert len(live) >= 1, shown
     subsets = [c for k in range(1, len(records) + 1) for c in itertools.combinations(records, k)]
     for values, line in live:
         assert list(values) == list(METRIC_NAMES) and line == f"S: {values['S']:.2f}"
