@@ -35,6 +35,8 @@ _FACTORIES["perfect_demand"] = PerfectDemandOracle
 #: backtest selectors (free, visible data only) and hindsight menu oracles, in table order
 SELECTOR_POLICIES: tuple[str, ...] = ("backtest_selector_4", "backtest_selector_8", "lead_matched_selector")
 ORACLE_POLICIES: tuple[str, ...] = ("free_menu_oracle", "catalog_oracle", "perfect_demand")
+#: every shipped policy that declares ``requires_hindsight`` (the loop grants it the realised target)
+HINDSIGHT_POLICIES: tuple[str, ...] = ORACLE_POLICIES + ("catalog_oracle_extended", "catalog_oracle_no_tsfm")
 
 #: the main job's policies: the 8 fixed classical policies and the perfect-demand oracle
 DEFAULT_POLICIES: tuple[str, ...] = tuple(CLASSICAL_METHODS) + ("perfect_demand",)

@@ -161,6 +161,26 @@ def positive_float(value: str) -> float:
     return x
 
 
+def float_range(lo: float, hi: float = math.inf, lo_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in ``lo..hi`` (``hi`` inclusive; ``lo`` inclusive unless ``lo_open``),
+    e.g. ``float_range(0)`` for ``--temperature`` (>= 0) and ``float_range(0, 1, lo_open=True)`` for ``--top-p``
+    (0 < p <= 1, the sampling APIs' range)."""
+    def parse(value: str) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+        low_ok = x > lo if lo_open else x >= lo
+        if not (math.isfinite(x) and low_ok and x <= hi):
+            span = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]" if math.isfinite(hi) else f"{'>' if lo_open else '>='} {lo:g}"
+            raise argparse.ArgumentTypeError(f"must be a finite number {'in ' if math.isfinite(hi) else ''}{span}, "
+                                             f"got {value!r}")
+        return x
+
+    parse.__name__ = "number"
+    return parse
+
+
 #: ``--domain`` value of every domain: the protocol's, then every registered and opt-in one (not the protocol)
 ALL_DOMAINS = "all-domains"
 

@@ -72,7 +72,7 @@ def suites() -> list[dict]:
 
 
 def _policy_kind(name: str) -> str:
-    from fwgym.baselines.registry import CONTEXT_POLICIES, SELECTOR_POLICIES
+    from fwgym.baselines.registry import CONTEXT_POLICIES, HINDSIGHT_POLICIES, SELECTOR_POLICIES
     from fwgym.forecasters.classical import CLASSICAL_METHODS
     from fwgym.forecasters.registry import PRICED_MODELS, STATISTICAL_MODELS
 
@@ -86,7 +86,7 @@ def _policy_kind(name: str) -> str:
         return "backtest selector"
     if name == "routing_reference":
         return "routing reference"
-    if name in ("free_menu_oracle", "catalog_oracle", "catalog_oracle_extended", "perfect_demand"):
+    if name in HINDSIGHT_POLICIES:
         return "hindsight oracle"
     if name in CONTEXT_POLICIES:
         return "context baseline"

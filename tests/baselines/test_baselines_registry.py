@@ -45,3 +45,12 @@ def test_the_key_is_nfkc_casefolded():
     assert policy_name_key("Stra\u00dfe") == policy_name_key("STRASSE") == "strasse"
     assert policy_name_key("\uff21\u2168") == "aix"  # fullwidth A, roman numeral nine
     assert len({policy_name_key(p) for p in policy_names()}) == len(policy_names())  # no two policies collide
+
+
+def test_hindsight_policies_are_exactly_the_policies_that_require_hindsight():
+    from fwgym.baselines.registry import HINDSIGHT_POLICIES, TSFM_POLICIES, make_policy, policy_names
+
+    declared = {n for n in policy_names() if n not in TSFM_POLICIES
+                and getattr(make_policy(n), "requires_hindsight", False)}
+    assert declared == set(HINDSIGHT_POLICIES)
+

@@ -52,6 +52,14 @@ def test_nonnegative_int_int_range_positive_float():
     (["evaluate", "--agent-start-timeout", "-5"], "--agent-start-timeout"),
     (["evaluate", "--episode-timeout", "nan"], "--episode-timeout"),
     (["evaluate", "--timeout", "-1"], "--timeout"),
+    (["evaluate", "--agent", "openai", "--temperature", "-3"], "--temperature"),
+    (["evaluate", "--agent", "openai", "--temperature", "inf"], "--temperature"),
+    (["evaluate", "--agent", "openai", "--top-p", "0"], "--top-p"),
+    (["evaluate", "--agent", "openai", "--top-p", "1.5"], "--top-p"),
+    (["evaluate", "--agent", "openai", "--max-tokens", "0"], "--max-tokens"),
+    (["evaluate", "--agent", "openai", "--samples", "0"], "--samples"),
+    (["evaluate", "--agent", "openai", "--history-hours", "337"], "--history-hours"),
+    (["evaluate", "--agent", "openai", "--max-tool-chars", "-1"], "--max-tool-chars"),
 ])
 def test_bad_counts_are_usage_errors(argv, option, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -59,6 +67,12 @@ def test_bad_counts_are_usage_errors(argv, option, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}" in err and "Traceback" not in err
+
+
+def test_sampling_options_keep_their_valid_range():
+    ns = build_parser().parse_args(["evaluate", "--agent", "openai", "--temperature", "0", "--top-p", "1",
+                                    "--history-hours", "336", "--max-tokens", "1"])
+    assert (ns.temperature, ns.top_p, ns.history_hours, ns.max_tokens) == (0.0, 1.0, 336, 1)
 
 
 def test_good_values_parse_to_ints():

@@ -91,3 +91,12 @@ def test_models_say_where_they_come_from(capsys):
         assert "| ets | fwgym (built-in) | extended | extended | - | yes (statsmodels) |" in out
     finally:
         unregister_forecaster("toy_listed")
+
+
+def test_fwgym_list_labels_every_oracle_as_a_hindsight_oracle():
+    from fwgym.baselines.registry import HINDSIGHT_POLICIES
+    from fwgym.cli.listing import policies
+
+    kinds = {r["policy"]: r["kind"] for r in policies()}
+    assert {n for n, k in kinds.items() if k == "hindsight oracle"} == set(HINDSIGHT_POLICIES)
+    assert kinds["catalog_oracle_no_tsfm"] == "hindsight oracle"

@@ -9,25 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwgym.core.cases import TEST_SPLIT
-from fwgym.cli.args import add_arguments_once, positive_float
+from fwgym.core.cases import HISTORY_HOURS, TEST_SPLIT
+from fwgym.cli.args import add_arguments_once, float_range, int_range, positive_float, positive_int
 
 #: Options shared by the ``openai`` and ``transformers`` kinds: (flags, argparse kwargs).
 COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
-    (("--temperature",), {"type": float, "default": None,
+    (("--temperature",), {"type": float_range(0), "default": None,
                           "help": "LLM sampling temperature (default: the server's; transformers: greedy)"}),
-    (("--top-p",), {"type": float, "default": None, "dest": "top_p", "help": "LLM nucleus sampling mass"}),
+    (("--top-p",), {"type": float_range(0, 1, lo_open=True), "default": None, "dest": "top_p", "help": "LLM nucleus sampling mass"}),
     (("--llm-seed",), {"type": int, "default": None, "dest": "llm_seed", "help": "LLM sampling seed"}),
-    (("--max-tokens",), {"type": int, "default": None, "dest": "max_tokens",
+    (("--max-tokens",), {"type": positive_int, "default": None, "dest": "max_tokens",
                          "help": "max tokens per LLM reply (default: openai 2048, transformers 512, 2048 in the forecast "
                                  "suite); checked against the suite's answer before the run and, measured with the "
                                  "model's tokenizer, after the preflight"}),
     (("--trace-out",), {"default": None, "dest": "trace_out",
                         "help": "JSONL file for one trace per episode (default <run directory>/traces.jsonl; appended)"}),
     (("--agent-name",), {"default": None, "dest": "agent_name", "help": "policy name of the LLM agent in results"}),
-    (("--max-tool-chars",), {"type": int, "default": None, "dest": "max_tool_chars",
+    (("--max-tool-chars",), {"type": positive_int, "default": None, "dest": "max_tool_chars",
                              "help": "truncate tool results longer than this in the chat (default: never)"}),
-    (("--history-hours",), {"type": int, "default": None, "dest": "history_hours",
+    (("--history-hours",), {"type": int_range(1, HISTORY_HOURS), "default": None, "dest": "history_hours",
                             "help": "show only the last N visible hours in the first LLM message (default: all 336)"}),
     (("--compact-results",), {"action": "store_true", "dest": "compact_results",
                               "help": "show tool results compactly (6 significant digits, plans as levels, no echo of "
@@ -39,7 +39,7 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
                             "help": "direct-prompt baseline, no tools; forecast suite: Context is Key's direct prompt "
                                     "(--samples completions at temperature 1, each a (timestamp, value) trajectory in "
                                     "<forecast> tags, retried as CiK; the record adds CiK's fair RCRPS)"}),
-    (("--samples",), {"type": int, "default": 25, "dest": "samples",
+    (("--samples",), {"type": positive_int, "default": 25, "dest": "samples",
                       "help": "direct prompt, forecast suite: trajectories (completions) per forecast (default 25, CiK's)"}),
     (("--tools",), {"nargs": "+", "default": None, "metavar": "NAME", "dest": "tools",
                     "help": "offer only these tools (submit and abstain are always there), e.g. --tools classical_plan "
