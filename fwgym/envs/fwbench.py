@@ -114,6 +114,17 @@ def _args_summary(args) -> str:
     return ", ".join(parts) + (", ..." if len(args) > 4 else "")
 
 
+def _missing_cases_message(missing: list[str], split: str, domains, lead) -> str:
+    """Why the ids are not in the pool (split, domains, lead), and where the first one is if it is a case."""
+    where = f"split {split!r}, domain(s) {list(domains)}" + (f", lead {lead!r}" if lead else "")
+    msg = f"case ids not in this env's pool ({where}): {missing[:5]}"
+    try:
+        case = get_case(missing[0])
+    except ValueError as exc:
+        return f"{msg}; {exc}"
+    return f"{msg}; {missing[0]!r} is a case of split {case.split!r}"
+
+
 class RenderModeError(ValueError, TypeError):
     """A render mode the env does not have. Also a ``TypeError``, as an env without that keyword raises, so that
     stable-baselines3 (``make_vec_env(id)`` and ``PPO(policy, id)`` first try ``render_mode="rgb_array"``) falls back
@@ -237,7 +248,7 @@ class FWBenchEnv(gym.Env):
             pool = [c for c in pool if c.case_id in wanted]
             missing = wanted - {c.case_id for c in pool}
             if missing:
-                raise ValueError(f"case ids not in this env's pool: {sorted(missing)[:5]}")
+                raise ValueError(_missing_cases_message(sorted(missing), split, domains, lead))
         if not pool:
             raise ValueError("the case pool is empty")
         self.cases: tuple[Case, ...] = tuple(pool)

@@ -78,6 +78,14 @@ def test_case_id_option_and_unknown_id(env):
         env.reset(options={"case": CASE})
 
 
+def test_case_ids_outside_the_pool_are_refused_naming_the_pool_and_their_split():
+    with pytest.raises(ValueError, match=r"pool \(split 'dev', domain\(s\) \['electricity'\]\).*"
+                                         r"'elec-AECI-2024-08-03-day_ahead' is a case of split 'test'"):
+        FWBenchEnv(domain="electricity", split="dev", case_ids=["elec-AECI-2024-08-03-day_ahead"])
+    with pytest.raises(ValueError, match="not in any split of electricity"):
+        FWBenchEnv(domain="electricity", split="dev", case_ids=["elec-PJM-2025-03-01-day_ahead"])
+
+
 def test_observation_contents(env):
     obs, info = env.reset(options={"case_id": CASE})
     case = env.episode.case
