@@ -91,7 +91,14 @@ def test_the_transformers_kind_checks_its_bound_and_defaults_to_one_that_holds_a
     transformers.add_arguments(p.add_argument_group("transformers"))
     trace = ["--trace-out", str(tmp_path / "t.jsonl")]
     assert transformers.build(p.parse_args(["--hf-model", "/d", *trace]))["max_new_tokens"] == 512
-    assert transformers.build(p.parse_args(["--hf-model", "/d", "--suite", "forecast", *trace]))["max_new_tokens"] == 2048
+    assert transformers.build(p.parse_args(["--hf-model", "/d", "--suite", "forecast", *trace]))["max_new_tokens"] == 4096
+    # both kinds' forecast default holds SmolLM2's measured quantiles answer (2,165 tokens, docs/llm.md)
+    assert openai.build(p.parse_args(["--model", "m", "--suite", "forecast", *trace]))["max_tokens"] == 4096 > 2165
+    assert openai.build(p.parse_args(["--model", "m", *trace]))["max_tokens"] == 2048
+    with pytest.raises(ValueError, match="--constrain cannot be used with --direct-prompt in the forecast suite"):
+        openai.build(p.parse_args(["--model", "m", "--suite", "forecast", "--direct-prompt", "--constrain", "grammar",
+                                   *trace]))
+    assert openai.build(p.parse_args(["--model", "m", "--direct-prompt", "--constrain", "grammar", *trace]))
     with pytest.raises(ValueError, match="--max-tokens 256 cannot hold a forecast-suite answer"):
         transformers.build(p.parse_args(["--hf-model", "/d", "--suite", "forecast", "--max-tokens", "256", *trace]))
     with pytest.raises(ValueError, match="--max-tokens 16 cannot hold a context-suite answer"):

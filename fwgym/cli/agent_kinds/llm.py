@@ -19,8 +19,8 @@ COMMON_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--top-p",), {"type": float_range(0, 1, lo_open=True), "default": None, "dest": "top_p", "help": "LLM nucleus sampling mass"}),
     (("--llm-seed",), {"type": int, "default": None, "dest": "llm_seed", "help": "LLM sampling seed"}),
     (("--max-tokens",), {"type": positive_int, "default": None, "dest": "max_tokens",
-                         "help": "max tokens per LLM reply (default: openai 2048, transformers 512, 2048 in the forecast "
-                                 "suite); checked against the suite's answer before the run and, measured with the "
+                         "help": "max tokens per LLM reply (default: openai 2048, transformers 512, both 4096 in the "
+                                 "forecast suite); checked against the suite's answer before the run and, measured with the "
                                  "model's tokenizer, after the preflight"}),
     (("--trace-out",), {"default": None, "dest": "trace_out",
                         "help": "JSONL file for one trace per episode (default <run directory>/traces.jsonl; appended)"}),
@@ -85,6 +85,11 @@ def chat_options(args, **kind_options) -> dict:
     """
     from fwgym.agents.chat.options import ChatOptions
 
+    if (getattr(args, "suite", None) == "forecast" and getattr(args, "direct_prompt", False)
+            and kind_options.get("constrain")):
+        raise ValueError("--constrain cannot be used with --direct-prompt in the forecast suite: Context is Key's direct "
+                         "prompt asks for (timestamp, value) lines in <forecast> tags, which a constraint to the "
+                         "quantiles JSON answer would contradict; use one or the other")
     return ChatOptions(max_tool_chars=getattr(args, "max_tool_chars", None),
                        history_hours=getattr(args, "history_hours", None),
                        compact_results=bool(getattr(args, "compact_results", False)),
@@ -144,6 +149,20 @@ def answer_room_problem(max_tokens: int | None, need: int, suite: str, how: str)
             f"to at least {need}")
 
 
+#: default ``--max-tokens`` of the forecast suite, both kinds: a 24 x 9 quantiles answer of 6-digit values needs
+#: 2,165 tokens in SmolLM2's tokenizer (docs/llm.md), so the decision suite's 2,048 would refuse it
+FORECAST_MAX_TOKENS = 4096
+
+
+def default_max_tokens(args, decision_default: int) -> int:
+    """``--max-tokens`` if given, else :data:`FORECAST_MAX_TOKENS` in the forecast suite, else the kind's
+    ``decision_default`` (openai 2,048, transformers 512)."""
+    given = getattr(args, "max_tokens", None)
+    if given is not None:
+        return int(given)
+    return FORECAST_MAX_TOKENS if getattr(args, "suite", None) == "forecast" else decision_default
+
+
 def check_max_tokens(args, max_tokens: int | None, tokenizer=None) -> None:
     """Refuse a ``--max-tokens`` that cannot hold the suite's answer (a run that could never answer), before the run;
     the preflight measures the answer with the model's tokenizer and checks again
@@ -169,4 +188,4 @@ def common_kwargs(args) -> dict:
 
 
 __all__ = ["COMMON_OPTIONS", "add_common_arguments", "trace_path", "start_trace_file", "common_kwargs", "chat_options",
-           "check_max_tokens", "answer_tokens", "answer_task", "answer_room_problem", "CHARS_PER_TOKEN"]
+           "check_max_tokens", "default_max_tokens", "FORECAST_MAX_TOKENS", "answer_tokens", "answer_task", "answer_room_problem", "CHARS_PER_TOKEN"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from fwgym.cli.agent_kinds.llm import (add_common_arguments, chat_options, check_max_tokens, common_kwargs,
-                                       start_trace_file, trace_path)
+                                       default_max_tokens, start_trace_file, trace_path)
 from fwgym.cli.args import json_object, positive_float
 
 KIND = "openai"
@@ -71,7 +71,7 @@ def build(args):
     if args.max_retries < 0 or args.timeout <= 0:
         raise ValueError("--max-retries must be >= 0 and --timeout > 0")
     path = trace_path(args)
-    max_tokens = getattr(args, "max_tokens", None)
+    max_tokens = default_max_tokens(args, DEFAULT_MAX_TOKENS)
     options = chat_options(args, native_tools=not args.no_native_tools,
                            describe_tools=getattr(args, "describe_tools", None),
                            tool_results_as=getattr(args, "tool_results_as", "tool"),
@@ -79,7 +79,7 @@ def build(args):
                            constrain=getattr(args, "constrain", None))
     factory = LLMAgentFactory(kind="openai", model=args.model, base_url=args.base_url, timeout=args.timeout,
                               max_retries=args.max_retries, api_key_env=args.api_key_env, extra_body=extra,
-                              max_tokens=max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS,
+                              max_tokens=max_tokens,
                               reply_cache=getattr(args, "reply_cache", None), trace_out=path, options=options,
                               server_kind=getattr(args, "server_kind", None), **common_kwargs(args))
     check_max_tokens(args, factory["max_tokens"])

@@ -13,7 +13,7 @@ shared LLM options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-toke
 from __future__ import annotations
 
 from fwgym.cli.agent_kinds.llm import (add_common_arguments, chat_options, check_max_tokens, common_kwargs,
-                                       start_trace_file, trace_path)
+                                       default_max_tokens, start_trace_file, trace_path)
 
 KIND = "transformers"
 HELP = "a local Hugging Face chat model (tools via JSON in text): --hf-model DIR_OR_ID [--gguf-file F] [--hf-device auto]"
@@ -49,7 +49,7 @@ def build(args):
         raise ValueError("--agent transformers needs --hf-model DIR_OR_HUB_ID")
     path = trace_path(args)
     kw = common_kwargs(args)
-    max_tokens = getattr(args, "max_tokens", None) or (2048 if getattr(args, "suite", None) == "forecast" else 512)
+    max_tokens = default_max_tokens(args, 512)
     check_max_tokens(args, max_tokens)  # the estimate; the preflight counts with the model's tokenizer
     factory = LLMAgentFactory(kind="transformers", model_path=model, gguf_file=args.gguf_file,
                               plain_cache_dir=args.gguf_cache_dir, device=args.hf_device, dtype=args.hf_dtype,
