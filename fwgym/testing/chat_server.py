@@ -28,7 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = ["completion", "Step", "ScriptedChatServer", "LlamaCppServer", "plan_then_answer", "forecast_then_answer",
-           "play_every_suite", "trajectory_answer", "is_forecast_request", "unused_url"]
+           "play_every_suite", "counted_usage", "trajectory_answer", "is_forecast_request", "unused_url"]
 
 
 def completion(content=None, tool_calls=None, finish="stop", usage=(100, 10), model="test-model", call_id_prefix="call"):
@@ -428,6 +428,28 @@ class LlamaCppServer:
         self.close()
 
 
+def counted_usage(respond, chars_per_token: int = 4):
+    """``respond`` whose completions report ``usage`` counted from the request as a real server does (``prompt_tokens``:
+    the characters of the messages and tools over ``chars_per_token``; ``completion_tokens``: the reply's), so
+    the prompt grows with what a request carries: the preflight sees the tools shown to the model, and token
+    statistics vary with the prompt. Other responses (a :class:`Step` with an error status) pass unchanged."""
+
+    def tokens(obj) -> int:
+        return max(1, -(-len(json.dumps(obj, sort_keys=True)) // chars_per_token))
+
+    def counted(body):
+        out = respond(body)
+        reply = out.body if isinstance(out, Step) else out
+        if not (isinstance(reply, dict) and reply.get("object") == "chat.completion"):
+            return out
+        n_prompt = tokens([body.get("messages") or [], body.get("tools") or []])
+        n_reply = tokens([c.get("message") for c in reply.get("choices") or []])
+        reply["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": n_reply, "total_tokens": n_prompt + n_reply}
+        return out
+
+    return counted
+
+
 def main(argv=None) -> int:
     """``python -m fwgym.testing.chat_server``: serve a scripted model on 127.0.0.1 until Ctrl-C, to try
     ``fwgym evaluate --agent openai`` (its preflight, concurrency, resume and fault handling) without a model,
@@ -446,7 +468,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.port < 0 or args.delay < 0 or args.fail_every < 0:
         ap.error("--port, --delay and --fail-every must be >= 0")
-    model = play_every_suite(args.method, args.model)
+    model = counted_usage(play_every_suite(args.method, args.model))
     count = [0]
     lock = threading.Lock()
 

@@ -239,6 +239,20 @@ def test_reply_cache_is_thread_safe(serve, env, case_id, plan_and_score, tmp_pat
     assert not list((tmp_path / "c").rglob("*.tmp"))
 
 
+def test_the_shipped_scripted_server_counts_its_prompts_so_the_preflight_sees_the_tools(serve):
+    """``python -m fwgym.testing.chat_server`` answers with ``counted_usage``: the prompt grows with the tools (no
+    --describe-tools warning on fwgym's own server) and with a task's answer (measured, not estimated)."""
+    from fwgym.testing.chat_server import counted_usage, play_every_suite
+
+    srv = serve((), respond=counted_usage(play_every_suite()))
+    facts = LLMAgentFactory(kind="openai", model="test-model", base_url=srv.url, seed=3).preflight()
+    assert facts["tools_shown"] is True
+    assert set(facts["answer_tokens"]) == {"decision", "forecast"} and facts["answer_tokens"]["forecast"] > 500
+    posts = srv.posts()
+    plain, tooled = posts[3]["body"], posts[4]["body"]
+    assert "tools" not in plain and tooled["tools"]
+
+
 def test_preflight_reports_the_server_and_the_seed(serve):
     srv = serve([completion("apple, pear"), completion("apple, pear"), completion("dog, cat")],
                 models=["test-model", "other"])
