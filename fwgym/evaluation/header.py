@@ -38,6 +38,7 @@ from fwgym.evaluation.records import coverage
 
 __all__ = ["Mark", "Header", "partial_mark", "not_hash_checked_mark", "exposed_mark", "trust_marks",
            "loss_weight_mark", "PROTOCOL_LOSS_WEIGHT", "NOT_HASH_CHECKED", "result_set_marks", "make_header",
+           "single_cluster_notes",
            "mark_rows"]
 
 #: the protocol's loss weight W of ``S = W*R + (1 - W)*c/B`` (FWBench protocol §5.2: S = (R + c/B)/2)
@@ -286,6 +287,23 @@ def mark_rows(rows: Sequence[Mapping], marks: Iterable[Mark], row_marks: Mapping
     return out
 
 
+def single_cluster_notes(records: Sequence[Mapping]) -> list[str]:
+    """A caution for each domain whose records hold one series (one bootstrap cluster): the paired series-cluster
+    bootstrap (:class:`fwgym.evaluation.bootstrap.ClusterBootstrap`) draws series within a domain, so such a domain
+    adds no variation and an interval over such domains alone is 0 wide, which is no certainty (``[]`` when every
+    domain has at least two series)."""
+    series: dict[str, set] = {}
+    for r in records:
+        series.setdefault(r["domain"], set()).add(r["series_id"])
+    single = sorted(d for d, s in series.items() if len(s) < 2)
+    if not single:
+        return []
+    every = len(single) == len(series)
+    return [f"CAUTION: {', '.join(single)} {'has' if len(single) == 1 else 'have'} one series: the series-cluster "
+            "bootstrap cannot resample it, so the intervals leave its variation out"
+            + (" (they are 0 wide here, which is no certainty)" if every else "")]
+
+
 def make_header(records: Sequence[Mapping], *, suite: str, formula: str, title: str = "fwgym leaderboard",
                 marks: Iterable[Mark | None] = (), notes: Iterable[str] = (), checked: str | None = None,
                 reference: str | None = None, n_boot: int | None = None, seed: int | None = None,
@@ -306,6 +324,8 @@ def make_header(records: Sequence[Mapping], *, suite: str, formula: str, title: 
     policies = list(dict.fromkeys(r["policy"] for r in records))
     cov = coverage([r for r in records if r["policy"] == policies[0]])
     all_marks = [m for m in (*marks, partial_mark(cov)) if m is not None]
+    if reference or contrast:
+        notes = [*notes, *single_cluster_notes([r for r in records if r["policy"] == policies[0]])]
     return Header(title=title, suite=suite, formula=formula, n_policies=len(policies), n_cases=cov["cases"],
                   by_domain={k: tuple(v) for k, v in cov["by_domain"].items()},
                   n_records=len(records) if n_records is None else n_records, checked=checked, marks=all_marks,

@@ -52,3 +52,22 @@ def test_not_hash_checked_rows_without_row_marks():
     assert header.codes == [NOT_HASH_CHECKED, "PARTIAL"]
     assert header.line().count("a.jsonl has no manifest.json") == 1
     assert {r["hash_checked"] for r in header.csv_rows([{"policy": "agent"}])} == {False}
+
+
+def test_intervals_over_one_series_are_cautioned_and_zero_width_only_when_every_domain_has_one():
+    from fwgym.evaluation.header import single_cluster_notes
+
+    def rec(domain, series):
+        return {"policy": "p", "case_id": f"{domain}-{series}", "domain": domain, "series_id": series,
+                "cohort": f"{domain}-x", "lead": "day_ahead", "split": "dev", "S": 0.0}
+
+    one = [rec("cycle_hire", "191")]
+    assert single_cluster_notes(one) == [
+        "CAUTION: cycle_hire has one series: the series-cluster bootstrap cannot resample it, so the intervals "
+        "leave its variation out (they are 0 wide here, which is no certainty)"]
+    mixed = one + [rec("electricity", "PJM"), rec("electricity", "ISNE")]
+    assert single_cluster_notes(mixed)[0].endswith("leave its variation out")
+    assert single_cluster_notes(mixed[1:]) == []
+    h = make_header(mixed, suite="decision", formula="S", reference="p", n_boot=10, seed=1)
+    assert any(n.startswith("CAUTION: cycle_hire has one series") for n in h.all_notes())
+    assert not any(n.startswith("CAUTION") for n in make_header(mixed, suite="decision", formula="S").all_notes())
