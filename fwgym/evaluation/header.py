@@ -13,6 +13,8 @@ output shows them the same way:
   from their submissions, not checked against the run's hashes, count and statuses);
 * ``EXPOSED`` (:func:`exposed_mark`): records replayed after a prompt holding their target was sent
   (:mod:`fwgym.evaluation.schedule`);
+* ``RETRIED AFTER SPEND`` (:func:`retried_mark`): records scored after unscored attempts of their case that made
+  calls or spent credits (what those bought may have reached the scored attempt for free);
 * ``W=<w>`` (:func:`loss_weight_mark`): S re-scored with a loss weight other than the protocol's 1/2;
 * other producers' marks are :class:`Mark` objects too, passed in the ``marks`` list.
 
@@ -38,7 +40,7 @@ from fwgym.evaluation.records import coverage
 
 __all__ = ["Mark", "Header", "partial_mark", "not_hash_checked_mark", "exposed_mark", "trust_marks",
            "loss_weight_mark", "PROTOCOL_LOSS_WEIGHT", "NOT_HASH_CHECKED", "result_set_marks", "make_header",
-           "single_cluster_notes",
+           "single_cluster_notes", "retried_mark",
            "mark_rows"]
 
 #: the protocol's loss weight W of ``S = W*R + (1 - W)*c/B`` (FWBench protocol §5.2: S = (R + c/B)/2)
@@ -110,13 +112,25 @@ def exposed_mark(row_marks: Mapping[str, Mapping], n_records: Mapping[str, int] 
     return Mark("EXPOSED", text, short="records replayed after their target was sent", policies=pols)
 
 
+def retried_mark(row_marks: Mapping[str, Mapping]) -> Mark | None:
+    """``RETRIED AFTER SPEND`` for the rows whose row marks count unscored attempts that made calls or spent credits
+    before a retry (:func:`fwgym.evaluation.rundir.superseded_history`), its text
+    :func:`fwgym.evaluation.marks.format_marks`'s; else ``None``."""
+    pols = frozenset(p for p, m in row_marks.items() if m.get("retried_after_spend"))
+    if not pols:
+        return None
+    text = next(x for x in format_marks({p: row_marks[p] for p in pols}) if x.startswith("RETRIED AFTER SPEND"))
+    return Mark("RETRIED AFTER SPEND", text, short="scored after unscored attempts that bought", policies=pols)
+
+
 def trust_marks(row_marks: Mapping[str, Mapping], n_records: Mapping[str, int] | None = None,
                 text: str | None = None) -> list[Mark]:
     """The header marks of per-row marks (:mod:`fwgym.evaluation.marks`): ``EXPOSED``
     (:func:`exposed_mark`) and ``NOT HASH-CHECKED`` for the rows not hash-checked (:func:`not_hash_checked_mark`,
     ``text`` its text); what else the row marks say (isolation, in-process, replayed) travels as columns."""
     unchecked = [p for p, m in row_marks.items() if not m.get("hash_checked")]
-    return [m for m in (exposed_mark(row_marks, n_records), not_hash_checked_mark(unchecked, text)) if m is not None]
+    return [m for m in (exposed_mark(row_marks, n_records), retried_mark(row_marks),
+                        not_hash_checked_mark(unchecked, text)) if m is not None]
 
 
 def loss_weight_mark(loss_weight: float | None) -> Mark | None:
@@ -268,7 +282,8 @@ def mark_rows(rows: Sequence[Mapping], marks: Iterable[Mark], row_marks: Mapping
         p = r["policy"]
         if p not in given:
             given[p] = {"rescored": True, "hash_checked": unchecked is None or not unchecked.applies_to(p),
-                        "replayed": False, "isolation": "unknown", "in_process": False, "exposed": 0}
+                        "replayed": False, "isolation": "unknown", "in_process": False, "exposed": 0,
+                        "retried_after_spend": 0}
         elif unchecked is not None and unchecked.applies_to(p):
             given[p] = {**given[p], "hash_checked": False}
     columns: dict[str, list[Mark]] = {"partial": []}

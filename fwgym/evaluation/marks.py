@@ -16,7 +16,11 @@ policy:
   ``"unknown"`` (no manifest);
 * ``in_process``: the agent's code ran in the evaluating process (it could read anything fwgym holds);
 * ``exposed``: records replayed after a prompt holding their target had been sent
-  (:mod:`fwgym.evaluation.schedule`).
+  (:mod:`fwgym.evaluation.schedule`);
+* ``retried_after_spend``: unscored attempts (infrastructure failures: a server fault, a client that went away)
+  that made calls or spent credits before a later attempt of the same case was scored
+  (:func:`fwgym.evaluation.rundir.superseded_history`): what they bought may have reached the scored attempt for
+  free (an agent, MCP client or server that remembers), so the row's calls and credits may understate its cost.
 
 :func:`format_marks` renders them as the header lines tables print; :func:`mark_columns` as the columns of
 outputs without a header (CSV).
@@ -29,7 +33,8 @@ __all__ = ["MARK_COLUMNS", "row_marks", "merge_marks", "mark_columns", "format_m
            "isolation_of"]
 
 #: the mark columns of a CSV row, in order
-MARK_COLUMNS: tuple[str, ...] = ("rescored", "hash_checked", "replayed", "isolation", "in_process", "exposed")
+MARK_COLUMNS: tuple[str, ...] = ("rescored", "hash_checked", "replayed", "isolation", "in_process", "exposed",
+                                 "retried_after_spend")
 
 
 def _find(description: Any, key: str) -> Any:
@@ -73,6 +78,7 @@ def row_marks(manifest: Mapping | None, records: Iterable[Mapping], replayed: It
         replayed: the policies ``fwgym verify --replay`` replayed in full for this very records file.
     """
     agents = ((manifest or {}).get("settings") or {}).get("agents") or {}
+    retried = ((manifest or {}).get("history") or {}).get("retried_after_spend") or {}
     done = set(replayed)
     out: dict[str, dict] = {}
     for r in records:
@@ -80,7 +86,8 @@ def row_marks(manifest: Mapping | None, records: Iterable[Mapping], replayed: It
         if p not in out:
             iso = isolation_of(agents[p]) if p in agents else ("unknown" if manifest is None else "fwgym")
             out[p] = {"rescored": True, "hash_checked": manifest is not None, "replayed": p in done,
-                      "isolation": iso, "in_process": iso == "in-process", "exposed": 0}
+                      "isolation": iso, "in_process": iso == "in-process", "exposed": 0,
+                      "retried_after_spend": int((retried.get(p) or {}).get("attempts") or 0)}
         out[p]["exposed"] += bool(r.get("exposed"))
     return out
 
@@ -101,14 +108,15 @@ def merge_marks(per_source: Sequence[Mapping[str, Mapping]]) -> dict[str, dict]:
             if o["isolation"] != m["isolation"]:
                 o["isolation"] = "mixed"
             o["exposed"] += m["exposed"]
+            o["retried_after_spend"] = o.get("retried_after_spend", 0) + m.get("retried_after_spend", 0)
     return out
 
 
 def mark_columns(rows: Sequence[Mapping], marks: Mapping[str, Mapping]) -> list[dict]:
     """Rows with the :data:`MARK_COLUMNS` of their policy appended (a policy without marks: re-scored only)."""
     empty = {"rescored": True, "hash_checked": False, "replayed": False, "isolation": "unknown",
-             "in_process": False, "exposed": 0}
-    return [{**r, **{k: (marks.get(r["policy"]) or empty)[k] for k in MARK_COLUMNS}} for r in rows]
+             "in_process": False, "exposed": 0, "retried_after_spend": 0}
+    return [{**r, **{k: {**empty, **(marks.get(r["policy"]) or {})}[k] for k in MARK_COLUMNS}} for r in rows]
 
 
 def format_marks(marks: Mapping[str, Mapping], n_records: Mapping[str, int] | None = None) -> list[str]:
@@ -123,6 +131,12 @@ def format_marks(marks: Mapping[str, Mapping], n_records: Mapping[str, int] | No
             for p, n in exposed.items())
             + " replayed after a prompt holding their target was sent (--resume after harness errors or a kill): "
               "their scores may use the answer; evaluate agents with memory on --split sealed")
+    retried = {p: m["retried_after_spend"] for p, m in marks.items() if m.get("retried_after_spend")}
+    if retried:
+        lines.append("RETRIED AFTER SPEND: " + ", ".join(f"{p!r} {n} attempt(s)" for p, n in retried.items())
+                     + " made calls or spent credits, failed unscored (server fault, client gone) and were played "
+                       "again: what they bought may have reached the scored attempt for free, so these rows' calls "
+                       "and credits may understate their cost (run history in the manifest)")
     unchecked = [p for p, m in marks.items() if not m.get("hash_checked")]
     if unchecked:
         lines.append(f"NOT HASH-CHECKED: {', '.join(map(repr, unchecked))} (no run manifest)")
@@ -152,6 +166,9 @@ def history_line(manifest: Mapping | None) -> str | None:
     if superseded:
         parts.append(f"{sum(superseded.values())} superseded record(s) (" +
                      ", ".join(f"{why}: {n}" for why, n in superseded.items()) + ")")
+    for p, a in (h.get("retried_after_spend") or {}).items():
+        parts.append(f"{p!r}: {a['attempts']} unscored attempt(s) made {a['calls']} call(s) and spent "
+                     f"{a['credits']:,.0f} credits before a retry")
     if lost:
         parts.append(f"{lost} episode(s) lost in flight and played again")
     if refused:

@@ -49,7 +49,7 @@ from fwgym.jsonl import append_jsonl, dumps_line, write_jsonl
 
 __all__ = ["RESULTS_FILE", "TRACES_FILE", "SUPERSEDED_FILE", "STARTED_FILE", "LOCK_FILE", "FSYNC_INTERVAL_S", "RunDir",
            "TornTail",
-           "append_record", "episode_id", "superseded_reason",
+           "append_record", "episode_id", "superseded_reason", "superseded_history",
            "default_run_dir", "check_new_run_dir", "status_counts"]
 
 #: records file of a run directory
@@ -444,19 +444,42 @@ class RunDir:
                 n_started = sum(1 for line in fh if line.strip())
             self.manifest["started"] = {"file": STARTED_FILE, "count": n_started,
                                         "sha256": prefix_sha256(self.started_path, n_started)}
-        history = dict(self.manifest.get("history") or {})
-        reasons = dict(history.get("superseded") or {})
-        for r in superseded:
-            why = superseded_reason(r)
-            reasons[why] = reasons.get(why, 0) + 1
-        recorded = len(keep) + sum(reasons.values())
+        history = superseded_history(self.manifest.get("history"), superseded)
+        recorded = len(keep) + sum(history["superseded"].values())
         refused = list(self.manifest.get("refused_lines") or []) + [{**f, "session": self.session} for f in foreign]
         if refused:
             self.manifest["refused_lines"] = refused
         self.manifest["history"] = {
-            "sessions": len(self.manifest.get("sessions") or []), "superseded": dict(sorted(reasons.items())),
+            "sessions": len(self.manifest.get("sessions") or []), **history,
             "lost_in_flight": max(0, n_started - recorded) if n_started else 0, "refused_lines": len(refused),
             "exposed": sum(bool(r.get("exposed")) for r in keep)}
+
+
+def superseded_history(history: Mapping | None, superseded: Iterable[Mapping]) -> dict:
+    """The run history's account of superseded records, cumulative over sessions (``history``: the manifest's
+    so far), the same for every writer of run directories (``fwgym evaluate`` and
+    :mod:`fwgym.integrations.runs`):
+
+    * ``superseded``: ``{reason: count}`` (:func:`superseded_reason`);
+    * ``retried_after_spend``: ``{policy: {"attempts", "calls", "credits"}}`` over the superseded attempts that
+      made tool calls or spent credits before their infrastructure failed. Such an attempt is never scored, but
+      an agent (or client, or server) that keeps what it bought can use it in the attempt that is: its row's
+      calls and credits then understate what the score cost (the ``RETRIED AFTER SPEND`` mark,
+      :func:`fwgym.evaluation.marks.format_marks`).
+    """
+    h = history or {}
+    reasons = dict(h.get("superseded") or {})
+    spent = {p: dict(v) for p, v in (h.get("retried_after_spend") or {}).items()}
+    for r in superseded:
+        why = superseded_reason(r)
+        reasons[why] = reasons.get(why, 0) + 1
+        calls, credits = int(r.get("calls") or 0), float(r.get("credits") or 0)
+        if calls or credits:
+            a = spent.setdefault(str(r["policy"]), {"attempts": 0, "calls": 0, "credits": 0.0})
+            a["attempts"] += 1
+            a["calls"] += calls
+            a["credits"] += credits
+    return {"superseded": dict(sorted(reasons.items())), "retried_after_spend": dict(sorted(spent.items()))}
 
 
 def superseded_reason(record: Mapping) -> str:

@@ -32,7 +32,8 @@ from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFES
                                        model_revisions, new_run_id, now, read_manifest, record_sha256, run_settings,
                                        settings_differences, write_manifest)
 from fwgym.evaluation.records import coverage, is_scored, stored_record
-from fwgym.evaluation.rundir import LOCK_FILE, RESULTS_FILE, SUPERSEDED_FILE, TRACES_FILE, status_counts
+from fwgym.evaluation.rundir import (LOCK_FILE, RESULTS_FILE, SUPERSEDED_FILE, TRACES_FILE, status_counts,
+                                     superseded_history, superseded_reason)
 from fwgym.forecasters.registry import describe_pool
 from fwgym.jsonl import append_jsonl, iter_jsonl, write_jsonl
 from fwgym.traces import Trace
@@ -176,13 +177,14 @@ def add_episodes(path: str | os.PathLike, records: Sequence[Mapping], *, setting
         pols = {q: i for i, q in enumerate(merged["policies"])}
         keep = sorted(latest.values(), key=lambda r: (pols[r["policy"]], order[r["case_id"]]))
         for r in superseded:
-            append_jsonl(p / SUPERSEDED_FILE, r, sort_keys=True, fsync=True)
+            append_jsonl(p / SUPERSEDED_FILE, {**r, "superseded_reason": superseded_reason(r)}, sort_keys=True,
+                         fsync=True)
         for t in traces:
             append_jsonl(p / TRACES_FILE, t)
         write_jsonl(p / RESULTS_FILE, keep, sort_keys=True)
         with open(p / RESULTS_FILE, "rb") as fh:
             os.fsync(fh.fileno())
-        return _write_manifest(p, manifest, merged, keep, origin, session, len(new), len(superseded))
+        return _write_manifest(p, manifest, merged, keep, origin, session, len(new), superseded)
 
 
 def _merged_settings(p: Path, manifest: Mapping | None, settings: Mapping, keys: list) -> dict:
@@ -208,7 +210,7 @@ def _merged_settings(p: Path, manifest: Mapping | None, settings: Mapping, keys:
 
 
 def _write_manifest(p: Path, manifest: Mapping | None, settings: dict, keep: list[dict], origin: Mapping,
-                    session: Mapping | None, added: int, superseded: int) -> dict:
+                    session: Mapping | None, added: int, superseded: Sequence[Mapping]) -> dict:
     stamp = now()
     out = dict(manifest) if manifest is not None else {
         "manifest_version": MANIFEST_VERSION, "run_id": new_run_id(), "created": stamp, "command": None,
@@ -228,7 +230,8 @@ def _write_manifest(p: Path, manifest: Mapping | None, settings: dict, keep: lis
         "forecast_pool": describe_pool(settings["forecast_pool"]), "sessions": sessions, "counts": counts,
         "records": {"file": RESULTS_FILE, "count": len(keep), "sha256": file_sha256(p / RESULTS_FILE),
                     "sha256_by_line": [record_sha256(r) for r in keep],
-                    "superseded": superseded + int((out.get("records") or {}).get("superseded", 0))},
+                    "superseded": len(superseded) + int((out.get("records") or {}).get("superseded", 0))},
+        "history": {"sessions": len(sessions), **superseded_history(out.get("history"), superseded)},
         "coverage": coverage(next(iter(by_policy.values()))) if keep else {}})
     write_manifest(p, out)
     return counts

@@ -267,11 +267,39 @@ def test_the_runs_history_is_in_the_leaderboard_header(tmp_path, capsys):
     m = json.loads((out / "manifest.json").read_text())
     # the replayed episode was the first played (earliest as_of): the later cases' prompts held its target
     exposed = sum(r["exposed"] for r in _records(out))
-    assert m["history"] == {"sessions": 2, "superseded": {"harness_error: http_5xx": 1}, "lost_in_flight": 0,
-                            "refused_lines": 0, "exposed": exposed} and exposed == 1
+    assert m["history"] == {"sessions": 2, "superseded": {"harness_error: http_5xx": 1}, "retried_after_spend": {},
+                            "lost_in_flight": 0, "refused_lines": 0, "exposed": exposed} and exposed == 1
     (old,) = [json.loads(x) for x in (out / "superseded.jsonl").read_text().splitlines()]
     assert old["superseded_reason"] == "harness_error: http_5xx"
     capsys.readouterr()
     assert main(["leaderboard", str(out)]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "run history: 2 session(s); 1 superseded record(s) (harness_error: http_5xx: 1)" in head
+
+
+def test_a_server_fault_after_a_tool_call_marks_the_retried_row(tmp_path, capsys):
+    """A server that fails after the model's first tool call: the unscored attempt made 1 call; its retry is scored
+    and the row is marked RETRIED AFTER SPEND (a self-hosted server could answer 500 to get free retries)."""
+    out = tmp_path / "run"
+    answers, n = plan_then_answer("weekday_empirical"), {"k": 0}
+
+    def respond(body):  # the first episode's second request (after its classical_plan call) fails
+        if "tools" in body and body.get("max_tokens") != 1:
+            n["k"] += 1
+            if n["k"] == 2:
+                return Step(status=500)
+        return answers(body)
+
+    with ScriptedChatServer(respond=respond) as srv:
+        args = [*BASE, "--limit", "2", "--agent", "openai", "--base-url", srv.url, "--model", "test-model",
+                "--max-retries", "0", "--timeout", "5", "--out", str(out)]
+        assert main(args) == 1
+        assert main(["evaluate", "--resume", str(out), "--no-progress"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    (policy,) = m["settings"]["policies"]
+    assert m["history"]["retried_after_spend"] == {policy: {"attempts": 1, "calls": 1, "credits": 0.0}}
+    capsys.readouterr()
+    assert main(["leaderboard", str(out)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "RETRIED AFTER SPEND" in head.split(":")[0]  # in the title's marks
+    assert f"RETRIED AFTER SPEND: {policy!r} 1 attempt(s)" in head

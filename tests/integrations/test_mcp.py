@@ -239,6 +239,53 @@ def test_a_client_that_goes_away_leaves_an_unscored_record_that_a_replay_replace
         add_episodes(out, rs.records, settings=read_manifest(out)["settings"], origin={"kind": "mcp"})
 
 
+def test_a_retry_after_a_spending_attempt_is_marked_not_laundered(tmp_path, capsys):
+    """The trial's laundering: a client buys a forecast (1,027 credits, 1 call), goes away (unscored), then submits
+    for free in a second session. The row is scored with credits 0, but every table marks it RETRIED AFTER SPEND
+    and the run history counts the superseded attempt and what it spent."""
+    import argparse
+
+    from fwgym.cli import main
+    from fwgym.cli.mcp import _write
+
+    out = tmp_path / "run"
+    Args = argparse.Namespace(suite="decision", split="test", policy_name=POLICY, case_id=CASE, http=None, out=str(out),
+                              argv=[])
+    server, _ = _in_process()
+    server.on_end = lambda answer, client: _write(Args, server, {}, client, answer.record, "electricity")
+
+    async def buy():
+        async with Client(server.server) as c:
+            await c.call_tool("forecast", {"model": "seasonal_empirical", "horizon": 50})
+
+    anyio.run(buy)
+    assert server.close().record["credits"] == 1027
+    server2, _ = _in_process()
+    server2.on_end = lambda answer, client: _write(Args, server2, {}, client, answer.record, "electricity")
+
+    async def free():
+        async with Client(server2.server) as c:
+            plan = (await c.call_tool("classical_plan", {"method": "weekday_empirical"})).structured_content
+            await c.call_tool("submit", {"decisions": plan["result"]["plan"]["decisions"]})
+
+    anyio.run(free)
+    m = read_manifest(out)
+    assert m["history"] == {"sessions": 2, "superseded": {"harness_error: client_disconnected": 1},
+                            "retried_after_spend": {POLICY: {"attempts": 1, "calls": 1, "credits": 1027.0}}}
+    superseded = [json.loads(x) for x in (out / "superseded.jsonl").read_text().splitlines()]
+    assert [r["superseded_reason"] for r in superseded] == ["harness_error: client_disconnected"]
+    rs = load_results([out])
+    assert rs.records[0]["credits"] == 0 and rs.marks[POLICY]["retried_after_spend"] == 1
+    assert any(n.startswith(f"RETRIED AFTER SPEND: {POLICY!r} 1 attempt(s)") for n in rs.notes)
+    assert main(["leaderboard", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "RETRIED AFTER SPEND" in text.splitlines()[0] and "spent 1,027 credits before a retry" in text
+    assert main(["leaderboard", str(out), "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    header, row = rows[0].split(","), rows[1].split(",")
+    assert row[header.index("retried_after_spend")] == "1"
+
+
 def test_mcp_rows_join_the_leaderboard_next_to_the_baselines(tmp_path):
     base = tmp_path / "base"
     subprocess.run([sys.executable, "-m", "fwgym", "evaluate", "--policies", "weekday_empirical",
