@@ -7,7 +7,8 @@ usage error is two short lines on stderr, ``fwgym <cmd>: error: <message>`` and 
 Options that several subcommands have are defined once here, with their help: :func:`add_output_argument`
 (``-o/--out``: where a command writes, the one spelling; older spellings such as ``--output`` and ``--csv``
 stay as aliases), :func:`add_split_argument`, :func:`add_lead_argument`, :func:`add_progress_argument`,
-:func:`add_backend_arguments` and :func:`add_domain_argument`.
+:func:`add_backend_arguments`, :func:`add_domain_argument` and :func:`add_recompute_arguments` (``--recompute N``
+and its ``--seed``: what a ``verify`` recomputes, with :func:`recompute_seed`).
 
 The numeric types (:func:`positive_int`, :func:`nonnegative_int`, :func:`int_range`,
 :func:`positive_float`) refuse bad values while the command line is parsed, so ``--workers 0`` or
@@ -99,6 +100,23 @@ def add_backend_arguments(parser: Container, *, what: str = "local worker proces
     parser.add_argument("--backend", choices=("local", "ray"), default="local", help=f"where the work runs: {what}")
     parser.add_argument("--ray-address", default=None, dest="ray_address", metavar="ADDRESS",
                         help="address of an existing Ray cluster for --backend ray (default: start a local one)")
+
+
+def add_recompute_arguments(parser: Container, *, what: str, how: str) -> None:
+    """``--recompute N`` (recompute ``N`` random ``what``, ``how``, and fail on any difference) and ``--seed`` (of the
+    draw; default random, printed: :func:`recompute_seed`): the value checks of ``fwgym forecasts verify`` and
+    ``fwgym rl verify``."""
+    parser.add_argument("--recompute", type=positive_int, default=None, metavar="N",
+                        help=f"recompute N random {what} ({how}) and fail on any difference")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the draw of --recompute (default: random, printed)")
+
+
+def recompute_seed(seed: int | None) -> int:
+    """``seed``, or a fresh random 32-bit seed when ``None`` (the command prints it, so the draw can be repeated)."""
+    import secrets
+
+    return secrets.randbits(32) if seed is None else int(seed)
 
 
 def _int(value: str) -> int:
@@ -245,5 +263,5 @@ def add_arguments_once(group, options: Iterable[tuple[tuple[str, ...], dict]]) -
 
 
 __all__ = ["Parser", "OUTPUT_FLAGS", "OUTPUT_DEST", "add_output_argument", "add_split_argument", "add_lead_argument",
-           "add_progress_argument", "add_backend_arguments", "positive_int", "nonnegative_int", "int_range", "positive_float", "ALL_DOMAINS", "domains", "add_domain_argument",
+           "add_progress_argument", "add_backend_arguments", "positive_int", "nonnegative_int", "int_range", "positive_float", "ALL_DOMAINS", "domains", "add_domain_argument", "add_recompute_arguments", "recompute_seed",
            "json_object", "add_arguments_once"]

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Iterable
 
 from fwgym.cli.args import (add_backend_arguments, add_domain_argument, add_lead_argument, add_output_argument,
-                            add_progress_argument, add_split_argument, positive_int)
+                            add_progress_argument, add_recompute_arguments, add_split_argument, positive_int)
 
 NAME = "forecasts"
 HELP = "build or verify a forecast store (precomputed priced forecasts read by the tools)"
@@ -127,10 +127,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v = sub.add_parser("verify", help="check every shard of a store against its manifest and list its models; with "
                                       "--recompute N also recompute N random rows of each model")
     v.add_argument("store", help="store directory")
-    v.add_argument("--recompute", type=positive_int, default=None, metavar="N",
-                   help="recompute N random rows of each model (contexts rebuilt from fwgym's packaged data) with the "
-                        "forecaster here and fail on any difference")
-    v.add_argument("--seed", type=int, default=None, help="seed of the rows --recompute draws (default: random, printed)")
+    add_recompute_arguments(v, what="rows of each model",
+                            how="contexts rebuilt from fwgym's packaged data, by the forecaster here")
 
 
 def run(args) -> int:
@@ -211,14 +209,13 @@ def _verify(args) -> int:
 def _recompute(store, n: int, seed: int | None) -> int:
     """``--recompute N``: N random rows of each model recomputed here; 1 on any difference or row that cannot
     be checked."""
-    import secrets
-
     import numpy as np
 
+    from fwgym.cli.args import recompute_seed
     from fwgym.forecasters.registry import get_forecaster, known_models
     from fwgym.forecasters.store.verify import recompute_rows
 
-    seed = secrets.randbits(32) if seed is None else int(seed)
+    seed = recompute_seed(seed)
     rng = np.random.default_rng(seed)
     failed = 0
     print(f"recomputing {n} random rows of each model (seed {seed}):")

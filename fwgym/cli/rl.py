@@ -4,16 +4,19 @@
 and stores the outcomes (default: the table directory ``gym.make_vec("FWBench-RL-Macro-v0")`` and
 ``make_rl_env`` read, under ``$FWGYM_OUTCOME_TABLES`` or ``~/.cache/fwgym/outcome-tables``); ``--workers N`` runs
 processes (``--backend ray``: Ray tasks); an interrupted build resumes where it stopped. ``fwgym rl verify DIR``
-checks a table's files and says whether the running code would read it (current or stale); ``fwgym rl list``
-lists the default tables.
+checks a table's files and says whether the running code would read it (current or stale); with ``--recompute N``
+it also plays N cases drawn by a seeded generator through the env again and compares every row with the table
+(:func:`fwgym.rl.outcomes.verify.recompute_cases`: a table edited and re-hashed fails it). ``fwgym rl list`` lists
+the default tables.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from fwgym.cli.args import (add_backend_arguments, add_output_argument, add_progress_argument, add_split_argument,
-                            positive_int)
+from fwgym.cli.args import (add_backend_arguments, add_output_argument, add_progress_argument, add_recompute_arguments,
+                            add_split_argument, positive_int)
 
 NAME = "rl"
 HELP = "build, verify or list the RL envs' outcome tables (precomputed macro outcomes read at training time)"
@@ -43,13 +46,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ops.add_argument("--chunk-size", type=positive_int, default=1024,
                      help="cases per chunk: the unit of work and of resuming")
     add_progress_argument(ops)
-    v = sub.add_parser("verify", help="check a table's files against its manifest and whether this code reads it")
+    v = sub.add_parser("verify", help="check a table's files against its manifest and whether this code reads it; with "
+                                      "--recompute N also play N random cases through the env and compare")
     v.add_argument("table", help="table directory")
+    add_recompute_arguments(v, what="cases", how="each played through the env again, every row compared bit for bit")
     sub.add_parser("list", help="list the default tables and whether this code reads them")
 
 
 def run(args) -> int:
-    """Run ``build``, ``verify`` or ``list``; returns the exit code (``verify``: 1 for a stale table)."""
+    """Run ``build``, ``verify`` or ``list``; returns the exit code (``verify``: 1 for a stale table, or a row
+    ``--recompute`` found different)."""
     return {"build": _build, "verify": _verify, "list": _list}[args.action](args)
 
 
@@ -82,10 +88,10 @@ def _status(table) -> str:
     from fwgym.rl.outcomes.build import table_env
     from fwgym.rl.outcomes.identity import table_fingerprint
 
+    from fwgym.rl.outcomes.verify import table_env_kwargs
+
     ident = table.identity
-    kw = {k: ident[k] for k in ("budget", "max_calls", "reward", "tools", "models", "sigma", "invalid_submission",
-                                "call_limit", "forecast_timeout", "scenarios", "scenario_seed")}
-    env = table_env(ident["split"], ident["variant"], kw)
+    env = table_env(ident["split"], ident["variant"], table_env_kwargs(ident))
     try:
         table.check(ident, table_fingerprint(env, [e.name for e in env.menu], table.features))
     except TableStale as exc:
@@ -106,7 +112,35 @@ def _verify(args) -> int:
     print("every file matches its sha256 and row count")
     status = _status(table)
     print(status)
-    return 1 if status.startswith("stale") else 0
+    if status.startswith("stale"):
+        if args.recompute is not None:
+            print(f"fwgym: error: outcome table {table.path}: stale, so its outcomes cannot be recomputed by this code "
+                  "(rebuild it)", file=sys.stderr)
+        return 1
+    return 0 if args.recompute is None else _recompute(table, args.recompute, args.seed)
+
+
+def _recompute(table, n: int, seed: int | None) -> int:
+    """``--recompute N``: N random cases played again through the env; 1 on any row that differs."""
+    import numpy as np
+
+    from fwgym.cli.args import recompute_seed
+    from fwgym.rl.outcomes.verify import recompute_cases
+
+    seed = recompute_seed(seed)
+    print(f"recomputing {min(n, len(table.case_ids))} random cases through the env (seed {seed}):")
+    got = recompute_cases(table, n, np.random.default_rng(seed))
+    print(f"  {got['checked']} of {got['cases']} cases x {table.entries + 1} rows (reset and each entry) played: "
+          f"{got['equal']} equal, {got['checked'] - got['equal']} different")
+    for d in got["different"][:10]:
+        print(f"    {d['case_id']} {d['entry']}: {', '.join(d['fields'])} differ", file=sys.stderr)
+    if got["different"]:
+        print(f"fwgym: error: outcome table {table.path}: {len(got['different'])} row(s) differ from what the env "
+              "returns: the table is not the env's outcomes (edited and re-hashed?); do not train on it (rebuild it)",
+              file=sys.stderr)
+        return 1
+    print("every recomputed row equals the table's bit for bit")
+    return 0
 
 
 def _list(args) -> int:

@@ -1,8 +1,11 @@
 """``fwgym verify RUN [...] [--replay]``: say what vouches for a run's records, and replay its episodes.
 
-Without ``--replay``: every record is re-scored from its submission and the packaged data, and checked against
-the run manifest's hashes, count and statuses (what ``fwgym leaderboard`` does before ranking; a source without a
-manifest only with ``--allow-unverified``). With ``--replay``: every scored record's episode is also re-executed
+Without ``--replay``: every record is re-scored from its submission and the packaged data, checked against the
+run manifest's hashes, count and statuses, and, for agents that write a trace per episode (LLM agents, ``fwgym
+mcp``, inspect imports), cross-checked against its episode's trace in ``traces.jsonl`` (submit, submission, levels,
+score: :mod:`fwgym.evaluation.trace_check`), what ``fwgym leaderboard`` does before ranking (a source without a
+manifest only with ``--allow-unverified``). A record edited with the manifest re-hashed is refused when it
+contradicts its trace; records, traces and manifest forged together are not detectable (SECURITY.md). With ``--replay``: every scored record's episode is also re-executed
 through a fresh env from its recorded tool calls (:mod:`fwgym.evaluation.replay`): each tool result, the charges,
 the calls counted, the submission and the score must come out as recorded, and fwgym's own named policies are
 played again (deterministic) and must make the recorded calls. The outcome is written to the run directory's
@@ -17,7 +20,8 @@ import argparse
 import sys
 
 NAME = "verify"
-HELP = "re-score a run's records and check them against its manifest; --replay re-executes every episode"
+HELP = ("re-score a run's records, check them against its manifest and their episodes' traces; --replay re-executes "
+        "every episode")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,6 +52,7 @@ def run(args) -> int:
         src = load_source(path, allow_unverified=getattr(args, "allow_unverified", False))
         checked = "and hash-checked against its manifest" if src.verified else "(NOT hash-checked: no manifest)"
         print(f"{src.path}: {len(src.records)} records re-scored from their submissions {checked}")
+        _print_traces(src)
         if not args.replay:
             continue
         bar = None
@@ -78,6 +83,22 @@ def run(args) -> int:
         if not report.ok:
             code = 1
     return code
+
+
+def _print_traces(src) -> None:
+    """What the records were cross-checked against: their episodes' traces (LLM agents, mcp, inspect imports)."""
+    t = src.traces
+    if t is None:
+        return
+    for p, n in t.checked.items():
+        cut = t.truncated.get(p, 0)
+        print(f"  {p}: {n} records cross-checked against the traces of their episodes (submit, submission, score)"
+              + (f"; {cut} size-bounded traces compared without submission and calls" if cut else ""))
+    for p, n in t.untraced.items():
+        print(f"  {p}: {n} records of killed sessions have no trace (a kill between the record and its trace): NOT "
+              "cross-checked")
+    for p in t.elsewhere:
+        print(f"  {p}: NOT cross-checked against traces (the run wrote them to --trace-out, not {src.run_dir})")
 
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]

@@ -16,7 +16,8 @@ loaded the first time the registry is read. See ``docs/domains.md`` for a worked
 Opt-in domains ship with fwgym but are not the protocol's (:func:`optional_domains`: ``pedestrian``,
 ``docs/pedestrian.md``): a module of this package defining ``SPEC``, registered the first time its name is looked
 up (:func:`get_domain`, :func:`is_domain`, :func:`domain_of_prefix`), so the protocol's defaults stay the protocol's.
-:func:`data_paths` lists every domain's data files (what an isolated agent may never read).
+:func:`data_paths` lists every domain's data files and the installed source files that hold its values
+(:attr:`Domain.source_files`), what an isolated agent may never read; :func:`source_files` the latter as declared.
 """
 from __future__ import annotations
 
@@ -28,14 +29,15 @@ from fwgym.domains.cycle_hire import CYCLE_HIRE
 from fwgym.domains.electricity import ELECTRICITY
 from fwgym.domains.rules import AllSeries, BusiestSeries, NoInactiveLocalDay, local_midnights
 from fwgym.domains.spec import (NON_TRAIN_SPLITS, REQUIRED_SPLITS, DataFile, Domain, HistoryFacts, HolidayCalendar,
-                                NoteText, QualityRule, SameMonthLastYear, SeriesSelection, WeeksBeforeHistory)
+                                NoteText, PackageFile, QualityRule, SameMonthLastYear, SeriesSelection,
+                                WeeksBeforeHistory)
 
-__all__ = ["Domain", "DataFile", "HolidayCalendar", "NoteText", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts",
+__all__ = ["Domain", "DataFile", "PackageFile", "HolidayCalendar", "NoteText", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts",
            "SeriesSelection", "QualityRule", "AllSeries", "BusiestSeries", "NoInactiveLocalDay", "local_midnights",
            "NON_TRAIN_SPLITS", "REQUIRED_SPLITS", "DOMAINS", "BUILTIN_DOMAINS", "ENTRY_POINT_GROUP", "DomainError",
            "register_domain", "unregister_domain", "get_domain", "domain_names", "registered_domains",
            "domain_of_prefix", "load_entry_points", "is_domain", "optional_domains", "load_optional_domains",
-           "data_paths"]
+           "data_paths", "source_files"]
 
 #: the domains of the FWBench protocol, in protocol order: ``fwgym evaluate``'s default domains and
 #: ``FWBench-v0`` (adding a domain never changes them)
@@ -231,13 +233,10 @@ def domain_of_prefix(prefix: str) -> Domain | None:
     return found
 
 
-def data_paths() -> tuple[str, ...]:
-    """Every file that changes a score (:meth:`Domain.files`: the series file and ``extra_files``) of every
-    registered domain and of every opt-in domain that ships with fwgym (read from its module's ``SPEC``, not
-    registered), as absolute paths with symlinks resolved, sorted: what an isolated agent must never read
-    (:func:`fwgym.isolation.remote.sandbox_protected`)."""
+def _every_spec() -> list[Domain]:
+    """Every registered domain, then every opt-in domain that ships with fwgym and is not registered (read from its
+    module's ``SPEC``, not registered)."""
     import importlib
-    import os
 
     specs = list(registered_domains().values())
     for name in optional_domains():
@@ -245,4 +244,18 @@ def data_paths() -> tuple[str, ...]:
             spec = getattr(importlib.import_module(f"{__name__}.{name}"), "SPEC", None)
             if isinstance(spec, Domain):
                 specs.append(spec)
-    return tuple(sorted({os.path.realpath(f.location) for d in specs for f in d.files()}))
+    return specs
+
+
+def data_paths() -> tuple[str, ...]:
+    """Every file that holds a domain's values (:meth:`Domain.data_paths`: the series file, ``extra_files`` and where
+    the ``source_files`` are installed) of every registered domain and of every opt-in domain that ships with fwgym
+    (read from its module's ``SPEC``, not registered), as absolute paths with symlinks resolved, sorted: what an
+    isolated agent must never read (:func:`fwgym.isolation.remote.sandbox_protected`)."""
+    return tuple(sorted({p for d in _every_spec() for p in d.data_paths()}))
+
+
+def source_files() -> tuple[PackageFile, ...]:
+    """The :attr:`Domain.source_files` of the same domains as :func:`data_paths`, each once (a worker locates them in
+    its own environment too: :func:`fwgym.isolation.sandbox.installed_files`)."""
+    return tuple(dict.fromkeys(f for d in _every_spec() for f in d.source_files))

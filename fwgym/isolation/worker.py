@@ -315,8 +315,9 @@ def call_reset(obj: Any, info: dict) -> None:
 
 def apply_sandbox(box: dict) -> dict:
     """Apply the sandbox a spec asks for (:func:`fwgym.isolation.sandbox.plan` on this interpreter's
-    ``sys.path`` and fwgym's package folders here and in the evaluator, then
-    :func:`~fwgym.isolation.sandbox.apply`).
+    ``sys.path``, its editable installs' sources, fwgym's package folders here (every copy it could import) and in
+    the evaluator, and the protected paths: the evaluator's, and the domains' package-relative files and source
+    packages' files located again here; then :func:`~fwgym.isolation.sandbox.apply`).
 
     Returns:
         ``{"applied": True, "landlock_abi", "rules", "scoped"}``.
@@ -331,10 +332,13 @@ def apply_sandbox(box: dict) -> dict:
                                          f"ABI {abi} (< {sandbox.FULL_ABI})")
     found = importlib.util.find_spec("fwgym") if "fwgym" not in sys.modules else sys.modules["fwgym"].__spec__
     here = list(found.submodule_search_locations or ()) if found is not None else []
-    package_dirs = sorted(set(here) | set(box.get("package_dirs") or ()))
-    protected = [*(box.get("protected") or ()), *sandbox.default_protected(package_dirs, box.get("package_paths") or ())]
+    editable = sandbox.editable_sources()
+    package_dirs = sorted(set(here) | set(box.get("package_dirs") or ()) | set(sandbox.fwgym_copies(sys.path, editable)))
+    protected = [*(box.get("protected") or ()), *sandbox.default_protected(package_dirs, box.get("package_paths") or ()),
+                 *(p for dist, path in box.get("package_files") or () for p in sandbox.installed_files(dist, path))]
     planned = sandbox.plan(sys_path=list(sys.path), package_dirs=package_dirs, read=box.get("read") or (),
-                           write=box.get("write") or (), protected=protected)
+                           write=box.get("write") or (), protected=protected,
+                           editable=[p for paths in editable.values() for p in paths])
     applied = sandbox.apply(planned.rules, abi)
     sandbox.listed_finders(planned.listings)  # the code-only folders on sys.path are not listable any more
     return {"applied": True, **applied}
@@ -364,6 +368,16 @@ def describe(obj: Any) -> dict:
     info = obj.describe() if callable(getattr(obj, "describe", None)) else None
     return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "name": str(getattr(obj, "name", type(obj).__name__)),
             "requires_hindsight": bool(getattr(obj, "requires_hindsight", False)), "has": has, "info": info}
+
+
+def _refused(exc: PermissionError) -> PermissionError:
+    """``exc`` (the sandbox refused a file while the hosted code was loaded or made) with what a sandboxed worker may
+    read and how to allow more."""
+    return PermissionError(exc.errno, f"{exc.strerror}: the sandbox refuses {exc.filename!r}. A sandboxed worker reads "
+                           "the system, the Python installation, fwgym's code, the code on sys.path, the sources of "
+                           "editable installs (pip install -e) and the paths named with --agent-read PATH (read_paths=), "
+                           "never fwgym's data, the domains' data files or the run directory (docs/isolation.md)",
+                           exc.filename)
 
 
 class _Host:
@@ -399,9 +413,15 @@ class _Host:
                 raise ValueError(f"unknown built-in target {target!r}; known: {sorted(BUILTINS)}")
             self.factory = BUILTINS[name]
         else:
-            self.factory = load_target(target)
+            try:
+                self.factory = load_target(target)
+            except PermissionError as exc:
+                raise _refused(exc) if self.sandbox is not None else exc from None
         self.kwargs = dict(spec.get("kwargs") or {})
-        return self.new()
+        try:
+            return self.new()
+        except PermissionError as exc:
+            raise _refused(exc) if self.sandbox is not None else exc from None
 
     def new(self) -> dict:
         if self.factory is None:

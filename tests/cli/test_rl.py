@@ -28,3 +28,39 @@ def test_build_verify_list(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:  # argparse's usage error
         main(["rl", "build", "--split", "nope"])
     assert exc.value.code == 2
+
+
+def _rehash(table, name, columns):
+    """Rewrite one file of the table and its manifest entry (a forger who recomputes the sha256)."""
+    from fwgym.rl.outcomes.format import write_arrow
+
+    doc = json.loads((table / "manifest.json").read_text())
+    doc["files"][name] = write_arrow(table / name, columns)
+    (table / "manifest.json").write_text(json.dumps(doc, indent=1))
+
+
+def test_verify_recompute_replays_cases_and_catches_a_rehashed_edit(tmp_path, capsys):
+    import numpy as np
+
+    from fwgym.rl.outcomes.format import read_arrow
+
+    out = tmp_path / "t"
+    assert main(["rl", "build", "--split", "dev", "--limit", "2", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["rl", "verify", str(out), "--recompute", "4", "--seed", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "recomputing 4 random cases through the env (seed 3):" in text
+    assert "4 of 4 cases x 13 rows (reset and each entry) played: 4 equal, 0 different" in text
+    assert "every recomputed row equals the table's bit for bit" in text
+    rows = {k: np.array(v) for k, v in read_arrow(out / "rows.arrow").items()}
+    row = 1 + 2 * 13 + 4  # case slot 2, menu entry 4: its reward improved, the file and manifest re-hashed
+    rows["reward"][row] = rows["reward"][row] + 0.25
+    _rehash(out, "rows.arrow", rows)
+    assert main(["rl", "verify", str(out)]) == 0  # every hash check passes the forgery
+    assert "every file matches its sha256" in capsys.readouterr().out
+    assert main(["rl", "verify", str(out), "--recompute", "4", "--seed", "3"]) == 1
+    got = capsys.readouterr()
+    assert "4 of 4 cases x 13 rows (reset and each entry) played: 3 equal, 1 different" in got.out
+    assert ": reward differ" in got.err and "1 row(s) differ from what the env returns" in got.err, got.err
+    assert main(["rl", "verify", str(out), "--recompute", "1"]) in (0, 1)  # a random draw: the seed is printed
+    assert "(seed " in capsys.readouterr().out

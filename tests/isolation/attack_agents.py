@@ -178,6 +178,19 @@ class Probe:
     def write(self, path):
         return _try(lambda: open(path, "w").write("x"))
 
+    def read_via_links(self, path):
+        """Open ``path`` through a symlink and a hard link made in the worker's TMPDIR (where it may write)."""
+        import tempfile
+
+        folder = tempfile.mkdtemp()
+        soft, hard = os.path.join(folder, "soft"), os.path.join(folder, "hard")
+
+        def linked(make, link):
+            make(path, link)
+            return len(open(link, "rb").read(16))
+
+        return {"symlink": _try(lambda: linked(os.symlink, soft)), "hardlink": _try(lambda: linked(os.link, hard))}
+
     def listdir(self, path):
         return _try(lambda: sorted(os.listdir(path)))
 

