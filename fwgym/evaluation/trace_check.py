@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from fwgym.evaluation.records import is_scored
+from fwgym.evaluation.records import FORECAST_TASK_FIELDS, SCORE_VALUE_FIELDS, is_scored
 from fwgym.evaluation.rundir import TRACES_FILE
 from fwgym.evaluation.verify import RTOL
 from fwgym.jsonl import iter_jsonl
@@ -45,8 +45,8 @@ __all__ = ["TRACED_KINDS", "TraceCheck", "traced_policies", "check_traces"]
 #: policy has traces in the file
 TRACED_KINDS: tuple[str, ...] = ("openai", "transformers")
 #: the record fields a trace's ``record`` must repeat (numbers with the re-scorer's tolerance)
-_OUTCOME = ("status", "valid", "levels", "credits", "calls", "tool_counts", "loss", "floor", "R", "S", "rcrps", "crps",
-            "alpha", "rcrps_no_violation", "rcrps_fair", "submission", "tool_calls")
+_OUTCOME = ("status", "valid", "levels", "credits", "calls", "tool_counts", *SCORE_VALUE_FIELDS, *FORECAST_TASK_FIELDS,
+            "submission", "tool_calls")
 #: what a size-bounded trace may have cut
 _CUTTABLE = ("submission", "tool_calls")
 #: the trace ``score`` fields compared (its ``reason`` is text a trace may scrub)
