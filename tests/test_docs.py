@@ -151,6 +151,40 @@ def test_the_mcp_client_example_shows_the_commands_of_its_page():
     assert shlex.split(shown[2])[1:4] == ["leaderboard", base.out, c.out]
 
 
+FAULT_PAGES = [p for p in PAGES if any("--fail-every" in code for code, _ in snippets(p, "bash"))]
+
+
+@pytest.mark.parametrize("page", FAULT_PAGES)
+def test_the_scripted_server_sequence_finishes_with_one_resume(page, tmp_path):
+    """The LLM try-out of README.md and docs/llm.md as written: the scripted server with ``--fail-every 7``, the
+    run (exit 1: server faults are harness errors), ONE ``--resume`` (exit 0: complete; before, the still-failing
+    server failed a replayed episode again and a second resume was needed), then the commands after it."""
+    block = next(c for c, _ in snippets(page, "bash") if "--fail-every" in c)
+    code = next(par for par in block.split("\n\n") if "--fail-every" in par)  # its paragraph (then other servers)
+    lines = [ln.partition(" #")[0].strip() for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    server = shlex.split(lines[0].rstrip("& "))
+    assert server[:3] == ["python", "-m", "fwgym.testing.chat_server"] and "8000" in server, lines[0]
+    server[server.index("8000")] = "0"
+    proc = subprocess.Popen([sys.executable, *server[1:]], stdout=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
+    try:
+        url = proc.stdout.readline().split(" at ")[1].split()[0]
+        codes = []
+        for line in lines[1:]:
+            argv = shlex.split(line.replace("http://127.0.0.1:8000/v1", url))
+            assert argv[0] == "fwgym", line
+            out = subprocess.run([sys.executable, "-m", "fwgym", *argv[1:]], capture_output=True, text=True,
+                                 cwd=tmp_path, env=_env(), timeout=600)
+            codes.append((argv[1], "--resume" in argv, out.returncode))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert codes[:2] == [("evaluate", False, 1), ("evaluate", True, 0)] and all(c == 0 for *_, c in codes[1:]), codes
+    import json
+
+    m = json.loads((tmp_path / "runs" / "try" / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["history"]["sessions"] == 2 and m["history"]["superseded"]
+
+
 @pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
                     reason="mkdocs is not installed (the docs extra)")
 def test_the_site_builds_with_warnings_as_errors(tmp_path):

@@ -40,7 +40,8 @@ HELP = "run policies on a split into a new run directory and print the leaderboa
 #: options that may differ between a run's sessions (how it runs, not what it measures); ``--resume``
 #: refuses any other option that disagrees with the run's manifest
 OPERATIONAL: tuple[str, ...] = ("workers", "concurrency", "no_progress", "backend", "ray_address", "timeout",
-                                "max_retries", "out", "resume", "overwrite", "forecast_store", "format")
+                                "max_retries", "out", "resume", "overwrite", "forecast_store", "format",
+                                "allow_code_change")
 #: agent-factory settings left out of the compared settings (operational, or where the run writes)
 _AGENT_OPERATIONAL = ("timeout", "max_retries", "trace_out")
 #: exit codes
@@ -73,6 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     out.add_argument("--resume", default=None, metavar="DIR",
                      help="finish the run in DIR: play its missing and harness_error episodes with its settings")
+    out.add_argument("--allow-code-change", action="store_true",
+                     help="with --resume: finish the run although fwgym's own code changed since it started (refused "
+                          "otherwise); its rows are then marked MIXED CODE")
     out.add_argument("--format", choices=(AUTO, TABLE, MARKDOWN), default=AUTO,
                      help="the leaderboard printed at the end: aligned table on a terminal, Markdown elsewhere "
                           "(default auto); the run directory's leaderboard.md and .csv are always written")
@@ -146,7 +150,7 @@ def _stored_args(args) -> dict:
 
     out = {}
     for k, v in sorted(vars(args).items()):
-        if k in ("func", "argv", "command", "resume", "overwrite", "out"):
+        if k in ("func", "argv", "command", "resume", "overwrite", "out", "allow_code_change"):
             continue
         try:
             json.dumps(v)
@@ -210,6 +214,8 @@ def _run(args) -> int:
         args.out = str(d)
         protect_run_paths(args)
         return _execute(args, d, manifest)
+    if getattr(args, "allow_code_change", False):
+        raise ValueError("--allow-code-change applies to --resume DIR (a new run has one code version)")
     out = Path(args.out) if args.out else default_run_dir(args.split, args.suite)
     check_new_run_dir(out, args.overwrite)
     args.out = str(out)
@@ -262,7 +268,12 @@ def _execute(args, out: Path, manifest: dict | None) -> int:
         store = _forecast_store(args)  # before the run directory is touched: a bad store is a one-line error
         settings = _settings(args, labels, policies, case_ids, env_kwargs, store)
         if resume:
-            check_resume(out, manifest, settings, env)
+            check_resume(out, manifest, settings, env, allow_code_change=getattr(args, "allow_code_change", False))
+            if run.finished():  # nothing to play (checked as any resume): the run is left as it is, no session added
+                n = int((run.manifest.get("counts") or {}).get("scored", len(run.previous)))
+                print(f"nothing to resume: the run in {out} is complete ({n} of {n} episodes scored); no session was "
+                      f"added and nothing was changed (`fwgym leaderboard {out}` prints its table)", file=sys.stderr)
+                return EXIT_OK
         probe_plugins(settings.get("plugin_code") or ())
         try:
             preflight = run_preflight(policies)

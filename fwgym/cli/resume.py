@@ -1,7 +1,9 @@
-"""The checks of ``fwgym evaluate --resume DIR``: a run is finished only with its own settings and agent code.
+"""The checks of ``fwgym evaluate --resume DIR``: a run is finished only with its own settings, agent code and
+fwgym code.
 
 :func:`check_resume` compares the run's manifest with what this session would run (settings, the sha256 of
-the agent's files: :func:`agent_sources`, :func:`changed_sources`).
+the agent's files: :func:`agent_sources`, :func:`changed_sources`; the code version of fwgym itself:
+:func:`fwgym.evaluation.manifest.code_changed`).
 """
 from __future__ import annotations
 
@@ -11,14 +13,18 @@ from pathlib import Path
 __all__ = ["check_resume", "agent_sources", "changed_sources"]
 
 
-def check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
+def check_resume(out: Path, manifest: dict, settings: dict, env: dict, allow_code_change: bool = False) -> None:
     """Refuse ``fwgym evaluate --resume`` when the run's settings (``manifest``'s) differ from this session's
-    (``settings``), or an agent's file changed; note a changed fwgym checkout (``env["git"]``) on stderr.
+    (``settings``), an agent's file changed, or fwgym's own code (``env``: :func:`fwgym.evaluation.manifest.environment`)
+    is not the code the run's first session ran, unless ``allow_code_change`` (then the rows are marked ``MIXED
+    CODE``: :mod:`fwgym.evaluation.marks`); note on stderr a changed checkout of the same code, or one whose code
+    cannot be compared.
 
     Raises:
-        ValueError: the settings differ, or an agent's source file changed (the message names it).
+        ValueError: the settings differ, an agent's source file changed, or fwgym's code changed (without
+            ``allow_code_change``); the message names what changed.
     """
-    from fwgym.evaluation.manifest import settings_differences
+    from fwgym.evaluation.manifest import code_changed, settings_differences
 
     old = manifest.get("settings") or {}
     changed = changed_sources(old.get("agents"), settings.get("agents"))
@@ -31,10 +37,34 @@ def check_resume(out: Path, manifest: dict, settings: dict, env: dict) -> None:
     if diff:
         raise ValueError(f"--resume {out}: the run's settings differ from what this fwgym would run now, so the "
                          "episodes would not be comparable (start a new run): " + "; ".join(diff))
-    old_git = (manifest.get("environment") or {}).get("git")
-    if old_git != env["git"]:
-        print(f"note: the fwgym checkout changed since the run started ({old_git} -> {env['git']}); recorded "
-              "in the manifest's sessions", file=sys.stderr)
+    sessions = manifest.get("sessions") or []
+    first = (sessions[0].get("environment") if sessions else None) or manifest.get("environment") or {}
+    code = code_changed(first, env)
+    if code and not allow_code_change:
+        raise ValueError(f"--resume {out}: fwgym's own code changed since the run started ({_code_text(first)} -> "
+                         f"{_code_text(env)}), so its rows would mix episodes of two code versions (env, tools, "
+                         "scorer); restore the code the run started with, start a new run, or pass "
+                         "--allow-code-change (the leaderboard then marks the rows MIXED CODE)")
+    if code:
+        print(f"note: fwgym's own code changed since the run started ({_code_text(first)} -> {_code_text(env)}); "
+              "--allow-code-change: the rows this session plays are marked MIXED CODE", file=sys.stderr)
+    elif code is None:
+        print(f"note: whether fwgym's own code changed since the run started cannot be told ({_code_text(first)} -> "
+              f"{_code_text(env)}); recorded in the manifest's sessions", file=sys.stderr)
+    elif (first.get("git") or {}).get("commit") != (env.get("git") or {}).get("commit"):
+        print(f"note: the fwgym checkout changed since the run started ({_code_text(first)} -> {_code_text(env)}), "
+              "its package files did not; recorded in the manifest's sessions", file=sys.stderr)
+
+
+def _code_text(env: dict) -> str:
+    """The code version of an environment in a few words: ``code 1a2b3c4d5e6f, git 0123abcd (dirty, diff 9f8e7d6c)``."""
+    git = env.get("git") or {}
+    parts = [f"code {str(env['code_sha256'])[:12]}"] if env.get("code_sha256") else []
+    if git.get("commit"):
+        dirty = f" (dirty, diff {str(git['diff_sha256'])[:8]})" if git.get("diff_sha256") else (
+            " (dirty)" if git.get("dirty") else "")
+        parts.append(f"git {str(git['commit'])[:8]}{dirty}")
+    return ", ".join(parts) or "no code fingerprint"
 
 
 def agent_sources(description) -> dict[str, str]:

@@ -9,7 +9,9 @@ contradicts its trace; records, traces and manifest forged together are not dete
 through a fresh env from its recorded tool calls (:mod:`fwgym.evaluation.replay`): each tool result, the charges,
 the calls counted, the submission and the score must come out as recorded, and fwgym's own named policies are
 played again (deterministic) and must make the recorded calls. The outcome is written to the run directory's
-``replay.json`` (for the very records file: its sha256), which the leaderboard's ``replayed`` mark reads.
+``replay.json`` (for the very records file: its sha256), which the leaderboard's ``replayed`` mark reads. The
+marks that no check can lift are printed as the leaderboard prints them (``EXPOSED``, ``RETRIED AFTER SPEND``,
+``MIXED CODE``: :mod:`fwgym.evaluation.marks`), with the run's history.
 
 Exit codes: 0 every check held; 1 a replay found records that do not replay (listed, ``file:line``); 2 a record
 refused by re-scoring or the manifest (one line), or a bad argument.
@@ -53,6 +55,7 @@ def run(args) -> int:
         checked = "and hash-checked against its manifest" if src.verified else "(NOT hash-checked: no manifest)"
         print(f"{src.path}: {len(src.records)} records re-scored from their submissions {checked}")
         _print_traces(src)
+        _print_marks(src)
         if not args.replay:
             continue
         bar = None
@@ -83,6 +86,23 @@ def run(args) -> int:
         if not report.ok:
             code = 1
     return code
+
+
+def _print_marks(src) -> None:
+    """What the checks above cannot vouch for, as the leaderboard marks it: records replayed after their target was
+    sent (``EXPOSED``), scored after unscored attempts that made calls or spent credits (``RETRIED AFTER SPEND``),
+    played by several code versions of fwgym (``MIXED CODE``); and the run's history line."""
+    from fwgym.evaluation.marks import format_marks, history_line
+
+    counts: dict[str, int] = {}
+    for r in src.records:
+        counts[r["policy"]] = counts.get(r["policy"], 0) + 1
+    for line in format_marks(src.marks, counts):
+        if line.startswith(("EXPOSED", "RETRIED AFTER SPEND", "MIXED CODE")):
+            print(f"  {line}")
+    history = history_line(src.manifest)
+    if history:
+        print(f"  {history}")
 
 
 def _print_traces(src) -> None:

@@ -15,12 +15,15 @@ output shows them the same way:
   (:mod:`fwgym.evaluation.schedule`);
 * ``RETRIED AFTER SPEND`` (:func:`retried_mark`): records scored after unscored attempts of their case that made
   calls or spent credits (what those bought may have reached the scored attempt for free);
+* ``MIXED CODE`` (:func:`mixed_code_mark`): records played by sessions that ran different versions of fwgym's own
+  code (``fwgym evaluate --resume --allow-code-change``);
 * ``W=<w>`` (:func:`loss_weight_mark`): S re-scored with a loss weight other than the protocol's 1/2;
 * other producers' marks are :class:`Mark` objects too, passed in the ``marks`` list.
 
 The per-row marks of :mod:`fwgym.evaluation.marks` (what vouches for each row: re-scored, hash-checked,
-replayed, isolation, in-process, exposed; :func:`fwgym.evaluation.marks.row_marks`) are the data the
-``NOT HASH-CHECKED`` and ``EXPOSED`` marks are made of (:func:`trust_marks`, texts from
+replayed, isolation, in-process, exposed, retried after spend, code versions;
+:func:`fwgym.evaluation.marks.row_marks`) are the data the ``NOT HASH-CHECKED``, ``EXPOSED``, ``RETRIED AFTER
+SPEND`` and ``MIXED CODE`` marks are made of (:func:`trust_marks`, texts from
 :func:`fwgym.evaluation.marks.format_marks`) and travel with the header (:attr:`Header.row_marks`).
 
 How a mark shows: its code in the title (``fwgym leaderboard (PARTIAL, NOT HASH-CHECKED): ...``) and its text
@@ -40,7 +43,7 @@ from fwgym.evaluation.records import coverage
 
 __all__ = ["Mark", "Header", "partial_mark", "not_hash_checked_mark", "exposed_mark", "trust_marks",
            "loss_weight_mark", "PROTOCOL_LOSS_WEIGHT", "NOT_HASH_CHECKED", "result_set_marks", "make_header",
-           "single_cluster_notes", "retried_mark",
+           "single_cluster_notes", "retried_mark", "mixed_code_mark",
            "mark_rows"]
 
 #: the protocol's loss weight W of ``S = W*R + (1 - W)*c/B`` (FWBench protocol §5.2: S = (R + c/B)/2)
@@ -123,13 +126,25 @@ def retried_mark(row_marks: Mapping[str, Mapping]) -> Mark | None:
     return Mark("RETRIED AFTER SPEND", text, short="scored after unscored attempts that bought", policies=pols)
 
 
+def mixed_code_mark(row_marks: Mapping[str, Mapping]) -> Mark | None:
+    """``MIXED CODE`` for the rows whose records the row marks say were played by two or more code versions of
+    fwgym (``code_versions``, :func:`fwgym.evaluation.marks.row_marks`), its text
+    :func:`fwgym.evaluation.marks.format_marks`'s; else ``None``."""
+    pols = frozenset(p for p, m in row_marks.items() if (m.get("code_versions") or 0) > 1)
+    if not pols:
+        return None
+    text = next(x for x in format_marks({p: row_marks[p] for p in pols}) if x.startswith("MIXED CODE"))
+    n = max(int(row_marks[p]["code_versions"]) for p in pols)
+    return Mark("MIXED CODE", text, short=f"sessions ran {n} code versions", policies=pols)
+
+
 def trust_marks(row_marks: Mapping[str, Mapping], n_records: Mapping[str, int] | None = None,
                 text: str | None = None) -> list[Mark]:
     """The header marks of per-row marks (:mod:`fwgym.evaluation.marks`): ``EXPOSED``
-    (:func:`exposed_mark`) and ``NOT HASH-CHECKED`` for the rows not hash-checked (:func:`not_hash_checked_mark`,
+    (:func:`exposed_mark`), ``RETRIED AFTER SPEND`` (:func:`retried_mark`), ``MIXED CODE`` (:func:`mixed_code_mark`) and ``NOT HASH-CHECKED`` for the rows not hash-checked (:func:`not_hash_checked_mark`,
     ``text`` its text); what else the row marks say (isolation, in-process, replayed) travels as columns."""
     unchecked = [p for p, m in row_marks.items() if not m.get("hash_checked")]
-    return [m for m in (exposed_mark(row_marks, n_records), retried_mark(row_marks),
+    return [m for m in (exposed_mark(row_marks, n_records), retried_mark(row_marks), mixed_code_mark(row_marks),
                         not_hash_checked_mark(unchecked, text)) if m is not None]
 
 
@@ -283,7 +298,7 @@ def mark_rows(rows: Sequence[Mapping], marks: Iterable[Mark], row_marks: Mapping
         if p not in given:
             given[p] = {"rescored": True, "hash_checked": unchecked is None or not unchecked.applies_to(p),
                         "replayed": False, "isolation": "unknown", "in_process": False, "exposed": 0,
-                        "retried_after_spend": 0}
+                        "retried_after_spend": 0, "code_versions": 0}
         elif unchecked is not None and unchecked.applies_to(p):
             given[p] = {**given[p], "hash_checked": False}
     columns: dict[str, list[Mark]] = {"partial": []}

@@ -22,7 +22,8 @@ records are the ones the run wrote. Format (``manifest_version`` 1; JSON, keys s
         "fwgym_version", "scorer_version"
       },
       "environment": {"fwgym_version", "scorer_version", "python", "platform", "packages": {name: version},
-                      "git": {"commit", "dirty"} | null},
+                      "code_sha256",             # the fwgym package's files (package_sha256): the code version
+                      "git": {"commit", "dirty", "diff_sha256"} | null},  # diff_sha256: of `git diff HEAD` (dirty)
       "models": {model: {"class", "model_id", "revision", "snapshot", "available", "source", "reason", "loaded"}},
       "forecast_pool": {"pool", "models", "tariff", "plugins"?, ...},  # fwgym.forecasters.describe_pool
       "preflight": {policy: dict},               # the agent factories' preflight() answers
@@ -57,8 +58,8 @@ from fwgym.jsonl import read_json, to_jsonable
 
 __all__ = ["MANIFEST_FILE", "MANIFEST_VERSION", "PACKAGES", "COMPARED_SETTINGS", "run_settings", "canonical_json",
            "record_sha256",
-           "file_sha256", "now", "new_run_id", "environment", "git_info", "model_revisions", "describe_policy",
-           "write_manifest", "read_manifest", "settings_differences"]
+           "file_sha256", "now", "new_run_id", "environment", "git_info", "package_sha256", "code_changed",
+           "model_revisions", "describe_policy", "write_manifest", "read_manifest", "settings_differences"]
 
 #: name of a run directory's manifest
 MANIFEST_FILE = "manifest.json"
@@ -135,22 +136,66 @@ def new_run_id() -> str:
 
 @functools.lru_cache(maxsize=None)
 def git_info(path: str | None = None) -> dict | None:
-    """``{"commit", "dirty"}`` of the git checkout holding ``path`` (default: the fwgym package), or
-    ``None`` outside a checkout (an installed wheel) or without git."""
+    """``{"commit", "dirty", "diff_sha256"}`` of the git checkout holding ``path`` (default: the fwgym package):
+    ``diff_sha256`` is the sha256 of ``git diff HEAD`` (the uncommitted edits of tracked files; ``None`` when
+    clean), so two dirty sessions on one commit are told apart. ``None`` outside a checkout (an installed wheel)
+    or without git."""
     where = Path(path) if path else Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        diff = subprocess.run(["git", "-C", str(where), "diff", "HEAD", "--binary"], capture_output=True,
+                              timeout=60, check=True).stdout if dirty else b""
     except (OSError, subprocess.SubprocessError):
         return None
-    return {"commit": commit, "dirty": bool(dirty)} if commit else None
+    if not commit:
+        return None
+    return {"commit": commit, "dirty": bool(dirty), "diff_sha256": hashlib.sha256(diff).hexdigest() if dirty else None}
+
+
+@functools.lru_cache(maxsize=None)
+def package_sha256(root: str | None = None) -> str:
+    """The code version of the fwgym package at ``root`` (default: the one imported): the sha256 over its files'
+    paths (relative, sorted) and bytes, every file but the caches (``__pycache__``: bytecode, numba). The same for
+    a git checkout and an installed wheel; an edit of any module, template or packaged file changes it, a change
+    outside the package (tests, docs) does not.
+
+    Raises:
+        OSError: a file cannot be read.
+    """
+    base = Path(root) if root else Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(q for q in base.rglob("*") if q.is_file() and "__pycache__" not in q.relative_to(base).parts):
+        h.update(f.relative_to(base).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def code_changed(a: Mapping | None, b: Mapping | None) -> bool | None:
+    """Whether two sessions' environments (:func:`environment`) ran different fwgym code: their ``code_sha256``
+    (:func:`package_sha256`) when both have one (manifests written before it lack it), else their git state
+    (another commit, or another ``dirty`` / ``diff_sha256``); ``None`` when that cannot be told (no checkout, or
+    two dirty sessions without diff hashes)."""
+    a, b = a or {}, b or {}
+    if a.get("code_sha256") and b.get("code_sha256"):
+        return a["code_sha256"] != b["code_sha256"]
+    ga, gb = a.get("git"), b.get("git")
+    if not (isinstance(ga, Mapping) and isinstance(gb, Mapping) and ga.get("commit") and gb.get("commit")):
+        return None
+    if ga["commit"] != gb["commit"] or bool(ga.get("dirty")) != bool(gb.get("dirty")):
+        return True
+    if not ga.get("dirty"):
+        return False
+    da, db = ga.get("diff_sha256"), gb.get("diff_sha256")
+    return None if not (da and db) else da != db
 
 
 def environment() -> dict:
     """Versions of what produced the records: fwgym, the scorer, Python, the platform, :data:`PACKAGES`
-    (installed ones) and the git commit of the fwgym checkout (``None`` outside one)."""
+    (installed ones), the code version of the fwgym package (``code_sha256``: :func:`package_sha256`) and the git
+    state of the fwgym checkout (:func:`git_info`; ``None`` outside one)."""
     from fwgym.version import __version__
     from fwgym.core.scoring import SCORER_VERSION
 
@@ -161,7 +206,7 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             continue
     return {"fwgym_version": __version__, "scorer_version": SCORER_VERSION, "python": platform.python_version(),
-            "platform": platform.platform(), "packages": packages, "git": git_info()}
+            "platform": platform.platform(), "packages": packages, "code_sha256": package_sha256(), "git": git_info()}
 
 
 def _snapshot(model_id: str, revision: str | None) -> str | None:

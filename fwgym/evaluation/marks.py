@@ -20,7 +20,11 @@ policy:
 * ``retried_after_spend``: unscored attempts (infrastructure failures: a server fault, a client that went away)
   that made calls or spent credits before a later attempt of the same case was scored
   (:func:`fwgym.evaluation.rundir.superseded_history`): what they bought may have reached the scored attempt for
-  free (an agent, MCP client or server that remembers), so the row's calls and credits may understate its cost.
+  free (an agent, MCP client or server that remembers), so the row's calls and credits may understate its cost;
+* ``code_versions``: how many versions of fwgym's own code (:func:`fwgym.evaluation.manifest.code_changed`) the
+  sessions that played the row's records ran (1 for a run of one code version; 2 or more after ``fwgym evaluate
+  --resume --allow-code-change``, or episodes added to an MCP/inspect run directory by another fwgym; 0: not known,
+  no manifest or no code fingerprint): its records may come from different envs, tools or scorers.
 
 :func:`format_marks` renders them as the header lines tables print; :func:`mark_columns` as the columns of
 outputs without a header (CSV).
@@ -29,12 +33,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from fwgym.evaluation.manifest import code_changed
+
 __all__ = ["MARK_COLUMNS", "row_marks", "merge_marks", "mark_columns", "format_marks", "history_line",
-           "isolation_of"]
+           "isolation_of", "session_code_versions"]
 
 #: the mark columns of a CSV row, in order
 MARK_COLUMNS: tuple[str, ...] = ("rescored", "hash_checked", "replayed", "isolation", "in_process", "exposed",
-                                 "retried_after_spend")
+                                 "retried_after_spend", "code_versions")
 
 
 def _find(description: Any, key: str) -> Any:
@@ -69,6 +75,49 @@ def isolation_of(description: Any) -> str:
     return "in-process"
 
 
+def session_code_versions(manifest: Mapping | None) -> dict[int, int | None]:
+    """``{session number: code version}`` of a run's sessions: versions numbered 0, 1, ... in the order they first
+    ran, two sessions sharing one when :func:`fwgym.evaluation.manifest.code_changed` says their environments ran
+    the same code; ``None`` for a session whose code cannot be told apart from a version (no environment, no
+    fingerprint). The first session's environment is the manifest's own when the session holds none."""
+    versions: list[Mapping] = []
+    out: dict[int, int | None] = {}
+    for i, s in enumerate((manifest or {}).get("sessions") or []):
+        env = s.get("environment") or ((manifest or {}).get("environment") if i == 0 else None)
+        n = int(s.get("session") or i + 1)
+        if not isinstance(env, Mapping):
+            out[n] = None
+            continue
+        same = [code_changed(v, env) for v in versions]
+        if False in same:
+            out[n] = same.index(False)
+        elif None in same or code_changed(env, env) is None:  # not known against a version, or no fingerprint
+            out[n] = None
+        else:
+            versions.append(env)
+            out[n] = len(versions) - 1
+    return out
+
+
+def _code_versions(manifest: Mapping | None, records: Sequence[Mapping]) -> dict[str, int]:
+    """``{policy: number of code versions}`` of the sessions that played each policy's records: the session of a
+    record's episode id (``"<session>:..."``, fwgym evaluate's), else the sessions that added the policy's episodes
+    (an MCP/inspect run directory's ``sessions[].policies``; all sessions when they do not say)."""
+    versions = session_code_versions(manifest)
+    sessions = (manifest or {}).get("sessions") or []
+    by_policy: dict[str, set[int]] = {}
+    for r in records:
+        p = str(r["policy"])
+        head = str(r.get("episode_id") or "").split(":", 1)[0]
+        if head.isdigit() and int(head) in versions:
+            ns = [int(head)]
+        else:
+            ns = [int(s.get("session") or i + 1) for i, s in enumerate(sessions)
+                  if p in (s.get("policies") or [p])]
+        by_policy.setdefault(p, set()).update(v for n in ns if (v := versions.get(n)) is not None)
+    return {p: len(v) for p, v in by_policy.items()}
+
+
 def row_marks(manifest: Mapping | None, records: Iterable[Mapping], replayed: Iterable[str] = ()) -> dict[str, dict]:
     """``{policy: {mark: value}}`` (:data:`MARK_COLUMNS`) of one result source.
 
@@ -80,6 +129,8 @@ def row_marks(manifest: Mapping | None, records: Iterable[Mapping], replayed: It
     agents = ((manifest or {}).get("settings") or {}).get("agents") or {}
     retried = ((manifest or {}).get("history") or {}).get("retried_after_spend") or {}
     done = set(replayed)
+    records = list(records)
+    code = _code_versions(manifest, records) if manifest is not None else {}
     out: dict[str, dict] = {}
     for r in records:
         p = r["policy"]
@@ -87,7 +138,8 @@ def row_marks(manifest: Mapping | None, records: Iterable[Mapping], replayed: It
             iso = isolation_of(agents[p]) if p in agents else ("unknown" if manifest is None else "fwgym")
             out[p] = {"rescored": True, "hash_checked": manifest is not None, "replayed": p in done,
                       "isolation": iso, "in_process": iso == "in-process", "exposed": 0,
-                      "retried_after_spend": int((retried.get(p) or {}).get("attempts") or 0)}
+                      "retried_after_spend": int((retried.get(p) or {}).get("attempts") or 0),
+                      "code_versions": code.get(p, 0)}
         out[p]["exposed"] += bool(r.get("exposed"))
     return out
 
@@ -109,19 +161,20 @@ def merge_marks(per_source: Sequence[Mapping[str, Mapping]]) -> dict[str, dict]:
                 o["isolation"] = "mixed"
             o["exposed"] += m["exposed"]
             o["retried_after_spend"] = o.get("retried_after_spend", 0) + m.get("retried_after_spend", 0)
+            o["code_versions"] = max(o.get("code_versions", 0), m.get("code_versions", 0))
     return out
 
 
 def mark_columns(rows: Sequence[Mapping], marks: Mapping[str, Mapping]) -> list[dict]:
     """Rows with the :data:`MARK_COLUMNS` of their policy appended (a policy without marks: re-scored only)."""
     empty = {"rescored": True, "hash_checked": False, "replayed": False, "isolation": "unknown",
-             "in_process": False, "exposed": 0, "retried_after_spend": 0}
+             "in_process": False, "exposed": 0, "retried_after_spend": 0, "code_versions": 0}
     return [{**r, **{k: {**empty, **(marks.get(r["policy"]) or {})}[k] for k in MARK_COLUMNS}} for r in rows]
 
 
 def format_marks(marks: Mapping[str, Mapping], n_records: Mapping[str, int] | None = None) -> list[str]:
-    """Header lines for what does not hold: ``EXPOSED`` (replays whose target a sent prompt held), ``NOT
-    HASH-CHECKED``, ``IN-PROCESS`` agents, workers without a sandbox; nothing when every row is clean.
+    """Header lines for what does not hold: ``EXPOSED`` (replays whose target a sent prompt held), ``RETRIED AFTER
+    SPEND``, ``MIXED CODE`` (rows played by two or more code versions of fwgym), ``NOT HASH-CHECKED``, ``IN-PROCESS`` agents, workers without a sandbox; nothing when every row is clean.
     Re-scoring holds for every row and is said by the table's header itself."""
     lines = []
     exposed = {p: m["exposed"] for p, m in marks.items() if m.get("exposed")}
@@ -137,6 +190,13 @@ def format_marks(marks: Mapping[str, Mapping], n_records: Mapping[str, int] | No
                      + " made calls or spent credits, failed unscored (server fault, client gone) and were played "
                        "again: what they bought may have reached the scored attempt for free, so these rows' calls "
                        "and credits may understate their cost (run history in the manifest)")
+    mixed = {p: m["code_versions"] for p, m in marks.items() if (m.get("code_versions") or 0) > 1}
+    if mixed:
+        lines.append("MIXED CODE: " + ", ".join(f"{p!r} {n} code versions" for p, n in mixed.items())
+                     + ": the sessions that played these rows' records ran different versions of fwgym's own code "
+                       "(fwgym evaluate --resume --allow-code-change, or episodes added by another fwgym), so their "
+                       "records may come from different envs, tools or scorers (sessions' environment in the "
+                       "manifest)")
     unchecked = [p for p, m in marks.items() if not m.get("hash_checked")]
     if unchecked:
         lines.append(f"NOT HASH-CHECKED: {', '.join(map(repr, unchecked))} (no run manifest)")
@@ -151,8 +211,9 @@ def format_marks(marks: Mapping[str, Mapping], n_records: Mapping[str, int] | No
 
 
 def history_line(manifest: Mapping | None) -> str | None:
-    """One line of a run's history for a table header (sessions, superseded records by reason, episodes lost in
-    flight, refused lines), or ``None`` for a run of one clean session (or no manifest)."""
+    """One line of a run's history for a table header (sessions and, when they ran more than one, their code
+    versions; superseded records by reason; episodes lost in flight; refused lines), or ``None`` for a run of one
+    clean session (or no manifest)."""
     h = (manifest or {}).get("history") or {}
     if not h:
         return None
@@ -162,7 +223,9 @@ def history_line(manifest: Mapping | None) -> str | None:
     lost, refused = int(h.get("lost_in_flight") or 0), int(h.get("refused_lines") or 0)
     if sessions <= 1 and not superseded and not lost and not refused:
         return None
-    parts.append(f"{sessions} session(s)")
+    versions = {v for v in session_code_versions(manifest).values() if v is not None}
+    parts.append(f"{sessions} session(s)" + (f" that ran {len(versions)} code versions of fwgym (MIXED CODE)"
+                                             if len(versions) > 1 else ""))
     if superseded:
         parts.append(f"{sum(superseded.values())} superseded record(s) (" +
                      ", ".join(f"{why}: {n}" for why, n in superseded.items()) + ")")

@@ -312,6 +312,15 @@ class RunDir:
         """(policy, case) pairs already recorded with a score (what a resume does not rerun)."""
         return {(r["policy"], r["case_id"]) for r in self.previous if is_scored(r)}
 
+    def finished(self) -> bool:
+        """Whether a reopened run has nothing left to do: its last session ended ``complete`` (every expected
+        episode scored), no torn line was cut, and its records are exactly the ones the manifest hashes (none of a
+        killed session to finalize). A resume of such a run plays nothing and should leave it as it is (no
+        session added)."""
+        records = self.manifest.get("records") or {}
+        return (self.manifest.get("status") == "complete" and not self.torn and not self._begun
+                and len(self.previous) == int(records.get("count", -1)))
+
     def sent_cases(self) -> set[str]:
         """Ids of the cases whose prompts earlier sessions sent to an agent (not one of fwgym's named policies)."""
         return {str(e.get("case_id")) for e in self.started if e.get("agent")}

@@ -184,6 +184,8 @@ def add_episodes(path: str | os.PathLike, records: Sequence[Mapping], *, setting
         write_jsonl(p / RESULTS_FILE, keep, sort_keys=True)
         with open(p / RESULTS_FILE, "rb") as fh:
             os.fsync(fh.fileno())
+        # the policies each session added say which sessions played a row (its code versions: fwgym.evaluation.marks)
+        session = {"policies": list(dict.fromkeys(k[0] for k in keys)), **dict(session or {})}
         return _write_manifest(p, manifest, merged, keep, origin, session, len(new), superseded)
 
 

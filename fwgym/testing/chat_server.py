@@ -455,7 +455,9 @@ def main(argv=None) -> int:
     ``fwgym evaluate --agent openai`` (its preflight, concurrency, resume and fault handling) without a model,
     in every suite (:func:`play_every_suite`: decision and context episodes plan with ``--method``, forecast
     episodes submit the bought ``--model`` quantiles). ``--fail-every N`` answers every N-th chat request with HTTP 500 (a server fault, not retried: those
-    episodes end as ``harness_error``, never scored, and ``--resume`` replays them)."""
+    episodes end as ``harness_error``, never scored, and ``--resume`` replays them), at most once per episode (a
+    conversation: its first messages and seed), so a replayed episode is not failed again and one ``fwgym
+    evaluate --resume`` finishes a run the faults left incomplete."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m fwgym.testing.chat_server", description=(main.__doc__ or "").split("\n\n")[0])
@@ -464,19 +466,26 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="seasonal_empirical",
                     help="the priced model the scripted model buys and submits in forecast episodes")
     ap.add_argument("--delay", type=float, default=0.0, help="seconds before every reply (a model's generation time)")
-    ap.add_argument("--fail-every", type=int, default=0, metavar="N", help="every N-th chat request gets HTTP 500 (not retried: a harness_error)")
+    ap.add_argument("--fail-every", type=int, default=0, metavar="N",
+                    help="every N-th chat request gets HTTP 500 (not retried: a harness_error), at most once per episode "
+                         "(a replayed episode is not failed again: one --resume finishes the run)")
     args = ap.parse_args(argv)
     if args.port < 0 or args.delay < 0 or args.fail_every < 0:
         ap.error("--port, --delay and --fail-every must be >= 0")
     model = counted_usage(play_every_suite(args.method, args.model))
     count = [0]
+    failed: set[str] = set()  # the episodes (conversations) already failed once
     lock = threading.Lock()
 
     def respond(body):
+        episode = json.dumps([body.get("messages", [])[:2], body.get("seed")], sort_keys=True, default=str)
         with lock:
             count[0] += 1
-            n = count[0]
-        if args.fail_every and "tools" in body and n % args.fail_every == 0:
+            fault = bool(args.fail_every and "tools" in body and count[0] % args.fail_every == 0
+                         and episode not in failed)
+            if fault:
+                failed.add(episode)
+        if fault:
             return Step({"error": {"message": "scripted server fault", "type": "server_error"}}, status=500)
         return model(body)
 

@@ -100,11 +100,16 @@ def test_resume_checks_the_options_against_the_manifest(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "these options differ from the run's manifest" in err and "--limit: the run has 2, this command gives 3" in err
     assert "--split" in err
-    # the same options, and operational ones, are accepted; a complete run has nothing left to play
+    # the same options, and operational ones, are accepted; a complete run has nothing left to play, and a no-op
+    # resume leaves it as it is (before: it added a session of 0 episodes and rewrote the leaderboard files)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert main(["evaluate", "--resume", str(out), "--limit", "2", "--workers", "2", "--no-progress"]) == 0
+    assert f"nothing to resume: the run in {out} is complete (2 of 2 episodes scored); no session was added" in (
+        capsys.readouterr().err)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     m = json.loads((out / "manifest.json").read_text())
-    assert [s["episodes"] for s in m["sessions"]] == [2, 0] and m["status"] == "complete"
-    assert m["sessions"][1]["workers"] == 2 and m["command"][:2] == ["fwgym", "evaluate"]
+    assert [s["episodes"] for s in m["sessions"]] == [2] and m["status"] == "complete"
+    assert m["history"]["sessions"] == 1 and m["command"][:2] == ["fwgym", "evaluate"]
     assert main(["evaluate", "--resume", str(tmp_path / "nowhere")]) == 2
     assert "no manifest.json there" in capsys.readouterr().err
 

@@ -341,3 +341,55 @@ def test_a_run_directory_of_other_settings_is_refused_before_the_case_is_served(
     assert time.perf_counter() - t0 < 60 and (out / "results.jsonl").read_bytes() == before
     assert main(["mcp", "serve", "--split", "test", "--case-id", CASE, "--out", str(out),
                  "--policy-name", POLICY]) == 2  # the same pair again: never replaced, refused at start too
+
+
+def test_the_trials_free_retry_over_stdio_is_marked_in_leaderboard_and_verify(tmp_path, capsys):
+    """The new-user trial as it was run, with the SDK's stdio client and ``fwgym mcp serve`` processes: the first
+    session makes 8 calls (one forecast: 1,027 credits) and disconnects without submitting (harness_error, never
+    scored); the second submits the plan the client remembers, at once (0 calls, 0 credits). Before: ``fwgym
+    leaderboard RUN`` showed a clean row (credits 0, no mark) and the run history no superseded record."""
+    from fwgym.cli import main
+
+    out = tmp_path / "run"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "fwgym", "mcp", "serve", "--split", "test",
+                                                                 "--case-id", CASE, "--policy-name", POLICY,
+                                                                 "--out", str(out)], env=ENV, cwd=str(ROOT))
+    calls = [("catalog", {}), ("history", {"last": 48}), ("quote", {"model": "seasonal_empirical", "horizon": 50}),
+             ("forecast", {"model": "seasonal_empirical", "horizon": 50}), ("plan", {"forecast_id": "f1"}),
+             ("classical_plan", {"method": "weekday_empirical"}), ("history", {"last": 24}), ("catalog", {})]
+
+    async def spend():
+        async with Client(params) as c:
+            got = [dict((await c.call_tool(tool, args)).structured_content) for tool, args in calls]
+        return got
+
+    bought = anyio.run(spend)
+    assert [r["ok"] for r in bought] == [True] * 8 and bought[3]["result"]["credits"] == 1027
+    deadline = time.monotonic() + 60  # the server writes the unscored record as it exits
+    while not (out / "manifest.json").is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert read_manifest(out)["counts"]["harness_error"] == 1
+    remembered = bought[5]["result"]["plan"]["decisions"]
+
+    async def free():
+        async with Client(params) as c:
+            return dict((await c.call_tool("submit", {"decisions": remembered})).structured_content)
+
+    final = anyio.run(free)
+    assert final["ok"] and final["episode"]["calls"] == 0 and final["episode"]["credits"] == 0
+    while read_manifest(out)["status"] != "complete" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    m = read_manifest(out)
+    assert m["history"]["superseded"] == {"harness_error: client_disconnected": 1}
+    assert m["history"]["retried_after_spend"] == {POLICY: {"attempts": 1, "calls": 8, "credits": 1027.0}}
+    assert [s["policies"] for s in m["sessions"]] == [[POLICY], [POLICY]]
+    capsys.readouterr()
+    assert main(["leaderboard", str(out)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith("fwgym leaderboard (**RETRIED AFTER SPEND**, **PARTIAL**)")
+    assert f"RETRIED AFTER SPEND: {POLICY!r} 1 attempt(s) made calls or spent credits" in head
+    assert f"run history: 2 session(s); 1 superseded record(s) (harness_error: client_disconnected: 1); {POLICY!r}: " \
+           "1 unscored attempt(s) made 8 call(s) and spent 1,027 credits before a retry" in head
+    assert main(["verify", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"  RETRIED AFTER SPEND: {POLICY!r} 1 attempt(s)" in said and "spent 1,027 credits before a retry" in said
