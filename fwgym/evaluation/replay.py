@@ -22,7 +22,6 @@ again measures the agent.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -31,7 +30,7 @@ from fwgym.baselines.oracles import oracle_grant
 from fwgym.baselines.registry import make_policy, policy_names
 from fwgym.envs.fwbench import FWBenchEnv
 from fwgym.evaluation.records import ENV_FIELDS, CaseFields, is_scored
-from fwgym.evaluation.verify import RTOL, RunSettings
+from fwgym.evaluation.verify import RunSettings, same_value
 
 __all__ = ["REPLAY_FILE", "ReplayReport", "replay_env_kwargs", "replay_record", "replay_records"]
 
@@ -83,23 +82,9 @@ def replay_env_kwargs(manifest: Mapping | None, settings: RunSettings) -> dict:
     return kw
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-        return a == b
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return abs(a - b) <= RTOL * max(1.0, abs(b))
-
-
 def _ending(info: Mapping, record: Mapping) -> list[str]:
     """The fields of a replayed terminal info that differ from the record's."""
-    return [k for k in _COMPARED if (k in record or k in info) and not _same(record.get(k), info.get(k))]
+    return [k for k in _COMPARED if (k in record or k in info) and not same_value(record.get(k), info.get(k))]
 
 
 def _replay_calls(env: FWBenchEnv, record: Mapping) -> str | None:
@@ -144,8 +129,8 @@ def _replay_policy(env: FWBenchEnv, record: Mapping) -> str | None:
     fresh = run_episode(env, agent, options={"case_id": record["case_id"]}, hindsight=oracle_grant(agent)).record
     mine = [tool_call_entry(c["action"])["action"] for c in fresh["tool_calls"]]
     theirs = [c.get("action") if isinstance(c, Mapping) else c for c in record.get("tool_calls") or []]
-    if not _same(mine, theirs):
-        n = next((i for i, (a, b) in enumerate(zip(mine, theirs), 1) if not _same(a, b)), min(len(mine), len(theirs)) + 1)
+    if not same_value(mine, theirs):
+        n = next((i for i, (a, b) in enumerate(zip(mine, theirs), 1) if not same_value(a, b)), min(len(mine), len(theirs)) + 1)
         return (f"{record['policy']} (a fwgym policy, deterministic) plays other calls than the record's from call {n} "
                 f"({len(mine)} calls replayed, {len(theirs)} recorded)")
     return None

@@ -26,14 +26,13 @@ together: without a signature the files are only as trustworthy as whoever last 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fwgym.evaluation.records import FORECAST_TASK_FIELDS, SCORE_VALUE_FIELDS, is_scored
 from fwgym.evaluation.rundir import TRACES_FILE
-from fwgym.evaluation.verify import RTOL
+from fwgym.evaluation.verify import same_value
 from fwgym.jsonl import iter_jsonl
 
 __all__ = ["TRACED_KINDS", "TraceCheck", "traced_policies", "check_traces"]
@@ -80,20 +79,6 @@ def traced_policies(manifest: Mapping | None) -> tuple[list[str], list[str]]:
     return traced, []
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-        return a == b
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return abs(a - b) <= RTOL * max(1.0, abs(b))
-
-
 def _action(action: Any) -> Any:
     """An action as data (a JSON text parsed; anything else as it is)."""
     if isinstance(action, str):
@@ -132,16 +117,16 @@ def _differences(record: Mapping, t: Mapping) -> list[str]:
         out.append(f"the trace is of policy {t['policy']!r} on case {t['case_id']!r}")
     score = t["score"] or {}
     out += [f"{k} {record.get(k)!r} recorded, {score.get(k)!r} in the trace's score" for k in _SCORE
-            if k in score and not _same(record.get(k), score.get(k))]
+            if k in score and not same_value(record.get(k), score.get(k))]
     if t["record"] is not None:
         keys = [k for k in _OUTCOME if not (t["truncated"] and k in _CUTTABLE)]
         out += [f"{k} {str(record.get(k))[:120]} recorded, {str(t['record'].get(k))[:120]} in the trace's record"
-                for k in keys if (k in record or k in t["record"]) and not _same(record.get(k), t["record"].get(k))]
-    if t["has_plan"] and not _same(record.get("levels"), t["levels"]):
+                for k in keys if (k in record or k in t["record"]) and not same_value(record.get(k), t["record"].get(k))]
+    if t["has_plan"] and not same_value(record.get("levels"), t["levels"]):
         out.append(f"levels {record.get('levels')!r} recorded, {t['levels']!r} in the trace's final plan")
     if t["has_steps"] and not t["truncated"]:
         mine = _last_submit([c.get("action") if isinstance(c, Mapping) else c for c in record.get("tool_calls") or []])
-        if record.get("tool_calls") and not _same(mine, t["submit"]):
+        if record.get("tool_calls") and not same_value(mine, t["submit"]):
             out.append(f"the recorded submit {json.dumps(mine)[:160]} is not the trace's submit "
                        f"{json.dumps(t['submit'])[:160]}")
     return out

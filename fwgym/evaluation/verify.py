@@ -46,7 +46,7 @@ from fwgym.core.scoring import BUDGET
 from fwgym.suites import get_suite
 from fwgym.validation import is_int, is_number
 
-__all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "settings_of", "verify_record", "rescore"]
+__all__ = ["RTOL", "VERIFIED_FIELDS", "ENV_STATUSES", "RunSettings", "same_value", "settings_of", "verify_record", "rescore"]
 
 #: relative tolerance of a stored score against its re-computation (see the module docstring)
 RTOL = 1e-12
@@ -69,6 +69,23 @@ class RunSettings(dict):
     @property
     def scenarios(self) -> bool:
         return get_suite(self["suite"]).scenarios
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal, numbers (not bools) within :data:`RTOL` relative to ``b`` (ints exactly,
+    NaN equal to NaN), lists/tuples and mappings element by element: how replays and trace checks compare what was
+    recorded with what they find."""
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+        return a == b
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return abs(a - b) <= RTOL * max(1.0, abs(b))
 
 
 def settings_of(manifest: Mapping | None) -> RunSettings | None:
