@@ -115,6 +115,9 @@ def _differences(record: Mapping, t: Mapping) -> list[str]:
     out = []
     if t["policy"] != record.get("policy") or t["case_id"] != record.get("case_id"):
         out.append(f"the trace is of policy {t['policy']!r} on case {t['case_id']!r}")
+    if t["score"] is None and t["record"] is None:
+        out.append("the trace holds no outcome (no score, no record): it is the trace of an attempt that was not "
+                   "scored, which cannot vouch for a scored record")
     score = t["score"] or {}
     out += [f"{k} {record.get(k)!r} recorded, {score.get(k)!r} in the trace's score" for k in _SCORE
             if k in score and not same_value(record.get(k), score.get(k))]

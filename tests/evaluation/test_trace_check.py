@@ -187,3 +187,19 @@ def test_a_killed_sessions_record_may_lack_its_trace_and_is_counted(run, tmp_pat
     assert src.traces.untraced == {LLM: 1} and src.traces.checked == {LLM: 1}
     code, text, _ = _verify(capsys, out)
     assert code == 0 and f"  {LLM}: 1 records of killed sessions have no trace" in text
+
+
+def test_a_forged_record_pointing_at_a_failed_attempts_empty_trace_is_refused(run, tmp_path):
+    """The trial's forgery: the record of the perfect plan takes the episode id of an earlier attempt that failed
+    before any reply (its trace has no score, record or steps), so there was nothing to contradict."""
+    out = _copy(run, tmp_path)
+    line = _forge_perfect(out)
+    recs = _records(out)
+    failed = {"episode_id": "1:failed-attempt", "policy": LLM, "case_id": recs[line - 1]["case_id"],
+              "messages": [], "steps": []}
+    with open(out / "traces.jsonl", "a") as fh:
+        fh.write(json.dumps(failed) + "\n")
+    recs[line - 1]["episode_id"] = failed["episode_id"]
+    _rehash(out, recs)
+    with pytest.raises(ValueError, match="holds no outcome .*cannot vouch for a scored record"):
+        load_source(out)
