@@ -43,7 +43,7 @@ from fwgym.evaluation.records import coverage
 
 __all__ = ["Mark", "Header", "partial_mark", "not_hash_checked_mark", "exposed_mark", "trust_marks",
            "loss_weight_mark", "PROTOCOL_LOSS_WEIGHT", "NOT_HASH_CHECKED", "result_set_marks", "make_header",
-           "single_cluster_notes", "retried_mark", "mixed_code_mark",
+           "single_cluster_notes", "retried_mark", "isolation_marks", "mixed_code_mark",
            "mark_rows"]
 
 #: the protocol's loss weight W of ``S = W*R + (1 - W)*c/B`` (FWBench protocol §5.2: S = (R + c/B)/2)
@@ -138,14 +138,31 @@ def mixed_code_mark(row_marks: Mapping[str, Mapping]) -> Mark | None:
     return Mark("MIXED CODE", text, short=f"sessions ran {n} code versions", policies=pols)
 
 
+def isolation_marks(row_marks: Mapping[str, Mapping]) -> list[Mark]:
+    """``IN-PROCESS`` for rows whose agent's own code ran in the evaluating process (it could read the target: such a
+    row measures nothing the name says unless the code is trusted) and ``NO SANDBOX`` for rows of a worker without a
+    sandbox; texts :func:`fwgym.evaluation.marks.format_marks`'s. fwgym's policies, its LLM harness and external
+    clients (MCP, inspect) get neither."""
+    out = []
+    for code, key, short in (("IN-PROCESS", "in_process", "agent code in the evaluating process"),
+                             ("NO SANDBOX", "no_sandbox", "agent worker without a sandbox")):
+        pols = frozenset(p for p, m in row_marks.items()
+                         if (m.get("in_process") if key == "in_process" else m.get("isolation") == "process"))
+        if pols:
+            text = next(x for x in format_marks({p: row_marks[p] for p in pols}) if x.startswith(code))
+            out.append(Mark(code, text, short=short, policies=pols))
+    return out
+
+
 def trust_marks(row_marks: Mapping[str, Mapping], n_records: Mapping[str, int] | None = None,
                 text: str | None = None) -> list[Mark]:
     """The header marks of per-row marks (:mod:`fwgym.evaluation.marks`): ``EXPOSED``
     (:func:`exposed_mark`), ``RETRIED AFTER SPEND`` (:func:`retried_mark`), ``MIXED CODE`` (:func:`mixed_code_mark`) and ``NOT HASH-CHECKED`` for the rows not hash-checked (:func:`not_hash_checked_mark`,
-    ``text`` its text); what else the row marks say (isolation, in-process, replayed) travels as columns."""
+    ``text`` its text), ``IN-PROCESS`` and ``NO SANDBOX`` (:func:`isolation_marks`); what else the row marks say
+    (isolation, replayed) travels as columns."""
     unchecked = [p for p, m in row_marks.items() if not m.get("hash_checked")]
     return [m for m in (exposed_mark(row_marks, n_records), retried_mark(row_marks), mixed_code_mark(row_marks),
-                        not_hash_checked_mark(unchecked, text)) if m is not None]
+                        *isolation_marks(row_marks), not_hash_checked_mark(unchecked, text)) if m is not None]
 
 
 def loss_weight_mark(loss_weight: float | None) -> Mark | None:

@@ -10,7 +10,9 @@ policy:
 * ``replayed``: ``fwgym verify RUN --replay`` re-executed every recorded episode of the row through a fresh
   env and found the same tool results, charges and submission (:mod:`fwgym.evaluation.replay`; its
   ``replay.json`` beside the records, for the very records file); ``False`` when not (yet) replayed;
-* ``isolation``: how the agent ran: ``"fwgym"`` (fwgym's own named policy), ``"sandbox"`` (a worker
+* ``isolation``: how the agent ran: ``"fwgym"`` (fwgym's own named policy), ``"harness"`` (an LLM played by
+  fwgym's chat harness: the harness code is fwgym's, the model's replies are data), ``"external"`` (an MCP client
+  or an inspect-ai run: outside fwgym's process, tool results only), ``"sandbox"`` (a worker
   process in a sandbox), ``"process"`` (a worker process without a sandbox), ``"in-process"`` (the agent's
   code in the evaluating process: an LLM/transformers agent, ``--in-process``, a Python factory), or
   ``"unknown"`` (no manifest);
@@ -60,6 +62,13 @@ def _find(description: Any, key: str) -> Any:
     return None
 
 
+#: agent kinds whose code is fwgym's LLM harness (the model is a server or weights; what it says is data): rows
+#: ``isolation="harness"``, not ``in-process``
+HARNESS_KINDS: tuple[str, ...] = ("openai", "transformers")
+#: agent kinds that played from outside fwgym's process (an MCP client, an inspect-ai run): they saw tool results only
+EXTERNAL_KINDS: tuple[str, ...] = ("mcp", "inspect")
+
+
 def isolation_of(description: Any) -> str:
     """How a policy of a run manifest ran, from its description (``settings["agents"][name]``): ``"fwgym"`` for a
     named policy (a string), ``"sandbox"`` / ``"process"`` when the description says ``isolation`` (the isolated
@@ -67,6 +76,11 @@ def isolation_of(description: Any) -> str:
     ``"in-process"``."""
     if isinstance(description, str):
         return "fwgym"
+    kind = description.get("kind") if isinstance(description, Mapping) else None
+    if kind in HARNESS_KINDS:
+        return "harness"
+    if kind in EXTERNAL_KINDS:
+        return "external"
     stated = _find(description, "isolation")
     if stated in ("sandbox", "process"):
         return str(stated)

@@ -372,7 +372,7 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     _check_same_settings(sources, allow_mixed_versions=allow_mixed_versions)
     counts = {p: len(rs) for p, rs in by_policy(r for src in sources for r in src.records).items()}
     notes += [line for line in format_marks(merge_marks([src.marks for src in sources]), counts)
-              if line.startswith(("EXPOSED", "RETRIED AFTER SPEND", "MIXED CODE"))]
+              if line.startswith(("EXPOSED", "RETRIED AFTER SPEND", "MIXED CODE", "IN-PROCESS", "NO SANDBOX"))]
     notes += [f"{src.run_dir}: {line}" for src in sources if (line := history_line(src.manifest))]
     versions = sorted({s.fwgym_version for s in sources})
     if len(versions) > 1:

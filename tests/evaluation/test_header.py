@@ -19,7 +19,8 @@ def test_row_marks_become_header_marks_and_columns():
     recs = _records()
     manifest = {"settings": {"agents": {"agent": {"kind": "openai"}, "weekday_empirical": "weekday_empirical"}}}
     marks = row_marks(manifest, recs)
-    assert marks["agent"]["exposed"] == 1 and marks["agent"]["isolation"] == "in-process"
+    # an LLM played by fwgym's harness is not an in-process code agent (its code is fwgym's)
+    assert marks["agent"]["exposed"] == 1 and marks["agent"]["isolation"] == "harness"
     got = trust_marks(marks, {"agent": 3, "weekday_empirical": 3})
     assert [m.code for m in got] == ["EXPOSED"] and got[0].policies == frozenset({"agent"})
     # the EXPOSED text is the marks module's own line, not a second wording
@@ -33,7 +34,7 @@ def test_row_marks_become_header_marks_and_columns():
     rows = header.csv_rows([{"policy": "agent", "S": 0.1}, {"policy": "weekday_empirical", "S": 0.2}])
     assert list(rows[0]) == ["policy", "S", *MARK_COLUMNS, "partial"]
     assert [(r["exposed"], r["hash_checked"], r["isolation"], r["in_process"], r["partial"]) for r in rows] == [
-        (1, True, "in-process", True, True), (0, True, "fwgym", False, True)]
+        (1, True, "harness", False, True), (0, True, "fwgym", False, True)]
     assert header.figure_mark()[0].startswith("EXPOSED: records replayed after their target was sent; W=0.25: ")
 
 
@@ -71,3 +72,22 @@ def test_intervals_over_one_series_are_cautioned_and_zero_width_only_when_every_
     h = make_header(mixed, suite="decision", formula="S", reference="p", n_boot=10, seed=1)
     assert any(n.startswith("CAUTION: cycle_hire has one series") for n in h.all_notes())
     assert not any(n.startswith("CAUTION") for n in make_header(mixed, suite="decision", formula="S").all_notes())
+
+
+def test_code_agents_in_the_evaluating_process_or_unsandboxed_are_marked_in_the_title():
+    from fwgym.evaluation.header import isolation_marks
+
+    recs = _records()
+    manifest = {"settings": {"agents": {"agent": {"factory": "mymod:make_agent"}, "weekday_empirical": "weekday_empirical"}}}
+    marks = row_marks(manifest, recs)
+    assert marks["agent"]["isolation"] == "in-process" and marks["agent"]["in_process"]
+    (m,) = isolation_marks(marks)
+    assert m.code == "IN-PROCESS" and m.policies == frozenset({"agent"}) and m.text.startswith("IN-PROCESS: 'agent'")
+    header = make_header(recs, suite="decision", formula="S", marks=trust_marks(marks), row_marks=marks)
+    assert "IN-PROCESS" in header.codes and "IN-PROCESS: 'agent' ran in the evaluating process" in header.line()
+    unsandboxed = row_marks({"settings": {"agents": {"agent": {"worker_command": ["python"], "isolation": "process"}}}},
+                            recs)
+    assert [x.code for x in isolation_marks(unsandboxed)] == ["NO SANDBOX"]
+    for kind, iso in (("openai", "harness"), ("transformers", "harness"), ("mcp", "external"), ("inspect", "external")):
+        marks = row_marks({"settings": {"agents": {"agent": {"kind": kind}}}}, recs)
+        assert marks["agent"]["isolation"] == iso and isolation_marks(marks) == []
