@@ -198,19 +198,33 @@ def policy_name_key(name: str) -> str:
     return unicodedata.normalize("NFKC", name).casefold()
 
 
-def check_policy_name(name, policies: Iterable[str] = ()) -> None:
+def _scripts(name: str) -> set[str]:
+    """The scripts of the letters of ``name`` among those whose letters look alike (Latin, Cyrillic, Greek), from the
+    Unicode character names."""
+    out = set()
+    for c in name:
+        if c.isalpha():
+            first = unicodedata.name(c, "").split(" ")[0]
+            if first in ("LATIN", "CYRILLIC", "GREEK"):
+                out.add(first)
+    return out
+
+
+def check_policy_name(name, policies: Iterable[str] = (), flag: str = "--agent-name") -> None:
     """Refuse ``name`` as the row name of an agent when it could pass for another row or break a table:
     not a string, empty, longer than :data:`MAX_POLICY_NAME_CHARS`, with a character that does not print
     (Unicode category ``C*``: controls such as a newline, format characters such as a zero-width space,
     unassigned or private-use code points), with leading or trailing whitespace, or the same name
     (:func:`policy_name_key`) as a policy of fwgym (:func:`policy_names`) or one of ``policies`` (the
-    other policies of the run).
+    other policies of the run), or letters of two look-alike scripts (Latin with Cyrillic or Greek: ``wееkday``
+    with Cyrillic ``е`` would print as a fwgym policy). ``flag``: the option that names the row in the message
+    (``--policy-name`` for ``fwgym mcp serve`` and ``import-inspect``).
 
     Raises:
         ValueError: such a name (one line; it says what is wrong and to rename the agent, on the
             command line with ``--agent-name``).
     """
-    fix = "name the agent with --agent-name NAME (or its class's name attribute)"
+    fix = f"name the agent with {flag} NAME" + (" (or its class's name attribute)" if flag == "--agent-name" else "")
     if not isinstance(name, str) or not name:
         raise ValueError(f"the agent's policy name {name!r} is not a non-empty string: {fix}")
     if len(name) > MAX_POLICY_NAME_CHARS:
@@ -223,6 +237,10 @@ def check_policy_name(name, policies: Iterable[str] = ()) -> None:
                          f"a row name must read as what it is: {fix}")
     if name != name.strip():
         raise ValueError(f"the agent's policy name {name!r} starts or ends with whitespace: {fix}")
+    scripts = _scripts(name)
+    if len(scripts) > 1:
+        raise ValueError(f"the agent's policy name {name!r} mixes letters of the {', '.join(sorted(scripts))} scripts, "
+                         f"which look alike; its row could pass for another: {fix}")
     key = policy_name_key(name)
     same = [p for p in policies if isinstance(p, str) and policy_name_key(p) == key]
     if same:

@@ -45,11 +45,11 @@ def run(args) -> int:
     from fwgym.integrations.runs import add_episodes
 
     if args.policy_name is not None:
-        check_policy_name(args.policy_name)
+        check_policy_name(args.policy_name, flag="--policy-name")
     errored = 0
     for path in args.logs:
         imported = read_log(path, epoch=args.epoch, policy=args.policy_name)
-        check_policy_name(imported.policy)
+        check_policy_name(imported.policy, flag="--policy-name")
         settings = imported_settings(imported, _domains(imported.origin["task_args"].get("domain")))
         counts = add_episodes(args.out, imported.records, settings=settings, origin=imported.origin,
                               session={"command": ["fwgym", *(getattr(args, "argv", None) or [])],

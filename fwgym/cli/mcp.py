@@ -75,7 +75,7 @@ def run(args) -> int:
         import mcp  # noqa: F401
     except ImportError:
         raise ValueError("fwgym mcp needs the mcp package: pip install \"fwgym[mcp]\"") from None
-    check_policy_name(args.policy_name)
+    check_policy_name(args.policy_name, flag="--policy-name")
     address = _host_port(args.http) if args.http else None
     domain = parse_case_id(args.case_id)[0]
     models = pool_models(args.pool, args.models or ())

@@ -115,7 +115,19 @@ class ResultSet:
         return merge_marks([src.marks for src in self.sources])
 
 
-def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
+def _finish_hint(where: Path, origin: Mapping | None) -> str:
+    """How to finish an incomplete run: ``fwgym evaluate --resume`` for its own runs; for MCP and inspect run
+    directories, playing the failed cases again into the same directory."""
+    kind = (origin or {}).get("kind") if isinstance(origin, Mapping) else None
+    if kind == "mcp":
+        return (f"serve each unscored case again with `fwgym mcp serve --case-id ID --out {where}` (same --policy-name) "
+                "and play it to the end")
+    if kind == "inspect":
+        return f"re-run the errored samples in inspect and `fwgym import-inspect LOG --out {where}` again"
+    return f"finish it with `fwgym evaluate --resume {where}`"
+
+
+def _unfinished(where: Path, status: str, counts: Mapping | None, origin: Mapping | None = None) -> ValueError:
     c = counts or {}
     parts = []
     if c.get("harness_error"):
@@ -124,8 +136,8 @@ def _unfinished(where: Path, status: str, counts: Mapping | None) -> ValueError:
         parts.append(f"{c['missing']} of {c.get('expected')} episode(s) not played")
     what = "; ".join(parts) or {"running": "still running, or killed before it finished",
                                 "interrupted": "interrupted"}.get(status, status)
-    return ValueError(f"incomplete run {where}: status {status} ({what}); finish it with "
-                      f"`fwgym evaluate --resume {where}` before ranking it")
+    return ValueError(f"incomplete run {where}: status {status} ({what}); {_finish_hint(where, origin)} before "
+                      "ranking it")
 
 
 def _legacy_meta(run_dir: Path) -> dict:
@@ -194,7 +206,7 @@ def load_source(path: str | os.PathLike, verify: bool = True, allow_unverified: 
     if manifest is None and not allow_unverified:
         raise _unverifiable(p)
     if manifest is not None and manifest.get("status") != "complete":
-        raise _unfinished(p.parent, manifest.get("status", "?"), manifest.get("counts"))
+        raise _unfinished(p.parent, manifest.get("status", "?"), manifest.get("counts"), manifest.get("origin"))
     records, lines = [], []
     for n, r in iter_jsonl(p):
         check_record(r, required=CORE_FIELDS, where=f"{p}:{n}")

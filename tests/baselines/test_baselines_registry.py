@@ -54,3 +54,13 @@ def test_hindsight_policies_are_exactly_the_policies_that_require_hindsight():
                 and getattr(make_policy(n), "requires_hindsight", False)}
     assert declared == set(HINDSIGHT_POLICIES)
 
+
+
+def test_look_alike_scripts_are_refused_and_the_message_names_the_commands_flag():
+    from fwgym.baselines.registry import check_policy_name
+
+    with pytest.raises(ValueError, match="mixes letters of the CYRILLIC, LATIN scripts.*--agent-name NAME"):
+        check_policy_name("w\u0435\u0435kday_empirical")  # Cyrillic е twice: prints as weekday_empirical
+    with pytest.raises(ValueError, match=r"name the agent with --policy-name NAME$"):
+        check_policy_name("weekday_empirical", flag="--policy-name")
+    check_policy_name("модель-1")  # one script is a name, not a disguise

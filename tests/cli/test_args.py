@@ -60,6 +60,7 @@ def test_nonnegative_int_int_range_positive_float():
     (["evaluate", "--agent", "openai", "--samples", "0"], "--samples"),
     (["evaluate", "--agent", "openai", "--history-hours", "337"], "--history-hours"),
     (["evaluate", "--agent", "openai", "--max-tool-chars", "-1"], "--max-tool-chars"),
+    (["evaluate", "--agent", "transformers", "--max-context", "-5"], "--max-context"),
 ])
 def test_bad_counts_are_usage_errors(argv, option, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -221,7 +221,7 @@ def test_a_client_that_goes_away_leaves_an_unscored_record_that_a_replay_replace
     assert answer.record["status"] == "harness_error" and answer.record["S"] is None
     m = read_manifest(out)
     assert m["status"] == "incomplete" and m["counts"]["harness_error"] == 1
-    with pytest.raises(ValueError, match="incomplete run"):
+    with pytest.raises(ValueError, match=r"incomplete run .*serve each unscored case again with `fwgym mcp serve --case-id ID --out "):
         load_results([out])
     # the case is served again and played to the end: the harness_error record is replaced (kept as superseded)
     server2, _ = _in_process()

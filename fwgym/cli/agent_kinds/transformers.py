@@ -12,6 +12,7 @@ shared LLM options (``--temperature``, ``--top-p``, ``--llm-seed``, ``--max-toke
 """
 from __future__ import annotations
 
+from fwgym.cli.args import positive_int
 from fwgym.cli.agent_kinds.llm import (add_common_arguments, chat_options, check_max_tokens, common_kwargs,
                                        default_max_tokens, start_trace_file, trace_path)
 
@@ -29,7 +30,7 @@ def add_arguments(group) -> None:
     group.add_argument("--hf-device", default="cpu", dest="hf_device", help="cpu (default), cuda, cuda:N, mps or auto")
     group.add_argument("--hf-dtype", default=None, dest="hf_dtype",
                        help="float32, bfloat16, float16 or auto (default float32 on CPU, bfloat16 on CUDA)")
-    group.add_argument("--max-context", type=int, default=None, dest="max_context",
+    group.add_argument("--max-context", type=positive_int, default=None, dest="max_context",
                        help="context window in tokens (default: the model config's)")
     group.add_argument("--hf-no-kv-cache", action="store_true", dest="hf_no_kv_cache",
                        help="re-encode the whole chat every turn instead of reusing the KV cache of the last turn")
