@@ -115,6 +115,17 @@ class ResultSet:
         return merge_marks([src.marks for src in self.sources])
 
 
+def _not_cross_checked(src: "ResultSource") -> str | None:
+    """A note for the traced records of a source that were not cross-checked against their traces (a killed session's
+    records without one; traces written to ``--trace-out``), else ``None``."""
+    t = getattr(src, "traces", None)
+    if t is None or not (t.untraced or t.elsewhere):
+        return None
+    parts = [f"{p!r} {n} record(s) of killed sessions without a trace" for p, n in t.untraced.items()]
+    parts += [f"{p!r} (traces written to --trace-out)" for p in t.elsewhere]
+    return f"{src.run_dir}: NOT CROSS-CHECKED against traces: " + "; ".join(parts)
+
+
 def _finish_hint(where: Path, origin: Mapping | None) -> str:
     """How to finish an incomplete run: ``fwgym evaluate --resume`` for its own runs; for MCP and inspect run
     directories, playing the failed cases again into the same directory."""
@@ -386,6 +397,7 @@ def load_results(paths: Iterable[str | os.PathLike], *, allow_partial: bool = Tr
     notes += [line for line in format_marks(merge_marks([src.marks for src in sources]), counts)
               if line.startswith(("EXPOSED", "RETRIED AFTER SPEND", "MIXED CODE", "IN-PROCESS", "NO SANDBOX"))]
     notes += [f"{src.run_dir}: {line}" for src in sources if (line := history_line(src.manifest))]
+    notes += [line for src in sources if (line := _not_cross_checked(src))]
     versions = sorted({s.fwgym_version for s in sources})
     if len(versions) > 1:
         notes.append(f"MIXED fwgym versions {', '.join(versions)} (--allow-mixed-versions)")

@@ -187,6 +187,11 @@ def test_a_killed_sessions_record_may_lack_its_trace_and_is_counted(run, tmp_pat
     assert src.traces.untraced == {LLM: 1} and src.traces.checked == {LLM: 1}
     code, text, _ = _verify(capsys, out)
     assert code == 0 and f"  {LLM}: 1 records of killed sessions have no trace" in text
+    # the leaderboard says it too (the trial: only fwgym verify did)
+    capsys.readouterr()
+    assert main(["leaderboard", str(out)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert f"NOT CROSS-CHECKED against traces: {LLM!r} 1 record(s) of killed sessions without a trace" in head
 
 
 def test_a_forged_record_pointing_at_a_failed_attempts_empty_trace_is_refused(run, tmp_path):
