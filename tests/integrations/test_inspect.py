@@ -244,3 +244,23 @@ def test_the_scripted_model_plays_the_forecast_task(tmp_path):
         env = FWBenchEnv(cid.split("-")[0] == "elec" and "electricity" or "cycle_hire", split=SPLIT, case_ids=[cid], **kw)
         want = run_episode(env, make_policy("seasonal_empirical_quantiles"), options={"case_id": cid}).record["S"]
         assert s == want and sample_score(log.samples[0]).metadata["valid"] is True
+
+
+def test_a_stored_record_that_contradicts_the_transcript_is_refused(tmp_path):
+    """The trial's forgery: each sample's stored record replaced by perfect_demand's (true score, no tool calls) while
+    the transcript still shows the model calling classical_plan; it imported and re-scored to S 0, before."""
+    log = _eval(tmp_path, limit=1)
+    s = log.samples[0]
+    rec = sample_score(s).metadata["record"]
+    env = FWBenchEnv("electricity" if rec["case_id"].startswith("elec") else "cycle_hire", split=SPLIT,
+                     case_ids=[rec["case_id"]])
+    from fwgym.baselines.oracles import oracle_grant
+
+    oracle = make_policy("perfect_demand")
+    perfect = run_episode(env, oracle, options={"case_id": rec["case_id"]}, hindsight=oracle_grant(oracle)).record
+    rec.update({k: perfect[k] for k in ("levels", "loss", "floor", "R", "S", "credits", "calls", "tool_counts",
+                                        "tool_calls", "budget_left")})
+    write_eval_log(log, str(tmp_path / "forged.eval"))
+    with pytest.raises(ValueError, match=r"stored record's tool calls \[\] are not the transcript's \['classical_plan'\]"):
+        read_log(tmp_path / "forged.eval")
+    read_log(_eval(tmp_path, limit=1).location)  # the untouched log imports

@@ -112,7 +112,9 @@ def read_log(path: str | Path, *, epoch: int = 1, policy: str | None = None) -> 
             why = (s.error.message if s.error is not None else "the sample has no fwgym score")
             record = _unscored(str(s.id), split, env_kwargs, name, f"inspect: {why}"[:2000], int(s.epoch))
         else:
-            record = _rescored(stored, settings, name, where=f"{p}: sample {s.id} (epoch {s.epoch})")
+            where = f"{p}: sample {s.id} (epoch {s.epoch})"
+            record = _rescored(stored, settings, name, where=where)
+            _check_transcript(s, record, where)
         records.append(record)
         traces.append(_trace(s, record))
     origin = {"kind": "inspect", "log": str(p.resolve()), "log_sha256": _sha256(p), "eval_id": log.eval.eval_id,
@@ -138,6 +140,35 @@ def _rescored(stored: Mapping, settings: RunSettings, policy: str, where: str) -
             record[f] = b
     record["policy"] = policy
     return record
+
+
+def _check_transcript(sample: Any, record: Mapping, where: str) -> None:
+    """Refuse a stored record whose tool calls are not the ones the sample's transcript shows the model making (the
+    tools other than the answer tools, in order: an answer may be a ``submit`` call or text, so those are not compared).
+
+    Raises:
+        ValueError: the sequences differ (the record, or the transcript, was edited).
+    """
+    from fwgym.tools import ANSWER_TOOLS
+
+    said = [c.function for m in sample.messages or [] if m.role == "assistant"
+            for c in (getattr(m, "tool_calls", None) or []) if c.function not in ANSWER_TOOLS]
+    recorded = []
+    for entry in record.get("tool_calls") or []:
+        action = entry.get("action") if isinstance(entry, Mapping) else None
+        if isinstance(action, str):
+            import json
+
+            try:
+                action = json.loads(action)
+            except ValueError:
+                action = None
+        tool = action.get("tool") if isinstance(action, Mapping) else None
+        if tool not in ANSWER_TOOLS:
+            recorded.append(tool)
+    if said != recorded:
+        raise ValueError(f"{where}: the stored record's tool calls {recorded[:12]} are not the transcript's "
+                         f"{said[:12]} (refused: the log was edited)")
 
 
 def _unscored(case_id: str, split: str, env_kwargs: dict, policy: str, reason: str, epoch: int) -> dict:
