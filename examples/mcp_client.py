@@ -13,6 +13,7 @@ Needs the ``mcp`` extra (``pip install "fwgym[mcp]"``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import anyio
@@ -24,7 +25,8 @@ async def play(case_id: str, split: str, out: str, name: str, method: str) -> fl
 
     server = StdioServerParameters(command=sys.executable,
                                    args=["-m", "fwgym", "mcp", "serve", "--split", split, "--case-id", case_id,
-                                         "--out", out, "--policy-name", name])
+                                         "--out", out, "--policy-name", name],
+                                   env=dict(os.environ))  # the SDK passes only a few variables unless told
     async with Client(server) as client:
         await client.get_prompt("fwgym_episode")  # the instruction a model would get
         plan = await client.call_tool("classical_plan", {"method": method})
