@@ -118,7 +118,7 @@ class ResultSet:
 def _not_cross_checked(src: "ResultSource") -> str | None:
     """A note for the traced records of a source that were not cross-checked against their traces (a killed session's
     records without one; traces written to ``--trace-out``), else ``None``."""
-    t = getattr(src, "traces", None)
+    t = src.traces
     if t is None or not (t.untraced or t.elsewhere):
         return None
     parts = [f"{p!r} {n} record(s) of killed sessions without a trace" for p, n in t.untraced.items()]

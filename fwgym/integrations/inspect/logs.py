@@ -17,6 +17,7 @@ task, the model, inspect's version), so inspect-played rows are told apart from 
 from __future__ import annotations
 
 import hashlib
+import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,8 +158,6 @@ def _check_transcript(sample: Any, record: Mapping, where: str) -> None:
     for entry in record.get("tool_calls") or []:
         action = entry.get("action") if isinstance(entry, Mapping) else None
         if isinstance(action, str):
-            import json
-
             try:
                 action = json.loads(action)
             except ValueError:
@@ -193,8 +192,6 @@ def _trace(sample: Any, record: Mapping) -> Trace:
         msg: dict[str, Any] = {"role": m.role, "content": m.text}
         calls = getattr(m, "tool_calls", None)
         if calls:
-            import json
-
             msg["tool_calls"] = [{"id": c.id, "function": {"name": c.function, "arguments": json.dumps(c.arguments)}}
                                  for c in calls]
         if m.role == "tool":
