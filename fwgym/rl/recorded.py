@@ -23,6 +23,30 @@ import numpy as np
 
 __all__ = ["Outcomes"]
 
+_GUIDE_MAX = 1 << 22  # the largest guide table (4 M buckets, 16 MB of int32)
+
+
+def _guide_table(bounds: np.ndarray, max_k: int = _GUIDE_MAX) -> tuple[np.ndarray, int, int, np.ndarray]:
+    """The guide table of sorted ``bounds`` (float64 (n,), the last ``inf``) for :meth:`Outcomes.case_index`.
+
+    ``K`` (a power of two, so ``k / K`` and ``u * K`` are exact) is the smallest from ``4 n`` whose fullest bucket
+    ``(k/K, (k+1)/K)`` holds ``M <= 2`` bounds, at most ``2**22`` (then ``M`` is whatever it is: still exact, more
+    comparisons; ``max_k`` lowers the cap). Returns ``(G int32 (K,), K, M >= 1, bounds padded with M infs)``, ``G[k]`` the number of bounds
+    ``<= k/K``.
+    """
+    n = len(bounds)
+    k = 1 << max(int(np.ceil(np.log2(max(4 * n, 2)))), 1)
+    while True:
+        edges = np.arange(k + 1, dtype=np.float64) / k
+        g = np.searchsorted(bounds, edges, side="right")
+        inner = np.searchsorted(bounds, edges[1:], side="left") - g[:-1]
+        m = max(int(inner.max()), 1)
+        if m <= 2 or 2 * k > max_k:
+            break
+        k *= 2
+    padded = np.concatenate([bounds, np.full(m, np.inf)])
+    return g[:-1].astype(np.int32 if n < (1 << 31) else np.int64), k, m, padded
+
 
 class Outcomes:
     """Outcome rows of one macro env's pool (module docstring).
@@ -52,6 +76,7 @@ class Outcomes:
         # the draw searches cum_weights[:-1] + [inf]: the same index as min(searchsorted(cum_weights), n - 1)
         self.draw_bounds = self.cum_weights.copy()
         self.draw_bounds[-1] = np.inf
+        self._guide, self._guide_k, self._guide_m, self._guide_bounds = _guide_table(self.draw_bounds)
         names = list(oracle.controller.feature_names)
         self.n_obs = len(names)
         k = episode_fixed(names)
@@ -120,9 +145,21 @@ class Outcomes:
                     slots[k] = self._slot_of_case[c]
         return slots
 
+    def case_index(self, u: np.ndarray) -> np.ndarray:
+        """The pool indices (int64, shape of ``u``) that uniforms ``u`` in [0, 1) draw: exactly
+        ``np.searchsorted(draw_bounds, u, side="right")`` (what ``FWBenchEnv.reset`` computes), found with a guide
+        table (Chen and Asau 1974, indexed search; Devroye 1986, *Non-Uniform Random Variate Generation*, III.2.4):
+        bucket ``floor(u*K)`` gives the count of bounds <= its left edge, then at most ``M`` comparisons."""
+        lo = self._guide[(u * self._guide_k).astype(np.int64)]
+        b = self._guide_bounds
+        idx = lo + (b[lo] <= u)
+        for j in range(1, self._guide_m):
+            idx += b[lo + j] <= u
+        return idx
+
     def draw_reset_rows(self, u: np.ndarray) -> np.ndarray:
         """The reset rows of the cases that uniforms ``u`` draw (as ``FWBenchEnv.reset`` draws a case)."""
-        case_index = np.searchsorted(self.draw_bounds, u, side="right")
+        case_index = self.case_index(u)
         rows = self._reset_row_of_case[case_index]
         if self._info_row is not None and (rows < 0).any():
             self.slots_of_cases(case_index)
@@ -249,6 +286,16 @@ class Outcomes:
         else:
             out[:, self.var_pos] = self._obs[rows]
         return out
+
+    def step_observations(self, reset_block: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(len(rows), n)`` float32: :meth:`observations` of ``rows`` written over ``reset_block``, the caller's own
+        ``(len(rows), n)`` copy of the reset observations of the rows' slots (a contiguous block instead of a gather
+        of reset rows; the episode-fixed features are the reset's). Returns ``reset_block``, overwritten."""
+        if self.fixed_first:
+            reset_block[:, len(self.fixed_pos):] = self._obs[rows]
+        else:
+            reset_block[:, self.var_pos] = self._obs[rows]
+        return reset_block
 
     def reset_observations(self, slots: np.ndarray) -> np.ndarray:
         """``(len(slots), n)`` float32: the reset observations of ``slots`` (a fresh array)."""

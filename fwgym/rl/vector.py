@@ -121,6 +121,14 @@ class MacroVectorEnv(VectorEnv):
         self._ever_reset = False
         self._all = np.arange(self.num_envs)
         self._lockstep: int | None = None  # the draw position of every env, while all are at the same one
+        # a private copy of every env's reset observation, while every env is at its reset row (the next step's
+        # observations are written over it instead of gathering the reset rows again)
+        self._block: np.ndarray | None = None
+
+    def _keep(self, obs: np.ndarray) -> np.ndarray:
+        """Keep ``obs`` (every env's reset observation) as the block; returns a copy for the caller."""
+        self._block = obs
+        return obs.copy()
 
     @property
     def recorded(self) -> dict:
@@ -232,6 +240,9 @@ class MacroVectorEnv(VectorEnv):
         if self.infos:
             info_rows = self._out.ensure(self._rows)
             info = self._out.infos.batch(info_rows, only=reset_mask)
+        self._block = None
+        if envs is self._all:
+            return self._keep(self._out.reset_observations(self._slots)), info
         return self._out.observations(self._rows, self._slots), info
 
     def step(self, actions):
@@ -255,6 +266,7 @@ class MacroVectorEnv(VectorEnv):
         if a.shape != (n,) or a.dtype.kind not in "iu":
             raise ValueError(f"actions must be {n} integer menu indices (shape ({n},)), got a {a.dtype} array of shape {a.shape}")
         mode = self.autoreset_mode
+        block, self._block = self._block, None
         if mode == AutoresetMode.DISABLED:
             assert not self._autoreset.any(), f"{self._autoreset=}"
         resetting = self._autoreset if mode == AutoresetMode.NEXT_STEP and self._autoreset.any() else None
@@ -264,7 +276,7 @@ class MacroVectorEnv(VectorEnv):
             self._slots = slots = out.slots_of_rows(rows)
             self._autoreset = np.zeros(n, dtype=bool)
             info = out.infos.batch(out.ensure(rows)) if self.infos else {}
-            return out.reset_observations(slots), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), info
+            return self._keep(out.reset_observations(slots)), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), info
         act = a if resetting is None else a[~resetting]
         if (act.astype(np.uint64, copy=False) >= E).any():  # negative indices wrap to huge ones
             raise ValueError(f"macro index must be in 0..{E - 1}, got {int(act[(act < 0) | (act >= E)][0])}")
@@ -283,14 +295,14 @@ class MacroVectorEnv(VectorEnv):
         done = term | trunc
         if mode == AutoresetMode.SAME_STEP and done.any():
             envs = self._all if done.all() else np.flatnonzero(done)
-            final = out.observations(rows, slots)
+            final = out.observations(rows, slots) if block is None else out.step_observations(block, rows)
             final_obs = np.full(n, None, dtype=object)
             final_obs[envs] = np.fromiter((final[i] for i in envs), dtype=object, count=len(envs))
             new_rows = rows.copy()
             new_rows[envs] = self._reset_rows(envs)
             self._rows = new_rows
             self._slots = new_slots = out.slots_of_rows(new_rows)
-            obs = out.reset_observations(new_slots) if envs is self._all else out.observations(new_rows, new_slots)
+            obs = self._keep(out.reset_observations(new_slots)) if envs is self._all else out.observations(new_rows, new_slots)
             if not self.infos:
                 return obs, reward, term, trunc, {"final_obs": final_obs, "_final_obs": done.copy()}
             rest = out.infos.batch(out.ensure(new_rows))
@@ -299,7 +311,8 @@ class MacroVectorEnv(VectorEnv):
             return obs, reward, term, trunc, info
         self._rows = rows
         self._autoreset = done
-        return out.observations(rows, slots), reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
+        obs = out.observations(rows, slots) if block is None else out.step_observations(block, rows)
+        return obs, reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
 
     def action_masks(self) -> np.ndarray:
         """``(num_envs, 12)`` bool: each sub-env's allowed menu entries now (all False for an env whose episode has

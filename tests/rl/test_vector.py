@@ -45,6 +45,33 @@ def play(native, sync, steps, seed, rng, reseed_every=None):
     return episodes
 
 
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+def test_observations_are_the_callers_to_overwrite(mode):
+    """The env keeps its own copy of the reset observations for the next step: a caller that writes over every
+    array it is handed (normalising in place) changes none of the later outputs."""
+    native, sync = pair(6, mode, split="dev")
+    rng = np.random.default_rng(5)
+    obs, _ = native.reset(seed=3)
+    sync.reset(seed=3)
+    for t in range(40):
+        obs[:] = -7.0
+        if mode == AutoresetMode.DISABLED and t % 2:
+            mask = np.ones(6, dtype=bool)
+            obs, _ = native.reset(options={"reset_mask": mask})
+            ref, _ = sync.reset(options={"reset_mask": mask})
+            assert_same(obs, ref, "obs")
+            continue
+        actions = rng.integers(0, 12, 6)
+        r1, r2 = native.step(actions), sync.step(actions)
+        for x, y, name in zip(r1, r2, ("obs", "reward", "terminated", "truncated", "info")):
+            assert_same(x, y, name)
+        obs = r1[0]
+        if mode == AutoresetMode.SAME_STEP:
+            for f in r1[4]["final_obs"]:
+                f[:] = -7.0
+    native.close(), sync.close()
+
+
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_equal_to_sync_vector_env_over_thousands_of_episodes(mode):
     """Dev split (a pool small enough for many cache hits as well as first visits): >= 5,000
