@@ -146,7 +146,7 @@ class Outcomes:
         return slots
 
     def case_index(self, u: np.ndarray) -> np.ndarray:
-        """The pool indices (int64, shape of ``u``) that uniforms ``u`` in [0, 1) draw: exactly
+        """The pool indices (int32, int64 for pools of 2**31 cases or more; shape of ``u``) that uniforms ``u`` in [0, 1) draw: exactly
         ``np.searchsorted(draw_bounds, u, side="right")`` (what ``FWBenchEnv.reset`` computes), found with a guide
         table (Chen and Asau 1974, indexed search; Devroye 1986, *Non-Uniform Random Variate Generation*, III.2.4):
         bucket ``floor(u*K)`` gives the count of bounds <= its left edge, then at most ``M`` comparisons."""
