@@ -276,21 +276,16 @@ class Outcomes:
 
     # -- reading -----------------------------------------------------------------------------------------------
 
-    def observations(self, rows: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
-        """``(len(rows), n)`` float32: the features of each row (a fresh array); ``slots``: the rows' slots, if known."""
-        if slots is None:
-            slots = (rows - 1) // self.stride
-        out = self._reset_obs[slots]
-        if self.fixed_first:
-            out[:, len(self.fixed_pos):] = self._obs[rows]
-        else:
-            out[:, self.var_pos] = self._obs[rows]
-        return out
+    def observations(self, rows: np.ndarray, slots: np.ndarray | None = None,
+                     reset_block: np.ndarray | None = None) -> np.ndarray:
+        """``(len(rows), n)`` float32: the features of each row (a fresh array); ``slots``: the rows' slots, if known.
 
-    def step_observations(self, reset_block: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``(len(rows), n)`` float32: :meth:`observations` of ``rows`` written over ``reset_block``, the caller's own
-        ``(len(rows), n)`` copy of the reset observations of the rows' slots (a contiguous block instead of a gather
-        of reset rows; the episode-fixed features are the reset's). Returns ``reset_block``, overwritten."""
+        ``reset_block``: the caller's own ``(len(rows), n)`` copy of the reset observations of the rows' slots, written
+        over and returned (a contiguous block instead of a gather of the reset rows; the episode-fixed features are
+        the reset's).
+        """
+        if reset_block is None:
+            reset_block = self._reset_obs[(rows - 1) // self.stride if slots is None else slots]
         if self.fixed_first:
             reset_block[:, len(self.fixed_pos):] = self._obs[rows]
         else:

@@ -295,7 +295,7 @@ class MacroVectorEnv(VectorEnv):
         done = term | trunc
         if mode == AutoresetMode.SAME_STEP and done.any():
             envs = self._all if done.all() else np.flatnonzero(done)
-            final = out.observations(rows, slots) if block is None else out.step_observations(block, rows)
+            final = out.observations(rows, slots, block)
             final_obs = np.full(n, None, dtype=object)
             final_obs[envs] = np.fromiter((final[i] for i in envs), dtype=object, count=len(envs))
             new_rows = rows.copy()
@@ -311,7 +311,7 @@ class MacroVectorEnv(VectorEnv):
             return obs, reward, term, trunc, info
         self._rows = rows
         self._autoreset = done
-        obs = out.observations(rows, slots) if block is None else out.step_observations(block, rows)
+        obs = out.observations(rows, slots, block)
         return obs, reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
 
     def action_masks(self) -> np.ndarray:
