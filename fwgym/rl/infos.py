@@ -6,8 +6,9 @@ recorded rows, the batched info ``gymnasium.vector.SyncVectorEnv`` builds from t
 type is decided by the first env that has it (``bool``/``int``/``float`` and NumPy number types: an array of that
 type; an ndarray: ``(n, *shape)`` of its dtype; anything else: an object array); envs without it hold 0 / ``None``.
 
-**Storage** (column-major, so that a batch is one gather of ``(k, n)`` per table; row 0 is the empty row, an env
-that contributes nothing): a node per key path (in the order first seen); per row a *pattern*, the kind code of
+**Storage** (row-major, ``(rows, columns)`` per table, so that a batch reads each env's values side by side; in an
+outcome table every table is a view of the row's packed record and a batch slices one gathered record block
+(:meth:`InfoStore.batch`'s ``block``); row 0 is the empty row, an env that contributes nothing): a node per key path (in the order first seen); per row a *pattern*, the kind code of
 every node (0 = absent), stored once per distinct pattern; per leaf one of ``const`` (every row that has it holds
 the same value, same type and bits: no column), ``typed`` (a column of the table of its dtype; rows without it hold
 0, what ``_add_info`` fills in), ``array`` (an ndarray leaf of one shape and dtype: its own ``(rows, *shape)``
@@ -81,7 +82,11 @@ class InfoStore:
         self._child: dict[tuple[int, str], _Node] = {}
         self._kinds: list = [None, "dict"]  # code -> kind key (0 absent, 1 dict)
         self._kind_code: dict = {}
-        self._tables: dict[str, np.ndarray] = {}  # group -> (columns, rows): column-major, a batch gathers (k, n)
+        self._tables: dict[str, np.ndarray] = {}  # group -> (rows, columns): row-major
+        #: an outcome table's packed row record (rows, bytes) uint8 and where each part lives in it (``record_fields``:
+        #: ``"pattern"``, ``"table:<group>"``, ``"array:<node>"`` -> (byte offset, dtype, shape)); None when recording
+        self.record: np.ndarray | None = None
+        self.record_fields: dict[str, tuple[int, np.dtype, tuple]] = {}
         self._widths: dict[str, int] = {}
         self._row_pattern = np.zeros(self._cap, dtype=np.int32)
         self._patterns = np.zeros((4, 8), dtype=np.uint8)  # (patterns, nodes) kind codes; pattern 0 = empty
@@ -138,7 +143,7 @@ class InfoStore:
         p[: self._cap] = self._row_pattern[: self._cap]
         self._row_pattern = p
         for g, t in self._tables.items():
-            self._tables[g] = self._widened(t, t.shape[0], new)
+            self._tables[g] = self._widened(t, new, t.shape[1])
         for node in self.nodes:
             if node.table is not None:
                 t = node.table
@@ -147,8 +152,8 @@ class InfoStore:
         self._cap = new
 
     @staticmethod
-    def _widened(t: np.ndarray, cols: int, rows: int) -> np.ndarray:
-        out = _zeros((cols, rows), t.dtype)
+    def _widened(t: np.ndarray, rows: int, cols: int) -> np.ndarray:
+        out = _zeros((rows, cols), t.dtype)
         out[: t.shape[0], : t.shape[1]] = t
         return out
 
@@ -211,13 +216,13 @@ class InfoStore:
         if st == _TYPED:
             if kind is int and not _INT64[0] <= value <= _INT64[1]:
                 self._to_mixed(node)
-                self._tables["codes"][node.column, row] = self._intern(value)
+                self._tables["codes"][row, node.column] = self._intern(value)
                 return
-            self._tables[node.group][node.column, row] = value
+            self._tables[node.group][row, node.column] = value
         elif st == _ARRAY:
             node.array_table()[row] = value
         else:
-            self._tables["codes"][node.column, row] = self._intern(value)
+            self._tables["codes"][row, node.column] = self._intern(value)
 
     def _materialise(self, node: _Node, new_kind) -> None:
         """A const leaf got a second value: give it storage and write the constant into its rows so far."""
@@ -240,11 +245,11 @@ class InfoStore:
             node.group, node.column = self._new_column("codes")
         rows = self._rows_with(node)
         if node.state == _TYPED:
-            self._tables[node.group][node.column, rows] = value
+            self._tables[node.group][rows, node.column] = value
         elif node.state == _ARRAY:
             node.array_table()[rows] = value
         else:
-            self._tables["codes"][node.column, rows] = self._intern(value)
+            self._tables["codes"][rows, node.column] = self._intern(value)
         self._layout += 1
 
     def _to_mixed(self, node: _Node) -> None:
@@ -263,9 +268,9 @@ class InfoStore:
             if old_table is not None:
                 v = old_table[r].copy()
             else:
-                v = self._tables[old_group][old_col, r]
+                v = self._tables[old_group][r, old_col]
                 v = self._kinds[k](v)  # back to the recorded Python / NumPy type
-            codes[column, r] = self._intern(v)
+            codes[r, column] = self._intern(v)
         node.state, node.group, node.column, node.table = _MIXED, group, column, None
         self._layout += 1
 
@@ -274,9 +279,9 @@ class InfoStore:
         width = self._widths.get(group, 0)
         dtype = np.int32 if group == "codes" else np.dtype(group)
         if t is None:
-            t = np.zeros((8, self._cap), dtype=dtype)
-        elif width >= t.shape[0]:
-            t = self._widened(t, 2 * t.shape[0], self._cap)
+            t = np.zeros((self._cap, 8), dtype=dtype)
+        elif width >= t.shape[1]:
+            t = self._widened(t, self._cap, 2 * t.shape[1])
         self._tables[group] = t
         self._widths[group] = width + 1
         return group, width
@@ -325,8 +330,8 @@ class InfoStore:
         if node.state == _ARRAY:
             return node.array_table()[row].copy()
         if node.state == _TYPED:
-            return self._kinds[code](self._tables[node.group][node.column, row])
-        return self._pool[self._tables["codes"][node.column, row]]
+            return self._kinds[code](self._tables[node.group][row, node.column])
+        return self._pool[self._tables["codes"][row, node.column]]
 
     def _pattern_code(self, row: int, j: int) -> int:
         return int(self._patterns[self._row_pattern[row], j]) if j < self._patterns.shape[1] else 0
@@ -343,13 +348,16 @@ class InfoStore:
 
     # -- batching ----------------------------------------------------------------------------------
 
-    def batch(self, rows: np.ndarray, only: np.ndarray | None = None) -> dict:
+    def batch(self, rows: np.ndarray, only: np.ndarray | None = None, block: np.ndarray | None = None) -> dict:
         """The batched info of ``rows`` (int array (n,)): what ``VectorEnv._add_info`` builds when env ``i``
-        contributes the dict recorded in row ``rows[i]`` (row 0: nothing).
+        contributes the dict recorded in row ``rows[i]`` (row 0: nothing). Every returned array is a fresh one.
 
         Args:
             rows: recorded rows, one per env.
             only: optional bool mask (n,): envs outside it contribute nothing (as row 0).
+            block: a store with a packed :attr:`record` only, and without ``only``: ``record[rows]`` (n, bytes) uint8
+                when the caller has gathered it already (one gather per step for the observations, rewards and
+                infos); gathered here when not given.
 
         Raises:
             TypeError, ValueError, OverflowError: where ``_add_info`` raises (a mixed leaf whose value
@@ -357,11 +365,13 @@ class InfoStore:
         """
         rows = np.asarray(rows, dtype=np.int64)
         if only is not None:
-            rows = np.where(only, rows, 0)
+            rows, block = np.where(only, rows, 0), None
         n = len(rows)
         if not n:
             return {}
-        pids = self._row_pattern[rows]
+        if self.record is not None and block is None:
+            block = self.record[rows]
+        pids = self._row_pattern[rows] if block is None else self._part("pattern", rows, block)
         key: tuple[int | bytes, int, int]  # (the patterns in the batch, batch size, layout version)
         if self.n_patterns <= 63:
             key = (int(np.bitwise_or.reduce(self._pattern_bits()[pids])), n, self._layout)
@@ -372,7 +382,14 @@ class InfoStore:
             if len(self._plans) > 4096:
                 self._plans.clear()
             plan = self._plans[key] = self._compile(n, np.unique(pids))
-        return self._run(plan, rows, pids)
+        return self._run(plan, rows, pids, block)
+
+    def _part(self, name: str, rows: np.ndarray, block: np.ndarray) -> np.ndarray:
+        """``(n, *shape)``: part ``name`` (``"pattern"``, ``"table:<group>"``, ``"array:<node>"``) of the gathered
+        records ``block`` of a record-backed store, a view of the block."""
+        off, dtype, shape = self.record_fields[name]
+        width = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        return block[:, off: off + width].view(dtype).reshape(len(rows), *shape)
 
     def _pattern_bits(self) -> np.ndarray:
         bits = self._bits
@@ -417,17 +434,16 @@ class InfoStore:
         pos, gathers = 0, []
         for g, (cols_of, consts) in groups.items():
             cols = [nd.column for nd in cols_of]
-            width = self._tables[g].shape[0] if cols else 0
-            # the whole table when the batch needs most of its columns (then its views are picked), else those rows
-            sel = None if 2 * len(cols) >= width else np.array(cols, dtype=np.int64)[:, None]
-            pick = None if sel is not None or cols == list(range(width)) else cols
+            width = self._tables[g].shape[1] if cols else 0
+            # the rows' whole (n, width) block is read (row-major: side by side), then its columns, transposed
+            pick = None if cols == list(range(width)) else np.array(cols, dtype=np.int64)
             ctab = None
             if consts:  # per pattern: the constant where the pattern has the leaf, 0 / None elsewhere
                 ctab = _zeros((len(consts), P), object if g == "codes" else np.dtype(g))
                 for i, nd in enumerate(consts):
                     for p in np.flatnonzero(present[:, nd.index]).tolist():
                         ctab[i, p] = nd.const
-            gathers.append((g, bool(cols), sel, pick, ctab))
+            gathers.append((g, bool(cols), pick, ctab))
             for nd in cols_of + consts:
                 slot[nd.index] = pos
                 pos += 1
@@ -454,20 +470,25 @@ class InfoStore:
         present_t = np.ascontiguousarray(present[:, [nd.index for nd in order]].T)  # (masks, patterns)
         return (gathers, atabs, [(nd, mask_of[nd.index]) for nd in mixed], pos, dicts, present_t)
 
-    def _run(self, plan: tuple, rows: np.ndarray, pids: np.ndarray) -> dict:
+    def _run(self, plan: tuple, rows: np.ndarray, pids: np.ndarray, block: np.ndarray | None) -> dict:
         gathers, atabs, mixed, size, dicts, present_t = plan
         masks = list(present_t[:, pids])
         vals: list = []
         pool = self._pool
-        for g, has_cols, sel, pick, ctab in gathers:
+        for g, has_cols, pick, ctab in gathers:
             if has_cols:
-                block = self._tables[g][:, rows] if sel is None else self._tables[g][sel, rows]  # (k, n), contiguous
-                views = list(pool.take(block)) if g == "codes" else list(block)
-                vals += views if pick is None else [views[c] for c in pick]
+                part = self._tables[g][rows] if block is None else self._part("table:" + g, rows, block)  # (n, width)
+                cols = part.T.copy() if pick is None else part.T[pick]  # (k, n), contiguous: one array per leaf
+                vals += list(pool.take(cols)) if g == "codes" else list(cols)
             if ctab is not None:
                 vals += list(ctab[:, pids])
         for t, per_pattern in atabs:
-            vals.append(t[pids] if per_pattern else t.table[rows])
+            if per_pattern:
+                vals.append(t[pids])
+            elif block is None:
+                vals.append(t.table[rows])
+            else:
+                vals.append(self._part(f"array:{t.index}", rows, block).copy())
         for nd, k in mixed:
             vals.append(self._mixed(nd, rows, masks[k], pids))
         vals += [None] * (size - len(vals))
@@ -492,7 +513,7 @@ class InfoStore:
             array = np.full(n, None, dtype=object)
         else:
             array = np.zeros(n, dtype=kind)
-        codes = self._tables["codes"][node.column, rows]
+        codes = self._tables["codes"][rows, node.column]
         for i in envs.tolist():
             array[i] = self._pool[codes[i]]
         return array

@@ -15,7 +15,7 @@ __all__ = ["export_store", "load_store"]
 
 def export_store(self: InfoStore) -> tuple[dict[str, np.ndarray], dict]:
     """The store as arrays and JSON data (see :func:`load_store`): arrays ``row_pattern`` (rows,) int32,
-    ``patterns`` (P, nodes) uint8, one ``table:<group>`` (columns, rows) per typed group and ``codes``,
+    ``patterns`` (P, nodes) uint8, one ``table:<group>`` (rows, columns) per typed group and ``codes``,
     one ``array:<node>`` (rows, *shape) per ndarray leaf; JSON: nodes, kinds, pool (tagged JSON).
 
     Raises:
@@ -27,7 +27,7 @@ def export_store(self: InfoStore) -> tuple[dict[str, np.ndarray], dict]:
     patterns[:, :w] = self._patterns[: self.n_patterns, :w]
     arrays: dict[str, np.ndarray] = {"row_pattern": self._row_pattern[:r].copy(), "patterns": patterns}
     for g, t in self._tables.items():
-        arrays[f"table:{g}"] = np.ascontiguousarray(t[: self._widths[g], :r])
+        arrays[f"table:{g}"] = np.ascontiguousarray(t[:r, : self._widths[g]])
     nodes = []
     for node in self.nodes:
         d = {"path": list(node.path), "dict": node.is_dict, "parent": node.parent}
@@ -47,9 +47,17 @@ def export_store(self: InfoStore) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, {"meta": meta, "pool": pool}
 
 
-def load_store(arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> InfoStore:
+def load_store(arrays: dict[str, np.ndarray], meta: dict, pool: list[str],
+               record: tuple[np.ndarray, dict] | None = None) -> InfoStore:
     """A read-only :class:`~fwgym.rl.infos.InfoStore` from :func:`export_store`'s parts (arrays may be read-only
-    memory maps).
+    memory maps, or strided views of a packed row record).
+
+    Args:
+        arrays, meta, pool: :func:`export_store`'s parts.
+        record: ``(record (rows, bytes) uint8, {name: (byte offset, dtype, shape)})`` when ``row_pattern`` (there
+            ``"pattern"``), every ``table:<group>`` and ``array:<node>`` are views of one packed record per row (an
+            outcome table's ``rows.arrow``): batches then gather each env's record once
+            (:attr:`~fwgym.rl.infos.InfoStore.record`).
 
     Raises:
         ValueError: inconsistent parts (shapes, references, kinds, pool values).
@@ -70,9 +78,32 @@ def load_store(arrays: dict[str, np.ndarray], meta: dict, pool: list[str]) -> In
     except (KeyError, TypeError, IndexError) as exc:
         raise ValueError(f"malformed info store ({type(exc).__name__}: {exc})") from None
     if "codes" not in self._tables:
-        self._tables["codes"], self._widths["codes"] = np.zeros((0, r), dtype=np.int32), 0
+        self._tables["codes"], self._widths["codes"] = np.zeros((r, 0), dtype=np.int32), 0
     self.rows, self._cap, self.frozen = r, r, True
+    if record is not None:
+        _attach_record(self, arrays, *record)
     return self
+
+
+def _attach_record(self: InfoStore, arrays: dict[str, np.ndarray], record: np.ndarray, fields: dict) -> None:
+    """Check that every part is the view of ``record`` that ``fields`` says, then keep the record.
+
+    Raises:
+        ValueError: a part is missing from ``fields`` or is not that view.
+    """
+    if record.ndim != 2 or record.dtype != np.uint8 or record.shape[0] != self.rows:
+        raise ValueError(f"record of shape {record.shape} and dtype {record.dtype} for {self.rows} rows")
+    names = ["pattern"] + [k for k in arrays if k.startswith(("table:", "array:"))]
+    base = record.__array_interface__["data"][0]
+    for name in names:
+        a = arrays["row_pattern" if name == "pattern" else name]
+        if name not in fields:
+            raise ValueError(f"the record has no field for {name}")
+        off, dtype, shape = fields[name]
+        if a.dtype != dtype or a.shape != (self.rows, *shape) or (self.rows and (
+                a.__array_interface__["data"][0] != base + off or a.strides[0] != record.strides[0])):
+            raise ValueError(f"{name} is not the record's field {fields[name]}")
+    self.record, self.record_fields = record, {k: fields[k] for k in names}
 
 
 def _load_patterns(self: InfoStore, arrays: dict[str, np.ndarray], meta: dict, r: int) -> None:
@@ -91,10 +122,10 @@ def _load_patterns(self: InfoStore, arrays: dict[str, np.ndarray], meta: dict, r
 def _load_tables(self: InfoStore, arrays: dict[str, np.ndarray], r: int, n_values: int) -> None:
     for g in [k[6:] for k in arrays if k.startswith("table:")]:
         t = arrays[f"table:{g}"]
-        if t.ndim != 2 or t.shape[1] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
+        if t.ndim != 2 or t.shape[0] != r or (g != "codes" and t.dtype != np.dtype(g)) or \
                 (g == "codes" and t.dtype != np.int32):
             raise ValueError(f"table {g} has shape {t.shape} and dtype {t.dtype}")
-        self._tables[g], self._widths[g] = t, t.shape[0]
+        self._tables[g], self._widths[g] = t, t.shape[1]
     if "codes" in self._tables and self._tables["codes"].size:
         c = self._tables["codes"]
         if c.min() < 0 or c.max() >= n_values:

@@ -85,6 +85,8 @@ class Outcomes:
         self.fixed_pos, self.var_pos = np.flatnonzero(fixed), np.flatnonzero(~fixed)
         self.fixed_first = k == len(self.fixed_pos)  # the usual layout: the fixed features first (a concatenation)
         self.recorded = {"cases": 0, "steps": 0}
+        self.record: np.ndarray | None = None  # a table's packed records (rows, bytes) uint8 (gather)
+        self._fields: dict[str, tuple[int, np.dtype, tuple]] = {}
         if table is not None:
             self._from_table(table, names)
             return
@@ -121,6 +123,10 @@ class Outcomes:
         nv = table.obs.shape[1]
         self._obs = table.obs if vsel == list(range(nv)) else np.ascontiguousarray(table.obs[:, vsel])
         self.reward, self.terminated, self.truncated, self.masks = table.reward, table.terminated, table.truncated, table.masks
+        self.record = table.record
+        self._fields = {k: table.record_fields[k] for k in ("reward", "terminated", "truncated")}
+        if self._obs is table.obs:  # every varying feature, in the table's order: sliced from the gathered records
+            self._fields["obs"] = table.record_fields["obs"]
         self.infos = table.infos
         self._info_row = None  # table rows are info rows
         self._slot_of_case = np.array([table.slot[c.case_id] for c in self.cases], dtype=np.int64)
@@ -276,20 +282,40 @@ class Outcomes:
 
     # -- reading -----------------------------------------------------------------------------------------------
 
+    def gather(self, rows: np.ndarray) -> np.ndarray | None:
+        """``(len(rows), bytes)`` uint8: the packed records of ``rows`` (a fresh array; one random read per row), to
+        pass as ``block`` to :meth:`observations`, :meth:`outcome` and :meth:`InfoStore.batch
+        <fwgym.rl.infos.InfoStore.batch>`; ``None`` without a table (recorded rows are separate arrays)."""
+        return None if self.record is None else self.record[rows]
+
+    def _part(self, name: str, block: np.ndarray) -> np.ndarray:
+        off, dtype, shape = self._fields[name]
+        width = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        return block[:, off: off + width].view(dtype).reshape(len(block), *shape)
+
+    def outcome(self, rows: np.ndarray, block: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(reward (n,) float64, terminated, truncated (n,) bool)`` of ``rows``, fresh arrays; ``block``:
+        :meth:`gather`'s records of ``rows``, when the caller has them."""
+        if block is None:
+            return self.reward[rows], self.terminated[rows], self.truncated[rows]
+        return (self._part("reward", block).copy(), self._part("terminated", block).copy(),
+                self._part("truncated", block).copy())
+
     def observations(self, rows: np.ndarray, slots: np.ndarray | None = None,
-                     reset_block: np.ndarray | None = None) -> np.ndarray:
+                     reset_block: np.ndarray | None = None, block: np.ndarray | None = None) -> np.ndarray:
         """``(len(rows), n)`` float32: the features of each row (a fresh array); ``slots``: the rows' slots, if known.
 
         ``reset_block``: the caller's own ``(len(rows), n)`` copy of the reset observations of the rows' slots, written
         over and returned (a contiguous block instead of a gather of the reset rows; the episode-fixed features are
-        the reset's).
+        the reset's). ``block``: :meth:`gather`'s records of ``rows``, when the caller has them.
         """
         if reset_block is None:
             reset_block = self._reset_obs[(rows - 1) // self.stride if slots is None else slots]
+        var = self._obs[rows] if block is None or "obs" not in self._fields else self._part("obs", block)
         if self.fixed_first:
-            reset_block[:, len(self.fixed_pos):] = self._obs[rows]
+            reset_block[:, len(self.fixed_pos):] = var
         else:
-            reset_block[:, self.var_pos] = self._obs[rows]
+            reset_block[:, self.var_pos] = var
         return reset_block
 
     def reset_observations(self, slots: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import base64
 import json
 import math
 import operator
+import struct
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,8 @@ def encode_value(value: Any):
     if value is None or t is bool or t is str or t is int:
         return value
     if t is float:
-        return value if math.isfinite(value) else {"__t": "float", "v": repr(value)}
+        # NaN and the infinities by their bits (the sign and payload of a NaN are kept: -nan is not nan's bits)
+        return value if math.isfinite(value) else {"__t": "float", "bits": struct.pack(">d", value).hex()}
     if t is list:
         return [encode_value(v) for v in value]
     if t is tuple:
@@ -78,7 +80,10 @@ def decode_value(data: Any):
         return data
     tag = data.get("__t")
     if tag == "float":
-        return float(data["v"])
+        raw = bytes.fromhex(data["bits"])
+        if len(raw) != 8:
+            raise ValueError(f"stored float of {len(raw)} bytes")
+        return struct.unpack(">d", raw)[0]
     if tag == "tuple":
         return tuple(decode_value(v) for v in data["v"])
     if tag == "dict":

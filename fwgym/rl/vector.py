@@ -286,16 +286,18 @@ class MacroVectorEnv(VectorEnv):
             rows[resetting] = self._reset_rows(np.flatnonzero(resetting))
             slots = out.slots_of_rows(rows)
         info_rows = out.ensure(rows)
-        reward, term, trunc = out.reward[rows], out.terminated[rows], out.truncated[rows]
+        records = out.gather(rows)  # with a table: each env's packed record, read once for the whole step
+        reward, term, trunc = out.outcome(rows, records)
         if resetting is not None:
             reward[resetting], term[resetting], trunc[resetting] = 0.0, False, False
             self._rows, self._slots = rows, slots
             self._autoreset = term | trunc
-            return out.observations(rows, slots), reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
+            return (out.observations(rows, slots, block=records), reward, term, trunc,
+                    out.infos.batch(info_rows, block=records) if self.infos else {})
         done = term | trunc
         if mode == AutoresetMode.SAME_STEP and done.any():
             envs = self._all if done.all() else np.flatnonzero(done)
-            final = out.observations(rows, slots, block)
+            final = out.observations(rows, slots, block, records)
             final_obs = np.full(n, None, dtype=object)
             final_obs[envs] = np.fromiter((final[i] for i in envs), dtype=object, count=len(envs))
             new_rows = rows.copy()
@@ -307,12 +309,13 @@ class MacroVectorEnv(VectorEnv):
                 return obs, reward, term, trunc, {"final_obs": final_obs, "_final_obs": done.copy()}
             rest = out.infos.batch(out.ensure(new_rows))
             info = {"final_obs": final_obs, "_final_obs": done.copy(),
-                    "final_info": out.infos.batch(info_rows, only=done), "_final_info": done.copy(), **rest}
+                    "final_info": out.infos.batch(info_rows, block=records) if envs is self._all else
+                    out.infos.batch(info_rows, only=done), "_final_info": done.copy(), **rest}
             return obs, reward, term, trunc, info
         self._rows = rows
         self._autoreset = done
-        obs = out.observations(rows, slots, block)
-        return obs, reward, term, trunc, out.infos.batch(info_rows) if self.infos else {}
+        obs = out.observations(rows, slots, block, records)
+        return obs, reward, term, trunc, out.infos.batch(info_rows, block=records) if self.infos else {}
 
     def action_masks(self) -> np.ndarray:
         """``(num_envs, 12)`` bool: each sub-env's allowed menu entries now (all False for an env whose episode has

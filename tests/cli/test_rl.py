@@ -42,7 +42,7 @@ def _rehash(table, name, columns):
 def test_verify_recompute_replays_cases_and_catches_a_rehashed_edit(tmp_path, capsys):
     import numpy as np
 
-    from fwgym.rl.outcomes.format import read_arrow
+    from fwgym.rl.outcomes.format import read_arrow, unpack_rows
 
     out = tmp_path / "t"
     assert main(["rl", "build", "--split", "dev", "--limit", "2", "--out", str(out), "--no-progress"]) == 0
@@ -52,10 +52,11 @@ def test_verify_recompute_replays_cases_and_catches_a_rehashed_edit(tmp_path, ca
     assert "recomputing 4 random cases through the env (seed 3):" in text
     assert "4 of 4 cases x 13 rows (reset and each entry) played: 4 equal, 0 different" in text
     assert "every recomputed row equals the table's bit for bit" in text
-    rows = {k: np.array(v) for k, v in read_arrow(out / "rows.arrow").items()}
+    record = np.array(read_arrow(out / "rows.arrow")["record"])  # a writable copy of the packed rows
+    fields = unpack_rows(record, json.loads((out / "manifest.json").read_text())["layout"]["record"])
     row = 1 + 2 * 13 + 4  # case slot 2, menu entry 4: its reward improved, the file and manifest re-hashed
-    rows["reward"][row] = rows["reward"][row] + 0.25
-    _rehash(out, "rows.arrow", rows)
+    fields["reward"][row] = fields["reward"][row] + 0.25
+    _rehash(out, "rows.arrow", {"record": record})
     assert main(["rl", "verify", str(out)]) == 0  # every hash check passes the forgery
     assert "every file matches its sha256" in capsys.readouterr().out
     assert main(["rl", "verify", str(out), "--recompute", "4", "--seed", "3"]) == 1

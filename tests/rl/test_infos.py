@@ -127,6 +127,7 @@ def test_loaded_store_is_read_only_and_checked():
 
 
 @pytest.mark.parametrize("value", [None, True, 0, -3, 2 ** 80, 1.5, -0.0, float("nan"), float("inf"), "é\n", [1, [2.5]],
+                                   -float("nan"), -float("inf"), float(np.uint64(0x7FF8000000000123).view(np.float64)),
                                    (1, "a"), {"k": (1,)}, np.float32(1.25), np.int16(-2), np.bool_(False),
                                    np.arange(6, dtype=np.int32).reshape(2, 3), np.str_("x")])
 def test_encode_value_round_trips_exactly(value):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fwgym.rl.outcomes import OutcomeTable, build_table
-from fwgym.rl.outcomes.format import read_arrow, write_arrow
+from fwgym.rl.outcomes.format import read_arrow, unpack_rows, write_arrow
 from fwgym.rl.outcomes.verify import recompute_cases
 
 
@@ -26,8 +26,11 @@ def _forged(table_path, tmp_path, name, edit):
     out = tmp_path / "forged"
     shutil.copytree(table_path, out)
     cols = {k: (np.array(v) if isinstance(v, np.ndarray) else list(v)) for k, v in read_arrow(out / name).items()}
-    edit(cols)
     doc = json.loads((out / "manifest.json").read_text())
+    if name == "rows.arrow":  # the packed records: edited through writable views of a copy
+        edit(unpack_rows(cols["record"], doc["layout"]["record"]))
+    else:
+        edit(cols)
     doc["files"][name] = write_arrow(out / name, cols)
     (out / "manifest.json").write_text(json.dumps(doc, indent=1))
     return OutcomeTable(out)  # every hash check passes

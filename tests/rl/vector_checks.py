@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 from gymnasium.vector import VectorEnv
@@ -11,8 +12,8 @@ __all__ = ["assert_same", "reference_batch"]
 
 
 def assert_same(a, b, path="info"):
-    """Equal as SyncVectorEnv's outputs are compared: same keys, array dtypes, shapes and values (NaN equal to
-    NaN, object elements compared by type and value, floats by sign too)."""
+    """Equal as SyncVectorEnv's outputs are compared: same keys, array dtypes, shapes and values (a NaN equal to
+    a NaN of the same bits, object elements compared by type and value, floats by sign too)."""
     if isinstance(a, dict):
         assert isinstance(b, dict), path
         assert set(a) == set(b), (path, sorted(set(a) ^ set(b)))
@@ -32,8 +33,8 @@ def assert_same(a, b, path="info"):
         assert type(a) is type(b) and len(a) == len(b), path
         for x, y in zip(a, b):
             assert_same(x, y, path + "[]")
-    elif isinstance(a, float) and math.isnan(a):
-        assert isinstance(b, float) and math.isnan(b), path
+    elif isinstance(a, float) and math.isnan(a):  # the same NaN: sign and payload bits
+        assert isinstance(b, float) and struct.pack(">d", a) == struct.pack(">d", b), (path, a, b)
     else:
         assert type(a) is type(b) and a == b, (path, a, b)
         if isinstance(a, float):

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fwgym.rl.outcomes.format import (FILES, FORMAT, FORMAT_VERSION, MANIFEST, TableError, default_root, file_sha256,
-                                      now, read_arrow, table_dir, write_arrow, write_manifest)
+                                      now, pack_rows, read_arrow, table_dir, write_arrow, write_manifest)
 from fwgym.rl.features import episode_fixed
 from fwgym.rl.outcomes.identity import digest, table_fingerprint, table_identity
 from fwgym.validation import check_int
@@ -189,16 +189,18 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     E, n = len(menu), len(pool_ids)
     cases_sha = digest(pool_ids)
     key = {"identity_sha256": digest(identity), "fingerprint_sha256": digest(fingerprint), "cases_sha256": cases_sha,
-           "chunk_size": chunk_size}
+           "chunk_size": chunk_size, "format_version": FORMAT_VERSION}
     if (out / MANIFEST).exists():
         old = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        if {k: old.get(k) for k in ("identity_sha256", "fingerprint_sha256")} == {k: key[k] for k in ("identity_sha256", "fingerprint_sha256")} \
+        same = ("identity_sha256", "fingerprint_sha256", "format_version")
+        if {k: old.get(k) for k in same} == {k: key[k] for k in same} \
                 and old.get("layout", {}).get("cases_sha256") == cases_sha and not overwrite:
             return {**old.get("build", {}), "skipped": "already built"}
         if not overwrite:
-            raise TableError(f"{out} holds an outcome table of another fingerprint or case list; pass overwrite=True "
+            raise TableError(f"{out} holds an outcome table of another fingerprint, case list or format version "
+                             f"({old.get('format_version')!r}; this fwgym writes {FORMAT_VERSION}); pass overwrite=True "
                              "(--overwrite) to replace it")
-        for name in (MANIFEST, *FILES):
+        for name in (MANIFEST, *FILES, "infos.arrow"):  # infos.arrow: format version 1's
             (out / name).unlink(missing_ok=True)
     parts = out / PARTS
     state = json.loads((parts / PROGRESS).read_text()) if (parts / PROGRESS).exists() else None
@@ -271,18 +273,19 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
         row += m
     if fixed is None or dyn is None or ids != pool_ids or row != R:  # pragma: no cover - the parts are the chunks of pool_ids
         raise TableError(f"{parts}: the parts do not hold the table's cases in order")
+    fixed_dyn = dyn[1 + np.arange(n) * (E + 1) + E]  # the reset rows' varying features
     from fwgym.rl.infos_export import export_store
 
     arrays, info_parts = export_store(store)
-    row_cols = {("info_pattern" if k == "row_pattern" else f"a:{k[6:]}"): v for k, v in arrays.items()
-                if k == "row_pattern" or k.startswith("array:")}
-    tables = {f"t:{k[6:]}": v[None] for k, v in arrays.items() if k.startswith("table:")}  # (1, columns, rows) each
-    reset_obs = np.concatenate((fixed, dyn[1 + np.arange(n) * (E + 1) + E]), axis=1)
+    info_cols = {("info_pattern" if k == "row_pattern" else f"{k[0]}:{k.split(':', 1)[1]}"): v for k, v in arrays.items()
+                 if k == "row_pattern" or k.startswith(("array:", "table:"))}  # a:<node> (rows, *shape), t:<group> (rows, columns)
+    record, record_fields = pack_rows({"obs": dyn, "reward": reward, "terminated": term, "truncated": trunc, "mask": mask,
+                                       **info_cols})
+    del dyn, info_cols
+    reset_obs = np.concatenate((fixed, fixed_dyn), axis=1)
     files = {
         "cases.arrow": write_arrow(out / "cases.arrow", {"case_id": ids, "reset_obs": reset_obs}),
-        "rows.arrow": write_arrow(out / "rows.arrow", {"obs": dyn, "reward": reward, "terminated": term, "truncated": trunc,
-                                                      "mask": mask, **row_cols}),
-        "infos.arrow": write_arrow(out / "infos.arrow", tables or {"t:none": np.zeros((1, 0, R), dtype=np.int32)}),
+        "rows.arrow": write_arrow(out / "rows.arrow", {"record": record}),
         "pool.arrow": write_arrow(out / "pool.arrow", {"value": info_parts["pool"]}),
     }
     seconds = time.perf_counter() - t0
@@ -295,7 +298,8 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
            "identity": identity, "identity_sha256": digest(identity), "fingerprint": fingerprint,
            "fingerprint_sha256": digest(fingerprint),
            "layout": {"variant": variant, "split": split, "menu": menu, "features": features,
-                      "n_fixed": int(fixed.shape[1]), "cases": n, "cases_sha256": cases_sha, "rows": R},
+                      "n_fixed": int(fixed.shape[1]), "cases": n, "cases_sha256": cases_sha, "rows": R,
+                      "record": record_fields},
            "infos": {**info_parts["meta"], "patterns": arrays["patterns"].tolist()}, "files": files, "build": build}
     write_manifest(out, doc)
     shutil.rmtree(parts, ignore_errors=True)

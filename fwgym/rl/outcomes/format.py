@@ -8,12 +8,15 @@ menu entry ``e`` played from the case's reset, ``e == E`` the reset itself; row 
                      sha256, bytes and rows, and the build record
     cases.arrow      per case: case_id (string), reset_obs (the features after the reset, float32; the first
                      n_fixed of them are fixed within the episode)
-    rows.arrow       per row: obs (the features after n_fixed, float32), reward (float64), terminated, truncated
-                     (bool), mask (the action mask after the row, E bools), info_pattern (int32), and the info
-                     store's ndarray leaves (a:<node>; :class:`fwgym.rl.infos.InfoStore`)
-    infos.arrow      the info store's tables, one column each (t:<group>: one value, its (columns, rows) array,
-                     column-major so that a batch gathers (k, n) at once)
+    rows.arrow       per row one packed record (``record``, fixed-size binary; :func:`pack_rows`, its fields in the
+                     manifest's ``layout.record``): obs (the features after n_fixed, float32), reward (float64),
+                     terminated, truncated (bool), mask (the action mask after the row, E bools), info_pattern
+                     (int32), the info store's tables (t:<group>: the row's columns of that group) and ndarray
+                     leaves (a:<node>; :class:`fwgym.rl.infos.InfoStore`). A vector step gathers each env's record
+                     once (one random read per env) and slices every part out of it.
     pool.arrow       the info store's pool of distinct object values, tagged JSON (:mod:`fwgym.rl.values`)
+
+Format version 2 (the packed record); a table of another version is stale (:class:`TableStale`: rebuild it).
 
 Arrays are fixed-size binary columns read as NumPy views of the memory-mapped file (zero-copy, read-only), so a
 table of the train split costs no load time beyond its sha256 check and is shared by the processes that read it.
@@ -36,12 +39,12 @@ import numpy as np
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FILES", "TableError", "TableIntegrityError", "TableStale",
            "file_sha256", "write_arrow", "read_arrow", "write_manifest", "read_manifest", "default_root", "table_dir",
-           "fingerprint_diff", "now"]
+           "fingerprint_diff", "now", "pack_rows", "unpack_rows"]
 
 FORMAT = "fwgym-outcome-table"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
-FILES = ("cases.arrow", "rows.arrow", "infos.arrow", "pool.arrow")
+FILES = ("cases.arrow", "rows.arrow", "pool.arrow")
 #: environment variable naming the directory of the default tables (``off`` / ``0`` / ``none``: never read them)
 ENV_VAR = "FWGYM_OUTCOME_TABLES"
 
@@ -202,7 +205,10 @@ def read_manifest(root: Path) -> dict:
         if doc.get("format") != FORMAT:
             raise ValueError(f"format is {doc.get('format')!r}, expected {FORMAT!r}")
         if doc.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"format_version {doc.get('format_version')!r}; this fwgym reads version {FORMAT_VERSION}")
+            raise TableStale(f"outcome table {root} has format version {doc.get('format_version')!r}; this fwgym reads "
+                             f"version {FORMAT_VERSION}; rebuild it: fwgym rl build --split "
+                             f"{doc.get('identity', {}).get('split', 'SPLIT')} --variant "
+                             f"{doc.get('identity', {}).get('variant', 'macro')} --overwrite")
         for part in ("identity", "fingerprint"):
             if digest(doc[part]) != doc[f"{part}_sha256"]:
                 raise ValueError(f"{part}_sha256 does not match its {part}")
@@ -214,6 +220,8 @@ def read_manifest(root: Path) -> dict:
         layout = doc["layout"]
         if not (isinstance(layout["menu"], list) and isinstance(layout["features"], list)):
             raise ValueError("malformed layout")
+    except TableStale:
+        raise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise TableError(f"outcome table manifest {path} is malformed ({type(exc).__name__}: {exc})") from None
     return doc
@@ -234,3 +242,62 @@ def table_dir(root: Path, identity: Mapping) -> Path:
     from fwgym.rl.outcomes.identity import digest
 
     return Path(root) / f"{identity['variant']}-{identity['split']}-{digest(identity)[:16]}"
+
+
+def pack_rows(columns: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
+    """One packed record per row of ``columns`` (each an array of ``rows`` rows, any fixed shape and non-object
+    dtype): ``(record (rows, bytes) uint8, fields)``, ``fields`` one ``[name, byte offset, dtype str, shape]`` per
+    column. Columns are laid out by decreasing item size and the record is padded to a multiple of 8 bytes, so every
+    field of every row is aligned to its item size; :func:`unpack_rows` gives the columns back as views.
+
+    Raises:
+        ValueError: columns of different row counts, or an object dtype.
+    """
+    items = [(name, np.asarray(a)) for name, a in columns.items()]
+    rows = {len(a) for _, a in items}
+    if len(rows) > 1:
+        raise ValueError(f"columns of different row counts: {sorted(rows)}")
+    if any(a.dtype.hasobject or a.ndim == 0 for _, a in items):
+        raise ValueError("a column has an object dtype or no rows axis")
+    n = rows.pop() if rows else 0
+    fields, off = [], 0
+    for name, a in sorted(items, key=lambda kv: -kv[1].dtype.alignment):
+        fields.append([name, off, a.dtype.str, list(a.shape[1:])])
+        off += a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+    width = max(-(-off // 8) * 8, 8)
+    record = np.zeros((n, width), dtype=np.uint8)
+    for (name, a), (_, o, _, _) in zip(sorted(items, key=lambda kv: -kv[1].dtype.alignment), fields):
+        w = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+        if w:
+            record[:, o: o + w] = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8).reshape(n, w)
+    return record, fields
+
+
+def unpack_rows(record: np.ndarray, fields: Sequence) -> dict[str, np.ndarray]:
+    """The columns of a packed ``record`` (:func:`pack_rows`) as views of it (read-only when the record is):
+    ``{name: (rows, *shape) array of its dtype}``.
+
+    Raises:
+        ValueError: a malformed field list (unknown dtype, object dtype, a field outside the record, overlapping or
+            misaligned fields, a repeated name).
+    """
+    if record.ndim != 2 or record.dtype != np.uint8:
+        raise ValueError(f"a record is a (rows, bytes) uint8 array, got {record.dtype} {record.shape}")
+    n, width = record.shape
+    out: dict[str, np.ndarray] = {}
+    spans = []
+    for field in fields:
+        name, off, dtype, shape = str(field[0]), int(field[1]), np.dtype(field[2]), tuple(int(d) for d in field[3])
+        if dtype.hasobject or name in out or any(d < 0 for d in shape):
+            raise ValueError(f"record field {field!r}: object dtype, repeated name or negative shape")
+        w = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        if off < 0 or off + w > width or off % dtype.alignment:
+            raise ValueError(f"record field {field!r} is outside the {width}-byte record or misaligned")
+        spans.append((off, off + w, name))
+        out[name] = (record[:, off: off + w].view(dtype).reshape(n, *shape) if w else
+                     np.zeros((n, *shape), dtype=dtype))
+    spans.sort()
+    for (a0, a1, a), (b0, b1, b) in zip(spans, spans[1:]):
+        if b0 < a1 and a1 > a0 and b1 > b0:
+            raise ValueError(f"record fields {a} and {b} overlap")
+    return out

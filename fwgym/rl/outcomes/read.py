@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableStale, default_root, fingerprint_diff, read_arrow,
-                                      read_manifest, table_dir)
+                                      read_manifest, table_dir, unpack_rows)
 from fwgym.rl.outcomes.identity import digest
 
 __all__ = ["OutcomeTable", "open_table", "find_table", "OutcomeTableHint"]
@@ -40,8 +40,9 @@ class OutcomeTable:
         case_ids (list, slot order); slot (``{case_id: slot}``); menu; features; n_fixed; entries (E);
         reset_obs ``(cases, features)`` float32 (the observation of each case's reset), fixed_obs its first n_fixed; obs ``(rows, d - n_fixed)`` float32; reward ``(rows,)`` float64;
         terminated, truncated ``(rows,)`` bool; masks ``(rows, E)`` bool; infos: a read-only
-        :class:`~fwgym.rl.infos.InfoStore` whose row ``r`` is table row ``r``. Arrays are read-only views of the
-        memory-mapped files.
+        :class:`~fwgym.rl.infos.InfoStore` whose row ``r`` is table row ``r``; record ``(rows, bytes)`` uint8, one
+        packed record per row, and record_fields ``{name: (byte offset, dtype, shape)}`` (obs, reward, ... are views
+        of it). Arrays are read-only views of the memory-mapped files.
 
     Raises:
         TableError: no or a malformed manifest. TableIntegrityError: a file differs from the manifest.
@@ -60,14 +61,18 @@ class OutcomeTable:
         self.menu, self.features = list(layout["menu"]), list(layout["features"])
         self.n_fixed, self.entries = int(layout["n_fixed"]), len(self.menu)
         cases = read_arrow(self.path / "cases.arrow", doc["files"]["cases.arrow"])
-        rows = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"])
-        tables = read_arrow(self.path / "infos.arrow", doc["files"]["infos.arrow"])
+        record = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"]).get("record")
         pool = read_arrow(self.path / "pool.arrow", doc["files"]["pool.arrow"])
         try:
             self.case_ids = list(cases["case_id"])
             n, R, E = len(self.case_ids), int(layout["rows"]), self.entries
             if R != 1 + n * (E + 1) or n != int(layout["cases"]) or digest(self.case_ids) != layout["cases_sha256"]:
                 raise ValueError("the case list does not match the layout")
+            if not isinstance(record, np.ndarray) or record.ndim != 2 or record.shape[0] != R:
+                raise ValueError("rows.arrow has no record column of one record per row")
+            self.record, self.record_fields = record, {str(f[0]): (int(f[1]), np.dtype(f[2]), tuple(f[3]))
+                                                       for f in layout["record"]}
+            rows = unpack_rows(record, layout["record"])
             self.reset_obs = cases["reset_obs"]
             self.fixed_obs = self.reset_obs[:, : self.n_fixed]
             self.obs, self.reward = rows["obs"], rows["reward"]
@@ -77,9 +82,12 @@ class OutcomeTable:
                 raise ValueError("array shapes do not match the layout")
             arrays = {"row_pattern": rows["info_pattern"], "patterns": np.asarray(doc["infos"]["patterns"], dtype=np.uint8)
                       .reshape(-1, len(doc["infos"]["nodes"]))}
-            arrays.update({f"table:{k[2:]}": v[0] for k, v in tables.items() if k.startswith("t:") and k != "t:none"})
+            arrays.update({f"table:{k[2:]}": v for k, v in rows.items() if k.startswith("t:")})
             arrays.update({f"array:{k[2:]}": v for k, v in rows.items() if k.startswith("a:")})
-            self.infos = load_store(arrays, doc["infos"], pool["value"])
+            info_fields = {"pattern": self.record_fields["info_pattern"],
+                           **{("table:" if k[0] == "t" else "array:") + k[2:]: f for k, f in self.record_fields.items()
+                              if k.startswith(("t:", "a:"))}}
+            self.infos = load_store(arrays, doc["infos"], pool["value"], record=(record, info_fields))
         except (ValueError, KeyError, TypeError) as exc:
             raise TableError(f"outcome table {self.path} is inconsistent ({type(exc).__name__}: {exc})") from None
         self.slot = {cid: i for i, cid in enumerate(self.case_ids)}
@@ -173,9 +181,8 @@ def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable |
                   f"entry) outcome is played through the env the first time it is drawn; `{build}` precomputes them "
                   f"once (then the vector env runs at table speed; see docs/rl.md)")
         return None
-    table = open_table(where)
-    try:
-        table.check(identity, current())
+    try:  # a table of another format version is stale too (read_manifest)
+        table = open_table(where).check(identity, current())
     except TableStale as exc:
         _say_once(("stale", str(where)), f"{exc}. Not reading it: outcomes are played through the env")
         return None
