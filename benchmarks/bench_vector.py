@@ -123,14 +123,17 @@ def ppo_pair(make_a, make_b, rounds: int, steps: int) -> tuple[float, float, lis
 
 def seq_table(limit: int):
     """A partial sequential table of the train split (``limit`` cases per domain), built once."""
-    from fwgym.rl.outcomes import build_table, open_table, table_dir, table_identity
+    from fwgym.rl.outcomes import TableError, build_table, open_table, table_dir, table_identity
     from fwgym.rl.outcomes.build import table_env
     from fwgym.rl.outcomes.format import default_root
 
     env = table_env("train", "sequential")
     where = Path(default_root() or "/tmp") / f"limit{limit}-{table_dir(Path('.'), table_identity('sequential', env)).name}"
     env.close()
-    build_table("train", "sequential", where, limit=limit, workers=1, progress=False)
+    try:
+        build_table("train", "sequential", where, limit=limit, workers=1, progress=False)
+    except TableError:  # this script's own partial table, built by other code or another format version: again
+        build_table("train", "sequential", where, limit=limit, workers=1, progress=False, overwrite=True)
     return open_table(where)
 
 

@@ -65,7 +65,7 @@ def input_mask(names: list[str], which: str) -> np.ndarray:
 
 def table_for(split: str, limit: int | None, tables_dir: str | None):
     """The split's macro outcome table for the RL ids' settings, current for this code (built first if absent)."""
-    from fwgym.rl.outcomes import build_table, open_table, table_dir, table_identity
+    from fwgym.rl.outcomes import TableError, build_table, open_table, table_dir, table_identity
     from fwgym.rl.outcomes.build import table_env
     from fwgym.rl.outcomes.format import default_root
 
@@ -74,7 +74,12 @@ def table_for(split: str, limit: int | None, tables_dir: str | None):
     env.close()
     root = Path(tables_dir) if tables_dir else default_root()
     where = table_dir(root, identity) if limit is None else Path(root) / f"limit{limit}-{table_dir(root, identity).name}"
-    build_table(split, "macro", where, limit=limit, progress=True)  # nothing to do when built and current
+    try:
+        build_table(split, "macro", where, limit=limit, progress=True)  # nothing to do when built and current
+    except TableError:
+        if limit is None:  # the default table: the user's to replace (the message names --overwrite)
+            raise
+        build_table(split, "macro", where, limit=limit, progress=True, overwrite=True)  # this script's partial table
     return open_table(where)
 
 

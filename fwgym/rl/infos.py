@@ -32,7 +32,7 @@ from fwgym.rl.values import OBJECT as _OBJECT
 from fwgym.rl.values import (UnsupportedInfo, dumps_value, kind_key,
                               getter, same_value)
 
-__all__ = ["InfoStore", "UnsupportedInfo"]
+__all__ = ["InfoStore", "UnsupportedInfo", "record_slice", "record_part"]
 _DICT_CODE = 1  # the kind code of a dict node
 _CONST, _TYPED, _ARRAY, _OBJ, _MIXED = "const", "typed", "array", "object", "mixed"
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -63,6 +63,22 @@ class _Node:
         return self.table
 
 
+def record_slice(offset: int, dtype, shape: tuple) -> tuple:
+    """The slice of a packed record's field (byte ``offset``, ``dtype``, per-row ``shape``) for :func:`record_part`."""
+    dtype = np.dtype(dtype)
+    end = offset + dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    how = 1 if shape == () else 0 if len(shape) == 1 else 2
+    return offset, end, dtype, how, tuple(shape)
+
+
+def record_part(block: np.ndarray, part: tuple) -> np.ndarray:
+    """``(n, *shape)`` view of one field (:func:`record_slice`) of gathered packed records ``block`` (n, bytes)
+    uint8 (:func:`fwgym.rl.outcomes.format.pack_rows`)."""
+    off, end, dtype, how, shape = part
+    v = block[:, off:end].view(dtype)
+    return v if how == 0 else v[:, 0] if how == 1 else v.reshape(len(block), *shape)
+
+
 def _zeros(shape, dtype) -> np.ndarray:
     return np.full(shape, None, dtype=object) if np.dtype(dtype) == object else np.zeros(shape, dtype=dtype)
 
@@ -87,6 +103,7 @@ class InfoStore:
         #: ``"pattern"``, ``"table:<group>"``, ``"array:<node>"`` -> (byte offset, dtype, shape)); None when recording
         self.record: np.ndarray | None = None
         self.record_fields: dict[str, tuple[int, np.dtype, tuple]] = {}
+        self._slices: dict[str, tuple] = {}  # record_fields as record_slice()s
         self._widths: dict[str, int] = {}
         self._row_pattern = np.zeros(self._cap, dtype=np.int32)
         self._patterns = np.zeros((4, 8), dtype=np.uint8)  # (patterns, nodes) kind codes; pattern 0 = empty
@@ -361,7 +378,7 @@ class InfoStore:
 
         Raises:
             TypeError, ValueError, OverflowError: where ``_add_info`` raises (a mixed leaf whose value
-                does not fit the first env's array type).
+                does not fit the first env's array type); ValueError: a ``block`` for a store without a record.
         """
         rows = np.asarray(rows, dtype=np.int64)
         if only is not None:
@@ -369,7 +386,10 @@ class InfoStore:
         n = len(rows)
         if not n:
             return {}
-        if self.record is not None and block is None:
+        if self.record is None:
+            if block is not None:
+                raise ValueError("block: this InfoStore has no packed record (it records, or was loaded without one)")
+        elif block is None:
             block = self.record[rows]
         pids = self._row_pattern[rows] if block is None else self._part("pattern", rows, block)
         key: tuple[int | bytes, int, int]  # (the patterns in the batch, batch size, layout version)
@@ -387,9 +407,7 @@ class InfoStore:
     def _part(self, name: str, rows: np.ndarray, block: np.ndarray) -> np.ndarray:
         """``(n, *shape)``: part ``name`` (``"pattern"``, ``"table:<group>"``, ``"array:<node>"``) of the gathered
         records ``block`` of a record-backed store, a view of the block."""
-        off, dtype, shape = self.record_fields[name]
-        width = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-        return block[:, off: off + width].view(dtype).reshape(len(rows), *shape)
+        return record_part(block, self._slices[name])
 
     def _pattern_bits(self) -> np.ndarray:
         bits = self._bits

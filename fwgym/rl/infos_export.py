@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from fwgym.rl.infos import _ARRAY, _CONST, _MIXED, _OBJ, _TYPED, InfoStore, _Node
+from fwgym.rl.infos import _ARRAY, _CONST, _MIXED, _OBJ, _TYPED, InfoStore, _Node, record_slice
 from fwgym.rl.values import decode_value, dumps_value, encode_value, kind_from_json, kind_to_json
 
 __all__ = ["export_store", "load_store"]
@@ -104,6 +104,7 @@ def _attach_record(self: InfoStore, arrays: dict[str, np.ndarray], record: np.nd
                 a.__array_interface__["data"][0] != base + off or a.strides[0] != record.strides[0])):
             raise ValueError(f"{name} is not the record's field {fields[name]}")
     self.record, self.record_fields = record, {k: fields[k] for k in names}
+    self._slices = {k: record_slice(*f) for k, f in self.record_fields.items()}
 
 
 def _load_patterns(self: InfoStore, arrays: dict[str, np.ndarray], meta: dict, r: int) -> None:

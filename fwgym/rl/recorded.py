@@ -21,6 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
+from fwgym.rl.infos import record_part, record_slice
+
 __all__ = ["Outcomes"]
 
 _GUIDE_MAX = 1 << 22  # the largest guide table (4 M buckets, 16 MB of int32)
@@ -86,7 +88,7 @@ class Outcomes:
         self.fixed_first = k == len(self.fixed_pos)  # the usual layout: the fixed features first (a concatenation)
         self.recorded = {"cases": 0, "steps": 0}
         self.record: np.ndarray | None = None  # a table's packed records (rows, bytes) uint8 (gather)
-        self._fields: dict[str, tuple[int, np.dtype, tuple]] = {}
+        self._fields: dict[str, tuple] = {}  # record_slice()s of the parts a step slices from gathered records
         if table is not None:
             self._from_table(table, names)
             return
@@ -124,9 +126,9 @@ class Outcomes:
         self._obs = table.obs if vsel == list(range(nv)) else np.ascontiguousarray(table.obs[:, vsel])
         self.reward, self.terminated, self.truncated, self.masks = table.reward, table.terminated, table.truncated, table.masks
         self.record = table.record
-        self._fields = {k: table.record_fields[k] for k in ("reward", "terminated", "truncated")}
-        if self._obs is table.obs:  # every varying feature, in the table's order: sliced from the gathered records
-            self._fields["obs"] = table.record_fields["obs"]
+        wanted = ("reward", "terminated", "truncated") + (("obs",) if self._obs is table.obs else ())  # obs: every
+        # varying feature in the table's order, sliced from the gathered records (else a selection of its columns)
+        self._fields = {k: record_slice(*table.record_fields[k]) for k in wanted}
         self.infos = table.infos
         self._info_row = None  # table rows are info rows
         self._slot_of_case = np.array([table.slot[c.case_id] for c in self.cases], dtype=np.int64)
@@ -289,9 +291,7 @@ class Outcomes:
         return None if self.record is None else self.record[rows]
 
     def _part(self, name: str, block: np.ndarray) -> np.ndarray:
-        off, dtype, shape = self._fields[name]
-        width = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-        return block[:, off: off + width].view(dtype).reshape(len(block), *shape)
+        return record_part(block, self._fields[name])
 
     def outcome(self, rows: np.ndarray, block: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(reward (n,) float64, terminated, truncated (n,) bool)`` of ``rows``, fresh arrays; ``block``:

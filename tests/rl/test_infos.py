@@ -144,3 +144,10 @@ def test_encode_value_refuses_what_it_cannot_restore():
             encode_value(value)
     with pytest.raises(ValueError):
         decode_value({"__t": "pickle", "v": "..."})
+
+
+def test_a_block_needs_a_record_backed_store():
+    store = InfoStore(capacity=2)
+    store.add({"x": 1})
+    with pytest.raises(ValueError, match="no packed record"):
+        store.batch(np.array([1]), block=np.zeros((1, 8), dtype=np.uint8))

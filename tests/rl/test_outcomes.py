@@ -25,7 +25,7 @@ from fwgym.rl.outcomes import identity as identity_module
 from fwgym.rl.outcomes import read as read_module
 from fwgym.rl.table_env import TableMacroEnv
 from fwgym.rl.vector import MacroVectorEnv
-from vector_checks import assert_same
+from vector_checks import assert_same, reference_batch
 
 ID = "FWBench-RL-Macro-v0"
 LIMIT = 8  # dev cases per domain in the test table
@@ -290,3 +290,49 @@ def test_every_module_an_episode_runs_is_in_the_table_fingerprint():
         if not covered:
             missing.append(rel)
     assert missing == [], f"modules an RL episode runs that no table fingerprint covers: {missing}"
+
+
+def test_a_table_of_another_format_version_is_stale_and_rebuilt(table_path, tmp_path, monkeypatch):
+    """A table written by format version 1 (column-major info tables, no packed record) is never read: given by path
+    it is refused, as the default table it is said once and the env plays live, and a build over it needs
+    --overwrite, then writes the current version."""
+    ids = open_table(table_path).case_ids
+    env = make_rl_env(split="dev", case_ids=ids, outcome_table=False)
+    identity = identity_module.table_identity("macro", env)
+    root = tmp_path / "root"
+    old = table_dir(root, identity)
+    shutil.copytree(table_path, old)
+    doc = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps({**doc, "format_version": 1}))
+    with pytest.raises(TableStale, match="format version 1; this fwgym reads version 2; rebuild it: fwgym rl build "
+                                         "--split dev --variant macro --overwrite"):
+        OutcomeTable(old)
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(root))
+    with pytest.warns(OutcomeTableHint, match="format version 1"):
+        env = make_rl_env(split="dev", case_ids=ids)
+    assert type(env).__name__ == "MacroActionWrapper"
+    with pytest.raises(TableError, match="format version \\(1; this fwgym writes 2\\)"):
+        build_table("dev", "macro", old, limit=LIMIT, chunk_size=5, progress=False)
+    build_table("dev", "macro", old, limit=LIMIT, chunk_size=5, progress=False, overwrite=True)
+    assert json.loads((old / "manifest.json").read_text())["format_version"] == 2
+    assert isinstance(make_rl_env(split="dev", case_ids=ids), TableMacroEnv)
+
+
+def test_rows_are_one_aligned_packed_record_each(table_path):
+    """rows.arrow is one fixed-size record per row; every part is an aligned, read-only view of it, and each row's
+    record holds exactly that row's values (what the vector env slices out of one gather per env)."""
+    table = OutcomeTable(table_path)
+    rec, fields = table.record, table.record_fields
+    assert rec.dtype == np.uint8 and rec.shape[0] == len(table.reward) and rec.shape[1] % 8 == 0
+    assert {"obs", "reward", "terminated", "truncated", "mask", "info_pattern"} <= set(fields)
+    for part in (table.obs, table.reward, table.masks, table.infos._row_pattern, *table.infos._tables.values()):
+        assert part.flags.aligned and not part.flags.writeable
+    rows = np.array([5, 1, 27, 5, 200], dtype=np.int64)
+    block = rec[rows]
+    off, dtype, shape = fields["reward"]
+    assert np.array_equal(block[:, off: off + 8].view(dtype)[:, 0], table.reward[rows])
+    records = [table.infos.row_dict(r) for r in range(1, int(rows.max()) + 1)]
+    for got in (table.infos.batch(rows), table.infos.batch(rows, block=block)):  # gymnasium's _add_info of the rows
+        assert_same(got, reference_batch(records, rows))
+    assert table.infos.batch(rows, block=block)["S"].flags.c_contiguous  # fresh arrays, as SyncVectorEnv's
+    assert not np.shares_memory(table.infos.batch(rows, block=block)["S"], block)

@@ -73,3 +73,26 @@ def test_a_rehashed_edit_of_an_info_value_is_caught(table_path, tmp_path):
 
     got = recompute_cases(_forged(table_path, tmp_path, "pool.arrow", edit), 4, np.random.default_rng(2))
     assert got["different"] and all(d["fields"] == ["info"] for d in got["different"])
+
+
+def test_pack_rows_round_trips_and_refuses_malformed_fields():
+    from fwgym.rl.outcomes.format import pack_rows
+
+    cols = {"flag": np.array([True, False, True]), "x": np.arange(3, dtype=np.float64) - 0.5,
+            "m": np.arange(6, dtype=np.int32).reshape(3, 2), "f": np.array([1.5, -0.0, np.nan], dtype=np.float32),
+            "empty": np.zeros((3, 0), dtype=np.int64)}
+    record, fields = pack_rows(cols)
+    assert record.shape == (3, 24)  # 8 + 2*4 + 4 + 1 = 21 bytes, padded to 24
+    assert [f[0] for f in fields][:2] == ["x", "empty"]  # by decreasing alignment: every field aligned
+    back = unpack_rows(record, fields)
+    for k, v in cols.items():
+        assert back[k].dtype == v.dtype and back[k].shape == v.shape and back[k].tobytes() == v.tobytes()
+    assert np.shares_memory(back["x"], record)
+    for bad in ([["x", 0, "<f8", []], ["y", 4, "<f4", []]],  # overlap
+                [["x", 20, "<f8", []]],  # outside the record
+                [["x", 4, "<f8", []]],  # misaligned
+                [["o", 0, "|O", []]], [["x", 0, "<f8", []], ["x", 8, "<f8", []]]):
+        with pytest.raises(ValueError):
+            unpack_rows(record, bad)
+    with pytest.raises(ValueError, match="different row counts"):
+        pack_rows({"a": np.zeros(2), "b": np.zeros(3)})

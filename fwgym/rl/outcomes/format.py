@@ -260,17 +260,17 @@ def pack_rows(columns: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[list]
     if any(a.dtype.hasobject or a.ndim == 0 for _, a in items):
         raise ValueError("a column has an object dtype or no rows axis")
     n = rows.pop() if rows else 0
-    fields, off = [], 0
-    for name, a in sorted(items, key=lambda kv: -kv[1].dtype.alignment):
-        fields.append([name, off, a.dtype.str, list(a.shape[1:])])
+    items.sort(key=lambda kv: -kv[1].dtype.alignment)
+    offsets, off = [], 0
+    for _, a in items:
+        offsets.append(off)
         off += a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
-    width = max(-(-off // 8) * 8, 8)
-    record = np.zeros((n, width), dtype=np.uint8)
-    for (name, a), (_, o, _, _) in zip(sorted(items, key=lambda kv: -kv[1].dtype.alignment), fields):
+    record = np.zeros((n, max(-(-off // 8) * 8, 8)), dtype=np.uint8)
+    for (_, a), o in zip(items, offsets):
         w = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
         if w:
             record[:, o: o + w] = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8).reshape(n, w)
-    return record, fields
+    return record, [[name, o, a.dtype.str, list(a.shape[1:])] for (name, a), o in zip(items, offsets)]
 
 
 def unpack_rows(record: np.ndarray, fields: Sequence) -> dict[str, np.ndarray]:
