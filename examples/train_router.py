@@ -5,7 +5,7 @@ outcome table (``fwgym rl build --split train``, :mod:`fwgym.rl.outcomes`) holds
 train case, so the router is trained on the exact bandit objective, the expected S of its softmax choice
 (cost-sensitive classification), in seconds rather than PPO's hours. Run from the repository root::
 
-    fwgym rl build --split train --workers 2 && fwgym rl build --split dev   # once (train: 9 min on 2 cores, 921 MB)
+    fwgym rl build --split train --workers 2 && fwgym rl build --split dev   # once (train: 9 min on 2 cores, 934 MB)
     python examples/train_router.py                                # ~5-10 min on 2 busy cores
     python examples/train_router.py --quick                        # smoke run (small tables, a few test cases)
 
