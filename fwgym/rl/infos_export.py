@@ -100,7 +100,7 @@ def _attach_record(self: InfoStore, arrays: dict[str, np.ndarray], record: np.nd
         if name not in fields:
             raise ValueError(f"the record has no field for {name}")
         off, dtype, shape = fields[name]
-        if a.dtype != dtype or a.shape != (self.rows, *shape) or (self.rows and (
+        if a.dtype != dtype or a.shape != (self.rows, *shape) or (self.rows and a[0].nbytes and (
                 a.__array_interface__["data"][0] != base + off or a.strides[0] != record.strides[0])):
             raise ValueError(f"{name} is not the record's field {fields[name]}")
     self.record, self.record_fields = record, {k: fields[k] for k in names}
