@@ -336,3 +336,57 @@ def test_rows_are_one_aligned_packed_record_each(table_path):
         assert_same(got, reference_batch(records, rows))
     assert table.infos.batch(rows, block=block)["S"].flags.c_contiguous  # fresh arrays, as SyncVectorEnv's
     assert not np.shares_memory(table.infos.batch(rows, block=block)["S"], block)
+
+
+def _forge_record(src: Path, dst: Path, edit_columns=None, edit_fields=None) -> Path:
+    """A copy of table ``src`` whose packed records are rewritten (columns, then the field list edited) and re-hashed:
+    what an edit that keeps every sha256 consistent looks like."""
+    from fwgym.rl.outcomes.format import pack_rows, read_arrow, unpack_rows, write_arrow
+
+    shutil.copytree(src, dst)
+    doc = json.loads((dst / "manifest.json").read_text())
+    rec = read_arrow(dst / "rows.arrow", doc["files"]["rows.arrow"])["record"]
+    columns = {k: np.array(v) for k, v in unpack_rows(rec, doc["layout"]["record"]).items()}
+    if edit_columns:
+        edit_columns(columns)
+    rec, fields = pack_rows(columns)
+    doc["files"]["rows.arrow"] = write_arrow(dst / "rows.arrow", {"record": rec})
+    doc["layout"]["record"] = edit_fields(fields) if edit_fields else fields
+    (dst / "manifest.json").write_text(json.dumps(doc))
+    return dst
+
+
+def test_a_forged_record_layout_is_refused_when_opened(table_path, tmp_path):
+    """A re-hashed table whose record fields are of another dtype or shape than the build writes, malformed or
+    overlapping, is refused with TableError when opened, not read (an int64 info pattern of 2**32 + 1 passed the
+    store's range check as its int32 cast, 1, then a batch read the field itself: IndexError)."""
+    def wide_pattern(c):
+        c["info_pattern"] = c["info_pattern"].astype(np.int64) + np.where(np.arange(len(c["info_pattern"])) == 5, 1 << 32, 0)
+
+    def hidden_overlap(fields):  # terminated moved into reward's bytes, an empty field between them
+        off = {f[0]: f[1] for f in fields}
+        return [[f[0], off["reward"] + 4 if f[0] == "terminated" else f[1], f[2], f[3]] for f in fields] + \
+            [["empty", off["reward"] + 1, "|u1", [0]]]
+
+    cases = {"pattern": ({"edit_columns": wide_pattern}, "info_pattern is int64"),
+             "reward": ({"edit_columns": lambda c: c.__setitem__("reward", c["reward"].astype(np.float32))}, "reward is float32"),
+             "terminated": ({"edit_columns": lambda c: c.__setitem__("terminated", c["terminated"].astype(np.uint8))},
+                            "terminated is uint8"),
+             "short": ({"edit_fields": lambda f: f + [["x", 0]]}, "malformed \\(IndexError"),
+             "huge": ({"edit_fields": lambda f: f + [["x", 0, "|u1", [2 ** 64]]]}, "malformed \\(OverflowError"),
+             "overlap": ({"edit_fields": hidden_overlap}, "reward and terminated overlap")}
+    for name, (kw, match) in cases.items():
+        with pytest.raises(TableError, match=match):
+            OutcomeTable(_forge_record(table_path, tmp_path / name, **kw))
+
+
+def test_unpack_rows_refuses_an_overlap_behind_an_empty_field():
+    from fwgym.rl.outcomes.format import unpack_rows
+
+    record = np.zeros((3, 16), dtype=np.uint8)
+    with pytest.raises(ValueError, match="a and b overlap"):
+        unpack_rows(record, [["a", 0, "<i4", [4]], ["z", 4, "<i4", [0]], ["b", 8, "<i4", []]])
+    with pytest.raises(ValueError, match="malformed"):
+        unpack_rows(record, [["a", 0, "nope", []]])
+    got = unpack_rows(record, [["a", 0, "<i4", [2]], ["z", 4, "<i4", [0]], ["b", 8, "<i4", []]])  # adjacent, fine
+    assert got["a"].shape == (3, 2) and got["z"].shape == (3, 0) and got["b"].shape == (3,)

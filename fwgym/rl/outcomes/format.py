@@ -287,17 +287,22 @@ def unpack_rows(record: np.ndarray, fields: Sequence) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     spans = []
     for field in fields:
-        name, off, dtype, shape = str(field[0]), int(field[1]), np.dtype(field[2]), tuple(int(d) for d in field[3])
-        if dtype.hasobject or name in out or any(d < 0 for d in shape):
-            raise ValueError(f"record field {field!r}: object dtype, repeated name or negative shape")
-        w = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        try:
+            name, off, dtype, shape = str(field[0]), int(field[1]), np.dtype(field[2]), tuple(int(d) for d in field[3])
+            if dtype.hasobject or name in out or any(d < 0 for d in shape):
+                raise ValueError("object dtype, repeated name or negative shape")
+            w = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        except (IndexError, TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"record field {field!r} is malformed ({type(exc).__name__}: {exc})") from None
         if off < 0 or off + w > width or off % dtype.alignment:
             raise ValueError(f"record field {field!r} is outside the {width}-byte record or misaligned")
         spans.append((off, off + w, name))
         out[name] = (record[:, off: off + w].view(dtype).reshape(n, *shape) if w else
                      np.zeros((n, *shape), dtype=dtype))
-    spans.sort()
-    for (a0, a1, a), (b0, b1, b) in zip(spans, spans[1:]):
-        if b0 < a1 and a1 > a0 and b1 > b0:
-            raise ValueError(f"record fields {a} and {b} overlap")
+    end, last = 0, None  # a sweep over the non-empty spans (an empty one between two must not hide their overlap)
+    for b0, b1, b in sorted(s for s in spans if s[1] > s[0]):
+        if b0 < end:
+            raise ValueError(f"record fields {last} and {b} overlap")
+        if b1 > end:
+            end, last = b1, b
     return out

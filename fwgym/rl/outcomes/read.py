@@ -70,9 +70,14 @@ class OutcomeTable:
                 raise ValueError("the case list does not match the layout")
             if not isinstance(record, np.ndarray) or record.ndim != 2 or record.shape[0] != R:
                 raise ValueError("rows.arrow has no record column of one record per row")
-            self.record, self.record_fields = record, {str(f[0]): (int(f[1]), np.dtype(f[2]), tuple(f[3]))
+            rows = unpack_rows(record, layout["record"])  # first: it refuses a malformed field list
+            self.record, self.record_fields = record, {str(f[0]): (int(f[1]), np.dtype(f[2]), tuple(int(d) for d in f[3]))
                                                        for f in layout["record"]}
-            rows = unpack_rows(record, layout["record"])
+            want = {"reward": (np.float64, (R,)), "terminated": (np.bool_, (R,)), "truncated": (np.bool_, (R,)),
+                    "mask": (np.bool_, (R, E)), "info_pattern": (np.int32, (R,))}
+            for k, (dt, shape) in want.items():  # what the build writes (the store reads the pattern field as is)
+                if rows[k].dtype != dt or rows[k].shape != shape:
+                    raise ValueError(f"record field {k} is {rows[k].dtype} {rows[k].shape}, expected {np.dtype(dt)} {shape}")
             self.reset_obs = cases["reset_obs"]
             self.fixed_obs = self.reset_obs[:, : self.n_fixed]
             self.obs, self.reward = rows["obs"], rows["reward"]
