@@ -16,7 +16,8 @@ table), ``object`` (strings, lists, ``None``: an int32 code into the pool of dis
 ``mixed`` (values of several kinds, ``1`` and ``2.5``: in the pool with their exact types, batched env by env with
 ``_add_info``'s own assignment, so a value that does not fit the first env's array type raises as it does there).
 
-Pool values are shared between rows and steps: read them, do not mutate them. Keys of a batched dict come in the
+Pool values are shared between rows; a batch hands out copies of the mutable ones (lists, dicts, arrays), so a
+caller changing a value it got changes no later batch. Keys of a batched dict come in the
 store's node order, not in first-appearance order over the envs (dicts compare equal either way). Persistence
 (:meth:`InfoStore.export`, :meth:`InfoStore.from_export`; the outcome tables of :mod:`fwgym.rl.outcomes`): the
 tables as arrays, nodes, patterns and leaf states as JSON, the pool as tagged JSON (:mod:`fwgym.rl.values`: exact
@@ -24,6 +25,8 @@ types and float bits; never pickle, so loading a table runs no code).
 """
 from __future__ import annotations
 
+import copy
+import operator
 from typing import Any
 
 import numpy as np
@@ -79,6 +82,34 @@ def record_part(block: np.ndarray, part: tuple) -> np.ndarray:
     return v if how == 0 else v[:, 0] if how == 1 else v.reshape(len(block), *shape)
 
 
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _copy_kind(value) -> int:
+    """How a pool value is handed out fresh: 0 as it is (immutable: None, numbers, strings, NumPy scalars, tuples of
+    those; or an object the pool keeps by identity), 1 by ``.copy()`` (an ndarray, a list or dict of immutables),
+    2 by ``copy.deepcopy``."""
+    t = type(value)
+    if t in _IMMUTABLE or isinstance(value, np.generic):
+        return 0
+    if t is np.ndarray:
+        return 1
+    if t is list or t is dict:
+        items = value.values() if t is dict else value
+        return 1 if all(type(x) in _IMMUTABLE or isinstance(x, np.generic) for x in items) else 2
+    if t is tuple:
+        return 0 if all(_copy_kind(x) == 0 for x in value) else 2
+    return 0
+
+
+def _fresh(value, kind):
+    return value if not kind else value.copy() if kind == 1 else copy.deepcopy(value)
+
+
+_SHALLOW = np.frompyfunc(operator.methodcaller("copy"), 1, 1)  # kind 1, without a Python frame per value
+_DEEP = np.frompyfunc(copy.deepcopy, 1, 1)
+
+
 def _zeros(shape, dtype) -> np.ndarray:
     return np.full(shape, None, dtype=object) if np.dtype(dtype) == object else np.zeros(shape, dtype=dtype)
 
@@ -110,6 +141,7 @@ class InfoStore:
         self._pattern_id: dict[bytes, int] = {b"": 0}
         self.n_patterns = 1
         self._pool = np.empty(64, dtype=object)  # distinct object values; code 0 = None
+        self._pool_kind = np.zeros(64, dtype=np.int8)  # per pool value its _copy_kind: lists are handed out as copies
         self._pool_size = 1
         self._pool_index: dict = {}
         self._layout = 0  # bumped whenever a node or a leaf's storage changes (compiled batch plans are dropped)
@@ -329,7 +361,9 @@ class InfoStore:
                 pool = np.empty(2 * len(self._pool), dtype=object)
                 pool[: len(self._pool)] = self._pool[: len(self._pool)]
                 self._pool = pool
+                self._pool_kind = np.concatenate([self._pool_kind, np.zeros(len(self._pool_kind), dtype=np.int8)])
             self._pool[code] = value
+            self._pool_kind[code] = _copy_kind(value)
             self._pool_size += 1
             self._pool_index[key] = code
         return code
@@ -455,13 +489,15 @@ class InfoStore:
             width = self._tables[g].shape[1] if cols else 0
             # the rows' whole (n, width) block is read (row-major: side by side), then its columns, transposed
             pick = None if cols == list(range(width)) else np.array(cols, dtype=np.int64)
-            ctab = None
+            ctab = ckind = None
             if consts:  # per pattern: the constant where the pattern has the leaf, 0 / None elsewhere
                 ctab = _zeros((len(consts), P), object if g == "codes" else np.dtype(g))
+                ckind = np.zeros((len(consts), P), dtype=np.int8)
                 for i, nd in enumerate(consts):
                     for p in np.flatnonzero(present[:, nd.index]).tolist():
-                        ctab[i, p] = nd.const
-            gathers.append((g, bool(cols), pick, ctab))
+                        ctab[i, p], ckind[i, p] = nd.const, _copy_kind(nd.const) if g == "codes" else 0
+                ckind = ckind if ckind.any() else None
+            gathers.append((g, bool(cols), pick, ctab, ckind))
             for nd in cols_of + consts:
                 slot[nd.index] = pos
                 pos += 1
@@ -493,13 +529,13 @@ class InfoStore:
         masks = list(present_t[:, pids])
         vals: list = []
         pool = self._pool
-        for g, has_cols, pick, ctab in gathers:
+        for g, has_cols, pick, ctab, ckind in gathers:
             if has_cols:
                 part = self._tables[g][rows] if block is None else self._part("table:" + g, rows, block)  # (n, width)
                 cols = part.T.copy() if pick is None else part.T[pick]  # (k, n), contiguous: one array per leaf
-                vals += list(pool.take(cols)) if g == "codes" else list(cols)
+                vals += list(_handed_out(pool.take(cols), self._pool_kind.take(cols)) if g == "codes" else cols)
             if ctab is not None:
-                vals += list(ctab[:, pids])
+                vals += list(ctab[:, pids] if ckind is None else _handed_out(ctab[:, pids], ckind[:, pids]))
         for t, per_pattern in atabs:
             if per_pattern:
                 vals.append(t[pids])
@@ -533,5 +569,19 @@ class InfoStore:
             array = np.zeros(n, dtype=kind)
         codes = self._tables["codes"][rows, node.column]
         for i in envs.tolist():
-            array[i] = self._pool[codes[i]]
+            array[i] = _fresh(self._pool[codes[i]], self._pool_kind[codes[i]])
         return array
+
+
+def _handed_out(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """``values`` (an object array) with every mutable pool value replaced by a copy (``kinds``: their
+    :func:`_copy_kind`), so that a caller changing a list it got changes no later batch."""
+    if kinds.any():
+        values = np.ascontiguousarray(values)  # a fancy index over the second axis may be laid out in F order
+        flat, k = values.reshape(-1), kinds.reshape(-1)
+        idx = np.flatnonzero(k == 1)
+        flat[idx] = _SHALLOW(flat[idx])
+        if len(idx) < len(k) and (k == 2).any():
+            deep = np.flatnonzero(k == 2)
+            flat[deep] = _DEEP(flat[deep])
+    return values

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from fwgym.rl.infos import _ARRAY, _CONST, _MIXED, _OBJ, _TYPED, InfoStore, _Node, record_slice
+from fwgym.rl.infos import _ARRAY, _CONST, _MIXED, _OBJ, _TYPED, InfoStore, _copy_kind, _Node, record_slice
 from fwgym.rl.values import decode_value, dumps_value, encode_value, kind_from_json, kind_to_json
 
 __all__ = ["export_store", "load_store"]
@@ -70,6 +70,7 @@ def load_store(arrays: dict[str, np.ndarray], meta: dict, pool: list[str],
         for i, text in enumerate(pool, start=1):
             values[i] = decode_value(json.loads(text))
         self._pool, self._pool_size = values, len(values)
+        self._pool_kind = np.fromiter((_copy_kind(v) for v in values), dtype=np.int8, count=len(values))
         _load_tables(self, arrays, r, len(values))
         for i, d in enumerate(meta["nodes"]):
             _load_node(self, i, d, arrays, r)

@@ -151,3 +151,30 @@ def test_a_block_needs_a_record_backed_store():
     store.add({"x": 1})
     with pytest.raises(ValueError, match="no packed record"):
         store.batch(np.array([1]), block=np.zeros((1, 8), dtype=np.uint8))
+
+
+def test_a_caller_changing_a_value_it_got_changes_no_later_batch():
+    """Lists, nested lists, tuples holding lists and arrays in object leaves come out as copies (as each
+    SyncVectorEnv step builds new ones); immutable values are shared."""
+    records = [{"levels": [1.0, 2.0], "deep": [[1], 2], "t": ([1],), "c": [7], "m": np.arange(2) if i else "s",
+                "s": "a"} for i in range(3)]
+    records[2]["levels"] = [3.0]
+    store = InfoStore(capacity=2)
+    for r in records:
+        store.add(r)
+    for s in (store, roundtrip(store)):
+        rows = np.array([1, 2, 3, 3])
+        first = s.batch(rows)
+        for key in ("levels", "deep", "t", "c", "m"):
+            for v in first[key]:
+                if isinstance(v, tuple):
+                    v[0].append("X")
+                elif isinstance(v, np.ndarray):
+                    v[:] = 9
+                elif isinstance(v, list):
+                    v.append("X")
+                    if isinstance(v[0], list):
+                        v[0].append("X")
+        assert first["levels"][2] is not first["levels"][3]
+        assert_same(s.batch(rows), reference_batch(records, rows))
+        assert first["s"][0] is s.batch(rows)["s"][0]  # strings are shared
