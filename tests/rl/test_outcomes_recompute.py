@@ -96,3 +96,9 @@ def test_pack_rows_round_trips_and_refuses_malformed_fields():
             unpack_rows(record, bad)
     with pytest.raises(ValueError, match="different row counts"):
         pack_rows({"a": np.zeros(2), "b": np.zeros(3)})
+    with pytest.raises(ValueError, match="structured"):  # dtype.str would not name its fields
+        pack_rows({"s": np.zeros(2, dtype=[("x", "i4")])})
+    wide, wide_fields = pack_rows({"l": np.arange(3, dtype=np.longdouble), "b": np.ones(3, dtype=bool)})
+    assert wide.shape[1] % np.dtype(np.longdouble).alignment == 0 and unpack_rows(wide, wide_fields)["l"].flags.aligned
+    empty, empty_fields = pack_rows({"a": np.zeros((0, 3)), "b": np.zeros(0, dtype=bool)})
+    assert empty.shape == (0, 32) and unpack_rows(empty, empty_fields)["a"].shape == (0, 3)

@@ -247,29 +247,33 @@ def table_dir(root: Path, identity: Mapping) -> Path:
 def pack_rows(columns: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
     """One packed record per row of ``columns`` (each an array of ``rows`` rows, any fixed shape and non-object
     dtype): ``(record (rows, bytes) uint8, fields)``, ``fields`` one ``[name, byte offset, dtype str, shape]`` per
-    column. Columns are laid out by decreasing item size and the record is padded to a multiple of 8 bytes, so every
-    field of every row is aligned to its item size; :func:`unpack_rows` gives the columns back as views.
+    column. Columns are laid out by decreasing alignment and the record is padded to a multiple of the largest
+    alignment (at least 8 bytes), so every field of every row is aligned; :func:`unpack_rows` gives the columns back
+    as views.
 
     Raises:
-        ValueError: columns of different row counts, or an object dtype.
+        ValueError: columns of different row counts, an object dtype, or a structured / sub-array dtype (its
+            ``dtype.str`` would not name it).
     """
     items = [(name, np.asarray(a)) for name, a in columns.items()]
     rows = {len(a) for _, a in items}
     if len(rows) > 1:
         raise ValueError(f"columns of different row counts: {sorted(rows)}")
-    if any(a.dtype.hasobject or a.ndim == 0 for _, a in items):
-        raise ValueError("a column has an object dtype or no rows axis")
+    if any(a.dtype.hasobject or a.ndim == 0 or a.dtype.fields is not None or a.dtype.subdtype is not None
+           for _, a in items):
+        raise ValueError("a column has an object, structured or sub-array dtype, or no rows axis")
     n = rows.pop() if rows else 0
     items.sort(key=lambda kv: -kv[1].dtype.alignment)
     offsets, off = [], 0
     for _, a in items:
         offsets.append(off)
         off += a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
-    record = np.zeros((n, max(-(-off // 8) * 8, 8)), dtype=np.uint8)
+    align = max([8] + [a.dtype.alignment for _, a in items])
+    record = np.zeros((n, max(-(-off // align) * align, align)), dtype=np.uint8)
     for (_, a), o in zip(items, offsets):
         w = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
         if w:
-            record[:, o: o + w] = np.ascontiguousarray(a).reshape(n, -1).view(np.uint8).reshape(n, w)
+            record[:, o: o + w] = np.ascontiguousarray(a).view(np.uint8).reshape(n, w)
     return record, [[name, o, a.dtype.str, list(a.shape[1:])] for (name, a), o in zip(items, offsets)]
 
 
