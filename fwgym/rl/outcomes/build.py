@@ -206,7 +206,7 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     state = json.loads((parts / PROGRESS).read_text()) if (parts / PROGRESS).exists() else None
     if state is not None and {k: state.get(k) for k in key} != key:
         if not overwrite:
-            raise TableError(f"{parts} holds a partial build of another table (fingerprint, cases or chunk size); pass "
+            raise TableError(f"{parts} holds a partial build of another table (fingerprint, cases, chunk size or format version); pass "
                              "overwrite=True (--overwrite) to start over")
         shutil.rmtree(parts)
         state = None
