@@ -526,7 +526,7 @@ class InfoStore:
 
     def _run(self, plan: tuple, rows: np.ndarray, pids: np.ndarray, block: np.ndarray | None) -> dict:
         gathers, atabs, mixed, size, dicts, present_t = plan
-        masks = list(present_t[:, pids])
+        masks = list(np.ascontiguousarray(present_t[:, pids]))  # a gather over axis 1 may come out in F order
         vals: list = []
         pool = self._pool
         for g, has_cols, pick, ctab, ckind in gathers:
@@ -535,7 +535,8 @@ class InfoStore:
                 cols = part.T.copy() if pick is None else part.T[pick]  # (k, n), contiguous: one array per leaf
                 vals += list(_handed_out(pool.take(cols), self._pool_kind.take(cols)) if g == "codes" else cols)
             if ctab is not None:
-                vals += list(ctab[:, pids] if ckind is None else _handed_out(ctab[:, pids], ckind[:, pids]))
+                consts = np.ascontiguousarray(ctab[:, pids])  # (k, n): one contiguous array per leaf, as SyncVectorEnv's
+                vals += list(consts if ckind is None else _handed_out(consts, ckind[:, pids]))
         for t, per_pattern in atabs:
             if per_pattern:
                 vals.append(t[pids])

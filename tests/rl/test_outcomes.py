@@ -334,7 +334,10 @@ def test_rows_are_one_aligned_packed_record_each(table_path):
     records = [table.infos.row_dict(r) for r in range(1, int(rows.max()) + 1)]
     for got in (table.infos.batch(rows), table.infos.batch(rows, block=block)):  # gymnasium's _add_info of the rows
         assert_same(got, reference_batch(records, rows))
-    assert table.infos.batch(rows, block=block)["S"].flags.c_contiguous  # fresh arrays, as SyncVectorEnv's
+    def arrays(d):
+        return [a for v in d.values() for a in (arrays(v) if isinstance(v, dict) else [v])]
+
+    assert all(a.flags.c_contiguous for a in arrays(table.infos.batch(rows, block=block)))  # as SyncVectorEnv's
     assert not np.shares_memory(table.infos.batch(rows, block=block)["S"], block)
 
 
