@@ -130,11 +130,10 @@ class InfoStore:
         self._kinds: list = [None, "dict"]  # code -> kind key (0 absent, 1 dict)
         self._kind_code: dict = {}
         self._tables: dict[str, np.ndarray] = {}  # group -> (rows, columns): row-major
-        #: an outcome table's packed row record (rows, bytes) uint8 and where each part lives in it (``record_fields``:
-        #: ``"pattern"``, ``"table:<group>"``, ``"array:<node>"`` -> (byte offset, dtype, shape)); None when recording
+        #: an outcome table's packed row record (rows, bytes) uint8; None when recording. ``_slices``: where each part
+        #: lives in it (``"pattern"``, ``"table:<group>"``, ``"array:<node>"`` -> :func:`record_slice`)
         self.record: np.ndarray | None = None
-        self.record_fields: dict[str, tuple[int, np.dtype, tuple]] = {}
-        self._slices: dict[str, tuple] = {}  # record_fields as record_slice()s
+        self._slices: dict[str, tuple] = {}
         self._widths: dict[str, int] = {}
         self._row_pattern = np.zeros(self._cap, dtype=np.int32)
         self._patterns = np.zeros((4, 8), dtype=np.uint8)  # (patterns, nodes) kind codes; pattern 0 = empty

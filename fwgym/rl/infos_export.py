@@ -104,8 +104,7 @@ def _attach_record(self: InfoStore, arrays: dict[str, np.ndarray], record: np.nd
         if a.dtype != dtype or a.shape != (self.rows, *shape) or (self.rows and a[0].nbytes and (
                 a.__array_interface__["data"][0] != base + off or a.strides[0] != record.strides[0])):
             raise ValueError(f"{name} is not the record's field {fields[name]}")
-    self.record, self.record_fields = record, {k: fields[k] for k in names}
-    self._slices = {k: record_slice(*f) for k, f in self.record_fields.items()}
+    self.record, self._slices = record, {k: record_slice(*fields[k]) for k in names}
 
 
 def _load_patterns(self: InfoStore, arrays: dict[str, np.ndarray], meta: dict, r: int) -> None:
