@@ -17,10 +17,10 @@ from pathlib import Path
 
 from fwgym.cli.args import (add_backend_arguments, add_output_argument, add_progress_argument, add_recompute_arguments,
                             add_split_argument, positive_int)
+from fwgym.forecasters.registry import POOLS
 
 NAME = "rl"
 HELP = "build, verify or list the RL envs' outcome tables (precomputed macro outcomes read at training time)"
-POOLS = ("protocol", "extended")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -33,8 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_split_argument(what, required=True, help="the split whose cases are played (train for training)")
     what.add_argument("--variant", choices=("macro", "sequential"), default="macro",
                       help="macro (FWBench-RL-Macro-v0, default) or sequential (the first step of each sequential entry)")
-    what.add_argument("--pool", choices=POOLS, default="protocol",
-                      help="forecast pool of the env: protocol (default, the RL ids') or extended (+ statsmodels models)")
+    what.add_argument("--pool", choices=tuple(POOLS), default="protocol",
+                      help="forecast pool of the env: protocol (default, the RL ids'), extended (+ statsmodels models) "
+                           "or no_tsfm (the priced classical forecaster only)")
     what.add_argument("--limit", type=positive_int, default=None, help="at most N cases per domain (a partial table)")
     out = b.add_argument_group("output")
     add_output_argument(out, metavar="DIR", default=None,
@@ -60,11 +61,7 @@ def run(args) -> int:
 
 
 def _env_kwargs(pool: str) -> dict:
-    if pool == "extended":
-        from fwgym.forecasters.registry import EXTENDED_MODELS
-
-        return {"models": list(EXTENDED_MODELS)}
-    return {}
+    return {} if pool == "protocol" else {"models": list(POOLS[pool])}
 
 
 def _build(args) -> int:

@@ -29,8 +29,8 @@ termination resets that sub-env, ignores its action and returns its reset observ
 episode.
 
 **Infos** are Gymnasium's batched dicts (``info[key]`` an array over envs plus the ``info["_key"]`` mask, nested
-dicts batched recursively; :class:`fwgym.rl.infos.InfoStore`). Object-valued entries (strings, lists such as
-``levels``) are the recorded objects, shared between steps: read them, do not mutate them. ``infos=False`` returns
+dicts batched recursively; :class:`fwgym.rl.infos.InfoStore`). Every array, and every mutable value in an
+object array (the ``levels`` lists), is a fresh copy: changing one changes no later step. ``infos=False`` returns
 ``{}`` instead (as ``CartPoleVectorEnv`` does; under same-step autoreset only ``final_obs``).
 """
 from __future__ import annotations

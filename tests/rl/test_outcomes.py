@@ -156,9 +156,31 @@ def test_a_stale_or_foreign_table_is_refused(table_path, tmp_path, monkeypatch):
         make_rl_env(split="dev", case_ids=ids)
 
 
+def test_the_rebuild_command_names_pool_limit_and_directory(tmp_path, monkeypatch):
+    """The command a stale, partial or missing table's message gives rebuilds that very table: its pool (a pool the
+    command line cannot name is said), its --limit, its directory when not the default one."""
+    from fwgym.forecasters.registry import EXTENDED_MODELS, NO_TSFM_MODELS, PRICED_MODELS
+    from fwgym.rl.outcomes.format import build_command
+
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(tmp_path / "root"))
+    ident = {"variant": "macro", "split": "train", "models": list(PRICED_MODELS), "budget": 113726}
+    default = table_dir(tmp_path / "root", ident)
+    assert build_command(ident) == "fwgym rl build --split train --variant macro --overwrite"
+    assert build_command(ident, default) == "fwgym rl build --split train --variant macro --overwrite"
+    assert build_command(ident, overwrite=False) == "fwgym rl build --split train --variant macro"
+    assert build_command({**ident, "models": list(EXTENDED_MODELS)}, tmp_path / "x", limit=500) == \
+        f"fwgym rl build --split train --variant macro --pool extended --limit 500 --out {tmp_path / 'x'} --overwrite"
+    assert build_command({**ident, "variant": "sequential", "models": list(NO_TSFM_MODELS)}) == \
+        "fwgym rl build --split train --variant sequential --pool no_tsfm --overwrite"
+    odd = build_command({**ident, "models": ["chronos2"]})
+    assert odd.startswith("fwgym rl build --split train --variant macro --overwrite (its forecast pool ['chronos2'] is "
+                          "none of the command line's pools") and "build_table" in odd
+    assert build_command({**ident, "models": list(PRICED_MODELS)[::-1]}).endswith("build_table(..., env_kwargs={'models': [...]}))")
+
+
 def test_a_missing_table_is_said_once_with_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(tmp_path))
-    with pytest.warns(OutcomeTableHint, match="fwgym rl build --split dev --variant macro"):
+    with pytest.warns(OutcomeTableHint, match="`fwgym rl build --split dev --variant macro` precomputes"):
         venv = gym.make_vec(ID, num_envs=2, split="dev")
     assert venv.table is None
     with warnings.catch_warnings():
@@ -304,10 +326,14 @@ def test_a_table_of_another_format_version_is_stale_and_rebuilt(table_path, tmp_
     shutil.copytree(table_path, old)
     doc = json.loads((old / "manifest.json").read_text())
     (old / "manifest.json").write_text(json.dumps({**doc, "format_version": 1}))
-    with pytest.raises(TableStale, match="format version 1; this fwgym reads version 2; rebuild it: fwgym rl build "
-                                         "--split dev --variant macro --overwrite"):
-        OutcomeTable(old)
     monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(root))
+    with pytest.raises(TableStale, match="format version 1; this fwgym reads version 2; rebuild it: fwgym rl build "
+                                         f"--split dev --variant macro --limit {LIMIT} --overwrite$"):
+        OutcomeTable(old)  # the default table's directory: no --out
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(old, elsewhere)
+    with pytest.raises(TableStale, match=f"--limit {LIMIT} --out {elsewhere} --overwrite$"):
+        OutcomeTable(elsewhere)
     with pytest.warns(OutcomeTableHint, match="format version 1"):
         env = make_rl_env(split="dev", case_ids=ids)
     assert type(env).__name__ == "MacroActionWrapper"

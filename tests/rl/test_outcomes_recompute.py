@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fwgym.rl.outcomes import OutcomeTable, build_table
-from fwgym.rl.outcomes.format import read_arrow, unpack_rows, write_arrow
+from fwgym.rl.outcomes.format import read_arrow, record_fields, unpack_rows, write_arrow
 from fwgym.rl.outcomes.verify import recompute_cases
 
 
@@ -88,6 +88,12 @@ def test_pack_rows_round_trips_and_refuses_malformed_fields():
     for k, v in cols.items():
         assert back[k].dtype == v.dtype and back[k].shape == v.shape and back[k].tobytes() == v.tobytes()
     assert np.shares_memory(back["x"], record)
+    specs = record_fields(fields, record.shape[1])  # the checked specs, in the list's order; unpack_rows takes them too
+    assert list(specs) == [f[0] for f in fields] and specs["m"] == (fields[[f[0] for f in fields].index("m")][1],
+                                                                     np.dtype(np.int32), (2,))
+    assert all(unpack_rows(record, specs)[k].tobytes() == v.tobytes() for k, v in cols.items())
+    with pytest.raises(ValueError, match="outside the 16-byte record"):
+        record_fields(fields, 16)
     for bad in ([["x", 0, "<f8", []], ["y", 4, "<f4", []]],  # overlap
                 [["x", 20, "<f8", []]],  # outside the record
                 [["x", 4, "<f8", []]],  # misaligned

@@ -37,9 +37,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FILES", "TableError", "TableIntegrityError", "TableStale",
+__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FILES", "TableError", "TableIntegrityError", "TableStale", "build_command",
            "file_sha256", "write_arrow", "read_arrow", "write_manifest", "read_manifest", "default_root", "table_dir",
-           "fingerprint_diff", "now", "pack_rows", "unpack_rows"]
+           "fingerprint_diff", "now", "pack_rows", "record_fields", "unpack_rows"]
 
 FORMAT = "fwgym-outcome-table"
 FORMAT_VERSION = 2
@@ -205,10 +205,11 @@ def read_manifest(root: Path) -> dict:
         if doc.get("format") != FORMAT:
             raise ValueError(f"format is {doc.get('format')!r}, expected {FORMAT!r}")
         if doc.get("format_version") != FORMAT_VERSION:
+            ident, build = doc.get("identity"), doc.get("build")
+            limit = build.get("limit") if isinstance(build, dict) else None
             raise TableStale(f"outcome table {root} has format version {doc.get('format_version')!r}; this fwgym reads "
-                             f"version {FORMAT_VERSION}; rebuild it: fwgym rl build --split "
-                             f"{doc.get('identity', {}).get('split', 'SPLIT')} --variant "
-                             f"{doc.get('identity', {}).get('variant', 'macro')} --overwrite")
+                             f"version {FORMAT_VERSION}; rebuild it: "
+                             f"{build_command(ident if isinstance(ident, dict) else {}, root, limit)}")
         for part in ("identity", "fingerprint"):
             if digest(doc[part]) != doc[f"{part}_sha256"]:
                 raise ValueError(f"{part}_sha256 does not match its {part}")
@@ -244,6 +245,32 @@ def table_dir(root: Path, identity: Mapping) -> Path:
     return Path(root) / f"{identity['variant']}-{identity['split']}-{digest(identity)[:16]}"
 
 
+def build_command(identity: Mapping, root: Path | str | None = None, limit: int | None = None, overwrite: bool = True) -> str:
+    """The ``fwgym rl build`` command that (re)builds the table of ``identity`` (a manifest's): split and variant,
+    ``--pool`` when its forecast pool is another of :data:`fwgym.forecasters.registry.POOLS`, ``--limit`` for a
+    partial table, ``--out`` when ``root`` is not the identity's default directory, and ``--overwrite`` (unless
+    ``overwrite`` is false: a table not built yet). A pool the
+    command line cannot name is said (build it with :func:`fwgym.rl.outcomes.build_table`'s ``env_kwargs``)."""
+    from fwgym.forecasters.registry import POOLS
+
+    cmd = f"fwgym rl build --split {identity.get('split', 'SPLIT')} --variant {identity.get('variant', 'macro')}"
+    models = tuple(identity.get("models") or POOLS["protocol"])
+    pool = next((name for name, pool_models in POOLS.items() if tuple(pool_models) == models), None)
+    if pool is not None and pool != "protocol":
+        cmd += f" --pool {pool}"
+    if limit is not None:
+        cmd += f" --limit {int(limit)}"
+    default = default_root()
+    if root is not None and (default is None or "split" not in identity or Path(root) != table_dir(default, identity)):
+        cmd += f" --out {root}"
+    if overwrite:
+        cmd += " --overwrite"
+    if pool is None:
+        cmd += (f" (its forecast pool {list(models)} is none of the command line's pools {list(POOLS)}: build it with "
+                "fwgym.rl.outcomes.build_table(..., env_kwargs={'models': [...]}))")
+    return cmd
+
+
 def pack_rows(columns: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:
     """One packed record per row of ``columns`` (each an array of ``rows`` rows, any fixed shape and non-object
     dtype): ``(record (rows, bytes) uint8, fields)``, ``fields`` one ``[name, byte offset, dtype str, shape]`` per
@@ -277,18 +304,15 @@ def pack_rows(columns: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[list]
     return record, [[name, o, a.dtype.str, list(a.shape[1:])] for (name, a), o in zip(items, offsets)]
 
 
-def unpack_rows(record: np.ndarray, fields: Sequence) -> dict[str, np.ndarray]:
-    """The columns of a packed ``record`` (:func:`pack_rows`) as views of it (read-only when the record is):
-    ``{name: (rows, *shape) array of its dtype}``.
+def record_fields(fields: Sequence, width: int) -> dict[str, tuple[int, np.dtype, tuple[int, ...]]]:
+    """A packed record's field list (:func:`pack_rows`'s ``fields``), checked against a ``width``-byte record:
+    ``{name: (byte offset, dtype, shape)}`` in the list's order.
 
     Raises:
         ValueError: a malformed field list (unknown dtype, object dtype, a field outside the record, overlapping or
             misaligned fields, a repeated name).
     """
-    if record.ndim != 2 or record.dtype != np.uint8:
-        raise ValueError(f"a record is a (rows, bytes) uint8 array, got {record.dtype} {record.shape}")
-    n, width = record.shape
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, tuple[int, np.dtype, tuple[int, ...]]] = {}
     spans = []
     for field in fields:
         try:
@@ -301,12 +325,30 @@ def unpack_rows(record: np.ndarray, fields: Sequence) -> dict[str, np.ndarray]:
         if off < 0 or off + w > width or off % dtype.alignment:
             raise ValueError(f"record field {field!r} is outside the {width}-byte record or misaligned")
         spans.append((off, off + w, name))
-        out[name] = (record[:, off: off + w].view(dtype).reshape(n, *shape) if w else
-                     np.zeros((n, *shape), dtype=dtype))
+        out[name] = (off, dtype, shape)
     end, last = 0, None  # a sweep over the non-empty spans (an empty one between two must not hide their overlap)
     for b0, b1, b in sorted(s for s in spans if s[1] > s[0]):
         if b0 < end:
             raise ValueError(f"record fields {last} and {b} overlap")
         if b1 > end:
             end, last = b1, b
+    return out
+
+
+def unpack_rows(record: np.ndarray, fields: Sequence | Mapping) -> dict[str, np.ndarray]:
+    """The columns of a packed ``record`` (:func:`pack_rows`) as views of it (read-only when the record is):
+    ``{name: (rows, *shape) array of its dtype}``; ``fields`` a field list or :func:`record_fields`' dict.
+
+    Raises:
+        ValueError: a record that is not ``(rows, bytes)`` uint8; a malformed field list (:func:`record_fields`).
+    """
+    if record.ndim != 2 or record.dtype != np.uint8:
+        raise ValueError(f"a record is a (rows, bytes) uint8 array, got {record.dtype} {record.shape}")
+    n, width = record.shape
+    specs = fields if isinstance(fields, Mapping) else record_fields(fields, width)
+    out: dict[str, np.ndarray] = {}
+    for name, (off, dtype, shape) in specs.items():
+        w = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        out[name] = (record[:, off: off + w].view(dtype).reshape(n, *shape) if w else
+                     np.zeros((n, *shape), dtype=dtype))
     return out

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableStale, default_root, fingerprint_diff, read_arrow,
-                                      read_manifest, table_dir, unpack_rows)
+from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableStale, build_command, default_root, fingerprint_diff,
+                                      read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
 from fwgym.rl.outcomes.identity import digest
 
 __all__ = ["OutcomeTable", "open_table", "find_table", "OutcomeTableHint"]
@@ -70,9 +70,8 @@ class OutcomeTable:
                 raise ValueError("the case list does not match the layout")
             if not isinstance(record, np.ndarray) or record.ndim != 2 or record.shape[0] != R:
                 raise ValueError("rows.arrow has no record column of one record per row")
-            rows = unpack_rows(record, layout["record"])  # first: it refuses a malformed field list
-            self.record, self.record_fields = record, {str(f[0]): (int(f[1]), np.dtype(f[2]), tuple(int(d) for d in f[3]))
-                                                       for f in layout["record"]}
+            self.record, self.record_fields = record, record_fields(layout["record"], record.shape[1])
+            rows = unpack_rows(record, self.record_fields)
             want = {"reward": (np.float64, (R,)), "terminated": (np.bool_, (R,)), "truncated": (np.bool_, (R,)),
                     "mask": (np.bool_, (R, E)), "info_pattern": (np.int32, (R,))}
             for k, (dt, shape) in want.items():  # what the build writes (the store reads the pattern field as is)
@@ -112,8 +111,8 @@ class OutcomeTable:
         if digest(fingerprint) != self.manifest["fingerprint_sha256"]:
             diff = fingerprint_diff(self.fingerprint, fingerprint)
             raise TableStale(f"outcome table {self.path} was built by other code, data, prices or forecasters than this "
-                             f"process runs ({'; '.join(diff[:6]) or 'fingerprints differ'}); rebuild it: fwgym rl build "
-                             f"--split {self.identity['split']} --variant {self.identity['variant']} --overwrite")
+                             f"process runs ({'; '.join(diff[:6]) or 'fingerprints differ'}); rebuild it: "
+                             f"{build_command(self.identity, self.path, self.manifest.get('build', {}).get('limit'))}")
         return self
 
     def rows_of(self, slots: np.ndarray, entries: np.ndarray | int) -> np.ndarray:
@@ -169,13 +168,12 @@ def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable |
         return fp
 
     split, variant = identity["split"], identity["variant"]
-    build = f"fwgym rl build --split {split} --variant {variant}"
     if setting != "auto":
         table = open_table(setting).check(identity, current())
         missing = [c for c in case_ids if c not in table.slot]
         if missing:
             raise TableError(f"outcome table {table.path} lacks {len(missing)} of the env's cases (e.g. {missing[:3]}); "
-                             f"build it over the whole split ({build} --out {table.path} --overwrite)")
+                             f"build it over the whole split ({build_command(identity, table.path)})")
         return table
     root = default_root()
     if root is None:
@@ -183,7 +181,8 @@ def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable |
     where = table_dir(root, identity)
     if not (where / MANIFEST).is_file():
         _say_once(("absent", str(where)), f"no outcome table for the {variant} RL env on the {split} split: every (case, "
-                  f"entry) outcome is played through the env the first time it is drawn; `{build}` precomputes them "
+                  f"entry) outcome is played through the env the first time it is drawn; `{build_command(identity, overwrite=False)}` "
+                  "precomputes them "
                   f"once (then the vector env runs at table speed; see docs/rl.md)")
         return None
     try:  # a table of another format version is stale too (read_manifest)
@@ -193,6 +192,6 @@ def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable |
         return None
     if any(c not in table.slot for c in case_ids):
         _say_once(("partial", str(where)), f"outcome table {where} does not hold every case of this env's pool; not "
-                  f"reading it ({build} --overwrite builds the whole split)")
+                  f"reading it ({build_command(identity)} builds the whole split)")
         return None
     return table
