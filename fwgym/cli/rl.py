@@ -73,16 +73,23 @@ def _build(args) -> int:
     if rec.get("skipped"):
         print(f"{args.variant}/{args.split}: the table is built and current ({rec.get('cases')} cases); nothing to do")
         return 0
-    print(f"{args.variant}/{args.split}: {rec['cases']:,} cases x {rec['entries']} entries ({rec['rows']:,} rows) in "
+    if args.limit is not None and args.out is None:
+        print(f"note: a partial table (--limit {args.limit}) in the default table's directory: envs over the whole split "
+              "do not read it (said once, they play live); those whose case pool it holds do")
+    print(f"{args.variant}/{args.split}: {rec['cases']:,} cases x {rec['entries']} entries ({rec['rows']:,} rows: each "
+          f"case's reset and entries, and the empty row) in "
           f"{rec['seconds']:,.0f} s ({rec['cases_per_second']:,.1f} cases/s, {rec['workers']} {rec['backend']} "
           f"worker(s)); {rec['bytes'] / 1e6:,.1f} MB")
     return 0
 
 
-def _status(table) -> str:
-    """``current`` or ``stale (...)`` for the running code."""
+def _status(table, root: Path | None = None) -> str:
+    """``current ...`` or ``stale (...)`` for the running code; with ``root`` (``rl list``), also whether the table
+    is its settings' default table there and whether it holds the whole split (an env reads a default table only
+    when it holds every case of the env's pool)."""
     from fwgym.rl.outcomes import TableStale
     from fwgym.rl.outcomes.build import table_env
+    from fwgym.rl.outcomes.format import table_dir
     from fwgym.rl.outcomes.identity import table_fingerprint
 
     from fwgym.rl.outcomes.verify import table_env_kwargs
@@ -91,11 +98,20 @@ def _status(table) -> str:
     env = table_env(ident["split"], ident["variant"], table_env_kwargs(ident))
     try:
         table.check(ident, table_fingerprint(env, [e.name for e in env.menu], table.features))
+        split_cases = len(env.unwrapped.cases)
     except TableStale as exc:
         return f"stale: {exc}"
     finally:
         env.close()
-    return "current (this code reads it)"
+    status = "current (this code reads it)"
+    if root is None:
+        return status
+    if Path(table.path).resolve() != table_dir(root, ident).resolve():
+        return status[:-1] + "; not its settings' default table: envs read it by path only)"
+    if len(table.case_ids) < split_cases:
+        return status[:-1] + f"; partial: {len(table.case_ids):,} of the split's {split_cases:,} cases: an env reads it only "\
+                             "when its case pool is among them)"
+    return status
 
 
 def _verify(args) -> int:
@@ -153,7 +169,8 @@ def _list(args) -> int:
     for d in dirs:
         try:
             t = OutcomeTable(d)
-            print(f"{d.name}: {len(t.case_ids):,} cases, {t.manifest['build'].get('bytes', 0) / 1e6:,.1f} MB; {_status(t)}")
+            print(f"{d.name}: {len(t.case_ids):,} cases, {t.manifest['build'].get('bytes', 0) / 1e6:,.1f} MB; "
+                  f"{_status(t, Path(root))}")
         except TableError as exc:
             print(f"{d.name}: unreadable ({exc})")
     return 0

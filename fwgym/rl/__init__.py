@@ -6,12 +6,12 @@ the native vector env, for stable-baselines3 and rl_zoo3.
 vector env of ``FWBench-RL-Macro-v0``, loaded on first use); :class:`SB3VecEnv` (a Gymnasium vector env as a
 stable-baselines3 ``VecEnv``, loaded on first use so that ``import fwgym.rl`` needs no stable-baselines3).
 """
-from fwgym.rl.env import make_rl_env
+from fwgym.rl.env import HeldOutSplitWarning, make_rl_env
 from fwgym.rl.features import FEATURE_NAMES, N_FEATURES, FeatureObservation, feature_index
 from fwgym.rl.macro import SEQUENTIAL_MENU, SINGLE_MENU, MacroActionWrapper, SequentialMacroWrapper
 
 __all__ = ["FEATURE_NAMES", "N_FEATURES", "FeatureObservation", "feature_index", "SINGLE_MENU", "SEQUENTIAL_MENU",
-           "MacroActionWrapper", "SequentialMacroWrapper", "make_rl_env", "MacroVectorEnv", "SB3VecEnv"]
+           "MacroActionWrapper", "SequentialMacroWrapper", "make_rl_env", "HeldOutSplitWarning", "MacroVectorEnv", "SB3VecEnv"]
 
 
 def __getattr__(name):

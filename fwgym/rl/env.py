@@ -39,6 +39,7 @@ Scripts that use subprocess vector envs need an ``if __name__ == "__main__":`` g
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -47,9 +48,17 @@ from fwgym.domains import DOMAINS, is_domain
 from fwgym.rl.features import FeatureObservation
 from fwgym.rl.macro import MacroActionWrapper
 
-__all__ = ["VARIANTS", "make_rl_env", "resolve_table"]
+__all__ = ["VARIANTS", "HeldOutSplitWarning", "make_rl_env", "resolve_table"]
 
 VARIANTS = ("macro", "sequential", "features")
+#: the splits a policy may be trained and selected on; an RL env on any other (test, sealed) is said once
+TRAINING_SPLITS = ("train", "dev")
+_WARNED_SPLITS: set[str] = set()
+
+
+class HeldOutSplitWarning(UserWarning):
+    """An RL env was made on a held-out split (``test``, ``sealed``): said once per process and split. Train on
+    ``train``, select on ``dev``, and report the held-out split once through ``fwgym evaluate``."""
 
 
 def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead: str | None = None,
@@ -60,7 +69,8 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
     Args:
         domain: ``"all"`` (both domains, each drawn half the time as in ``FWBench-v0``),
             ``"electricity"``, ``"cycle_hire"`` or a sequence of them.
-        split: ``"train"`` (default; train policies here), ``"dev"`` or ``"test"``.
+        split: ``"train"`` (default; train policies here), ``"dev"`` (select them) or a held-out split (``"test"``:
+            said once, :class:`HeldOutSplitWarning`).
         lead: ``None`` (both), ``"day_ahead"`` or ``"week_ahead"``.
         variant: ``"macro"`` (:class:`~fwgym.rl.macro.MacroActionWrapper`, Discrete(12), one step
             per episode), ``"sequential"`` (:class:`~fwgym.rl.macro.SequentialMacroWrapper`,
@@ -111,6 +121,11 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
         wanted = set(env_kwargs.pop("case_ids")) if env_kwargs.get("case_ids") is not None else None
         env_kwargs["case_ids"] = [c.case_id for d in domains if is_domain(d) for c in build_cases(d, split)
                                   if (d != "cycle_hire" or c.series_id in keep) and (wanted is None or c.case_id in wanted)]
+    if split not in TRAINING_SPLITS and split not in _WARNED_SPLITS:
+        _WARNED_SPLITS.add(split)
+        warnings.warn(f"an RL env on the held-out {split!r} split: a policy trained, tuned or selected on it has seen "
+                      f"the cases its {split} figure is computed on (train on 'train', select on 'dev', report {split} "
+                      "once through fwgym evaluate)", HeldOutSplitWarning, stacklevel=2)
     env_kwargs.setdefault("text_observations", False)
     env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)
     if variant == "features":

@@ -65,3 +65,37 @@ def test_verify_recompute_replays_cases_and_catches_a_rehashed_edit(tmp_path, ca
     assert ": reward differ" in got.err and "1 row(s) differ from what the env returns" in got.err, got.err
     assert main(["rl", "verify", str(out), "--recompute", "1"]) in (0, 1)  # a random draw: the seed is printed
     assert "(seed " in capsys.readouterr().out
+
+
+def test_list_says_partial_and_not_default_tables_and_build_refuses_foreign_directories(tmp_path, monkeypatch, capsys):
+    """A partial table in the default directory is said partial (an env over the whole split does not read it); a
+    table elsewhere under the root is said to be read by path only; a build never writes into a non-empty directory
+    that holds no table, nor over a file."""
+    import shutil
+
+    root = tmp_path / "root"
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(root))
+    assert main(["rl", "build", "--split", "dev", "--limit", "2", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "note: a partial table (--limit 2) in the default table's directory" in out
+    assert "(53 rows: each case's reset and entries, and the empty row)" in out  # 4 cases x 13 + 1
+    (default,) = [p for p in root.iterdir()]
+    shutil.copytree(default, root / "copy-elsewhere")
+    assert main(["rl", "list"]) == 0
+    lines = sorted(capsys.readouterr().out.splitlines())
+    assert lines[0].startswith("copy-elsewhere: 4 cases") and "not its settings' default table: envs read it by path " \
+        "only" in lines[0]
+    assert lines[1].startswith(default.name) and "partial: 4 of the split's 911 cases" in lines[1]
+    foreign = tmp_path / "mine"
+    (foreign / "sub").mkdir(parents=True)
+    (foreign / "important.txt").write_text("keep me")
+    for extra in ([], ["--overwrite"]):
+        assert main(["rl", "build", "--split", "dev", "--limit", "1", "--out", str(foreign), "--no-progress", *extra]) == 2
+        assert "non-empty directory that holds no outcome table" in capsys.readouterr().err
+    assert sorted(p.name for p in foreign.iterdir()) == ["important.txt", "sub"]
+    (tmp_path / "afile").write_text("x")
+    assert main(["rl", "build", "--split", "dev", "--limit", "1", "--out", str(tmp_path / "afile"), "--no-progress"]) == 2
+    assert "is a file, not a table directory" in capsys.readouterr().err
+    empty = tmp_path / "empty-dir"
+    empty.mkdir()
+    assert main(["rl", "build", "--split", "dev", "--limit", "1", "--out", str(empty), "--no-progress"]) == 0

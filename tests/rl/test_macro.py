@@ -80,6 +80,28 @@ def test_busiest_station_training_pool():
         make_rl_env(split="test", cycle_hire_stations="some")
 
 
+def test_a_held_out_split_is_said_once(monkeypatch):
+    import warnings
+
+    from fwgym.rl import HeldOutSplitWarning
+    from fwgym.rl import env as env_module
+
+    monkeypatch.setattr(env_module, "_WARNED_SPLITS", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_rl_env(split="train", outcome_table=False)
+        make_rl_env(split="dev", outcome_table=False)
+    with pytest.warns(HeldOutSplitWarning, match="held-out 'test' split.*report test once through fwgym evaluate"):
+        make_rl_env(split="test", outcome_table=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HeldOutSplitWarning)
+        make_rl_env(split="test", outcome_table=False)  # once per process and split
+        from fwgym.rl.outcomes.build import table_env
+
+        monkeypatch.setattr(env_module, "_WARNED_SPLITS", set())
+        table_env("test", "macro").close()  # building a held-out split's table is not training on it
+
+
 def test_masks_offline_default_pool():
     env = MacroActionWrapper(env_for(DAY))
     x, info = env.reset(options={"case_id": DAY})

@@ -118,8 +118,10 @@ def test_a_tampered_table_is_refused(table_path, tmp_path, monkeypatch):
         bad = tmp_path / name.split(".")[0]
         shutil.copytree(table_path, bad)
         (bad / name).write_bytes(edit((bad / name).read_bytes()))
-        with pytest.raises(TableIntegrityError, match=name):
+        with pytest.raises(TableIntegrityError, match=name) as exc:
             OutcomeTable(bad)
+        assert str(exc.value).endswith(f"the command: fwgym rl build --split dev --variant macro --limit {LIMIT} "
+                                       f"--out {bad} --overwrite")
         with pytest.raises(TableIntegrityError):  # given by path, or found as the default table: never silent
             make_rl_env(split="dev", case_ids=open_table(table_path).case_ids, outcome_table=bad)
     doc = json.loads((table_path / "manifest.json").read_text())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
@@ -58,12 +59,14 @@ def _evenly_spaced(cases, limit: int) -> list[str]:
 def table_env(split: str, variant: str, env_kwargs: dict | None = None):
     """The env a table of ``split`` and ``variant`` is played on: :func:`fwgym.rl.make_rl_env` over every case of
     the split (both domains and leads, every station), all features, no table."""
-    from fwgym.rl.env import make_rl_env
+    from fwgym.rl.env import HeldOutSplitWarning, make_rl_env
 
     kw = dict(env_kwargs or {})
     for k in ("domain", "lead", "cycle_hire_stations", "features", "outcome_table", "variant", "split"):
         kw.pop(k, None)
-    return make_rl_env(domain="all", split=split, variant=variant, features="all", outcome_table=False, **kw)
+    with warnings.catch_warnings():  # a table of a held-out split is the evaluator's to build: not a training env
+        warnings.simplefilter("ignore", HeldOutSplitWarning)
+        return make_rl_env(domain="all", split=split, variant=variant, features="all", outcome_table=False, **kw)
 
 
 def play_case(env, case_id: str, n_fixed: int) -> dict:
@@ -155,7 +158,8 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
         the manifest's build record (cases, rows, seconds, cases per second, bytes, workers, backend).
 
     Raises:
-        TableError: bad arguments, or a table / partial build of another fingerprint or case list at ``out``
+        TableError: bad arguments, ``out`` a file or a non-empty directory that holds no table nor partial build
+            (even with ``overwrite``), or a table / partial build of another fingerprint or case list at ``out``
             (without ``overwrite``).
     """
     from fwgym.rl.infos import InfoStore
@@ -186,6 +190,11 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
             raise TableError("no table directory: give out=DIR (--out), or unset FWGYM_OUTCOME_TABLES=off")
         out = table_dir(root, identity)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TableError(f"{out} is a file, not a table directory")
+    if out.is_dir() and not (out / MANIFEST).exists() and not (out / PARTS).exists() and any(out.iterdir()):
+        raise TableError(f"{out} is a non-empty directory that holds no outcome table nor a partial build: give a new or "
+                         "empty directory (a build never writes among, or deletes, other files)")
     E, n = len(menu), len(pool_ids)
     cases_sha = digest(pool_ids)
     key = {"identity_sha256": digest(identity), "fingerprint_sha256": digest(fingerprint), "cases_sha256": cases_sha,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableStale, build_command, default_root, fingerprint_diff,
-                                      read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
+from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableIntegrityError, TableStale, build_command, default_root,
+                                      fingerprint_diff, read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
 from fwgym.rl.outcomes.identity import digest
 
 __all__ = ["OutcomeTable", "open_table", "find_table", "OutcomeTableHint"]
@@ -60,9 +60,14 @@ class OutcomeTable:
         layout = doc["layout"]
         self.menu, self.features = list(layout["menu"]), list(layout["features"])
         self.n_fixed, self.entries = int(layout["n_fixed"]), len(self.menu)
-        cases = read_arrow(self.path / "cases.arrow", doc["files"]["cases.arrow"])
-        record = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"]).get("record")
-        pool = read_arrow(self.path / "pool.arrow", doc["files"]["pool.arrow"])
+        try:
+            cases = read_arrow(self.path / "cases.arrow", doc["files"]["cases.arrow"])
+            record = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"]).get("record")
+            pool = read_arrow(self.path / "pool.arrow", doc["files"]["pool.arrow"])
+        except TableIntegrityError as exc:  # the command that rebuilds this very table
+            build = doc.get("build") if isinstance(doc.get("build"), dict) else {}
+            raise TableIntegrityError(f"{exc}; the command: {build_command(self.identity, self.path, build.get('limit'))}") \
+                from None
         try:
             self.case_ids = list(cases["case_id"])
             n, R, E = len(self.case_ids), int(layout["rows"]), self.entries
