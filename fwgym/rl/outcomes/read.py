@@ -65,9 +65,9 @@ class OutcomeTable:
             record = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"]).get("record")
             pool = read_arrow(self.path / "pool.arrow", doc["files"]["pool.arrow"])
         except TableIntegrityError as exc:  # the command that rebuilds this very table
-            build = doc.get("build") if isinstance(doc.get("build"), dict) else {}
-            raise TableIntegrityError(f"{exc}; the command: {build_command(self.identity, self.path, build.get('limit'))}") \
-                from None
+            build = doc.get("build")
+            limit = build.get("limit") if isinstance(build, dict) else None
+            raise TableIntegrityError(f"{exc}; the command: {build_command(self.identity, self.path, limit)}") from None
         try:
             self.case_ids = list(cases["case_id"])
             n, R, E = len(self.case_ids), int(layout["rows"]), self.entries
