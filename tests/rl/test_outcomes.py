@@ -178,6 +178,9 @@ def test_the_rebuild_command_names_pool_limit_and_directory(tmp_path, monkeypatc
     assert odd.startswith("fwgym rl build --split train --variant macro --overwrite (its forecast pool ['chronos2'] is "
                           "none of the command line's pools") and "build_table" in odd
     assert build_command({**ident, "models": list(PRICED_MODELS)[::-1]}).endswith("build_table(..., env_kwargs={'models': [...]}))")
+    # from a manifest that does not verify (a format-version error is raised before the hashes are checked)
+    assert build_command({"models": 3}, tmp_path / "y", limit="9") == \
+        f"fwgym rl build --split SPLIT --variant macro --out {tmp_path / 'y'} --overwrite"
 
 
 def test_a_missing_table_is_said_once_with_the_command(tmp_path, monkeypatch):

@@ -254,14 +254,16 @@ def build_command(identity: Mapping, root: Path | str | None = None, limit: int 
     from fwgym.forecasters.registry import POOLS
 
     cmd = f"fwgym rl build --split {identity.get('split', 'SPLIT')} --variant {identity.get('variant', 'macro')}"
-    models = tuple(identity.get("models") or POOLS["protocol"])
+    models = identity.get("models")  # read from a manifest that may not verify: never raise here
+    models = tuple(models) if isinstance(models, (list, tuple)) and models else POOLS["protocol"]
     pool = next((name for name, pool_models in POOLS.items() if tuple(pool_models) == models), None)
     if pool is not None and pool != "protocol":
         cmd += f" --pool {pool}"
-    if limit is not None:
-        cmd += f" --limit {int(limit)}"
+    if type(limit) is int:
+        cmd += f" --limit {limit}"
     default = default_root()
-    if root is not None and (default is None or "split" not in identity or Path(root) != table_dir(default, identity)):
+    if root is not None and (default is None or not {"split", "variant"} <= set(identity)
+                             or Path(root) != table_dir(default, identity)):
         cmd += f" --out {root}"
     if overwrite:
         cmd += " --overwrite"
