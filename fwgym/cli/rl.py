@@ -78,7 +78,7 @@ def _build(args) -> int:
               "do not read it (said once, they play live); those whose case pool it holds do")
     print(f"{args.variant}/{args.split}: {rec['cases']:,} cases x {rec['entries']} entries ({rec['rows']:,} rows: each "
           f"case's reset and entries, and the empty row) in "
-          f"{rec['seconds']:,.0f} s ({rec['cases_per_second']:,.1f} cases/s, {rec['workers']} {rec['backend']} "
+          f"{rec['seconds']:,.0f} s ({rec['cases_per_second']:,.1f} cases/s while playing, {rec['workers']} {rec['backend']} "
           f"worker(s)); {rec['bytes'] / 1e6:,.1f} MB")
     return 0
 
