@@ -99,3 +99,13 @@ def test_list_says_partial_and_not_default_tables_and_build_refuses_foreign_dire
     empty = tmp_path / "empty-dir"
     empty.mkdir()
     assert main(["rl", "build", "--split", "dev", "--limit", "1", "--out", str(empty), "--no-progress"]) == 0
+
+
+@pytest.mark.parametrize("pool", ["no_tsfm", "extended"])
+def test_build_pool_is_the_registry_pool(pool, tmp_path, capsys):
+    """``--pool NAME`` builds the table of the registry pool ``POOLS[NAME]`` (its identity's models)."""
+    from fwgym.forecasters.registry import POOLS
+
+    out = tmp_path / pool
+    assert main(["rl", "build", "--split", "dev", "--limit", "1", "--pool", pool, "--out", str(out), "--no-progress"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["identity"]["models"] == list(POOLS[pool])
