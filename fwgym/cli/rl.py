@@ -73,7 +73,7 @@ def _build(args) -> int:
     if rec.get("skipped"):
         print(f"{args.variant}/{args.split}: the table is built and current ({rec.get('cases')} cases); nothing to do")
         return 0
-    if args.limit is not None and args.out is None:
+    if rec.get("partial") and args.out is None:
         print(f"note: a partial table (--limit {args.limit}) in the default table's directory: envs over the whole split "
               "do not read it (said once, they play live); those whose case pool it holds do")
     print(f"{args.variant}/{args.split}: {rec['cases']:,} cases x {rec['entries']} entries ({rec['rows']:,} rows: each "

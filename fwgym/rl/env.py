@@ -39,8 +39,10 @@ Scripts that use subprocess vector envs need an ``if __name__ == "__main__":`` g
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import gymnasium as gym
 
@@ -48,17 +50,29 @@ from fwgym.domains import DOMAINS, is_domain
 from fwgym.rl.features import FeatureObservation
 from fwgym.rl.macro import MacroActionWrapper
 
-__all__ = ["VARIANTS", "HeldOutSplitWarning", "make_rl_env", "resolve_table"]
+__all__ = ["VARIANTS", "HeldOutSplitWarning", "building_tables", "make_rl_env", "resolve_table"]
 
 VARIANTS = ("macro", "sequential", "features")
 #: the splits a policy may be trained and selected on; an RL env on any other (test, sealed) is said once
 TRAINING_SPLITS = ("train", "dev")
 _WARNED_SPLITS: set[str] = set()
+_BUILDING_TABLES = contextvars.ContextVar("fwgym_building_tables", default=False)
 
 
 class HeldOutSplitWarning(UserWarning):
     """An RL env was made on a held-out split (``test``, ``sealed``): said once per process and split. Train on
     ``train``, select on ``dev``, and report the held-out split once through ``fwgym evaluate``."""
+
+
+@contextlib.contextmanager
+def building_tables() -> Iterator[None]:
+    """Within it, RL envs on a held-out split are not said (:class:`HeldOutSplitWarning`) and do not use up the
+    process's one warning: an outcome table of a held-out split is the evaluator's to build, not a training env."""
+    token = _BUILDING_TABLES.set(True)
+    try:
+        yield
+    finally:
+        _BUILDING_TABLES.reset(token)
 
 
 def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead: str | None = None,
@@ -121,13 +135,13 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
         wanted = set(env_kwargs.pop("case_ids")) if env_kwargs.get("case_ids") is not None else None
         env_kwargs["case_ids"] = [c.case_id for d in domains if is_domain(d) for c in build_cases(d, split)
                                   if (d != "cycle_hire" or c.series_id in keep) and (wanted is None or c.case_id in wanted)]
-    if split not in TRAINING_SPLITS and split not in _WARNED_SPLITS:
+    env_kwargs.setdefault("text_observations", False)
+    env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)  # checks the split first
+    if split not in TRAINING_SPLITS and split not in _WARNED_SPLITS and not _BUILDING_TABLES.get():
         _WARNED_SPLITS.add(split)
         warnings.warn(f"an RL env on the held-out {split!r} split: a policy trained, tuned or selected on it has seen "
                       f"the cases its {split} figure is computed on (train on 'train', select on 'dev', report {split} "
                       "once through fwgym evaluate)", HeldOutSplitWarning, stacklevel=2)
-    env_kwargs.setdefault("text_observations", False)
-    env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)
     if variant == "features":
         return FeatureObservation(env, features=features)
     wrapped = MacroActionWrapper(env, variant=variant, features=features)

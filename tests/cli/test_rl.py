@@ -80,6 +80,7 @@ def test_list_says_partial_and_not_default_tables_and_build_refuses_foreign_dire
     assert "note: a partial table (--limit 2) in the default table's directory" in out
     assert "(53 rows: each case's reset and entries, and the empty row)" in out  # 4 cases x 13 + 1
     (default,) = [p for p in root.iterdir()]
+    assert json.loads((default / "manifest.json").read_text())["build"]["partial"] is True
     shutil.copytree(default, root / "copy-elsewhere")
     assert main(["rl", "list"]) == 0
     lines = sorted(capsys.readouterr().out.splitlines())

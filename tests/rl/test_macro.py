@@ -100,6 +100,21 @@ def test_a_held_out_split_is_said_once(monkeypatch):
 
         monkeypatch.setattr(env_module, "_WARNED_SPLITS", set())
         table_env("test", "macro").close()  # building a held-out split's table is not training on it
+        with pytest.raises(ValueError):
+            make_rl_env(split="bogus", outcome_table=False)  # checked before it is said
+
+
+def test_building_a_held_out_table_does_not_silence_a_later_training_env(monkeypatch):
+    """table_env (rl build / rl list / rl verify --recompute) silences the warning for itself only: an RL env made
+    afterwards on the same held-out split in the process is still said."""
+    from fwgym.rl import HeldOutSplitWarning
+    from fwgym.rl import env as env_module
+    from fwgym.rl.outcomes.build import table_env
+
+    monkeypatch.setattr(env_module, "_WARNED_SPLITS", set())
+    table_env("test", "macro").close()
+    with pytest.warns(HeldOutSplitWarning):
+        make_rl_env(split="test", outcome_table=False).close()
 
 
 def test_masks_offline_default_pool():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,7 +138,8 @@ def test_a_stale_or_foreign_table_is_refused(table_path, tmp_path, monkeypatch):
     ids = open_table(table_path).case_ids
     with pytest.raises(TableError, match="other env settings"):  # a table of other settings, given by path
         make_rl_env(split="dev", case_ids=ids, budget=1000, outcome_table=table_path)
-    with pytest.raises(TableError, match="lacks"):  # a pool the table does not hold
+    with pytest.raises(TableError, match=f"lacks .*build it over the whole split \\(fwgym rl build --split dev --variant "
+                                         f"macro --out {re.escape(str(table_path))} --overwrite\\)"):  # a pool it lacks
         make_rl_env(split="dev", outcome_table=table_path)
     # the default table, put where the env looks for it
     root = tmp_path / "root"
@@ -146,11 +148,16 @@ def test_a_stale_or_foreign_table_is_refused(table_path, tmp_path, monkeypatch):
     shutil.copytree(table_path, table_dir(root, identity))
     monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(root))
     assert isinstance(make_rl_env(split="dev", case_ids=ids), TableMacroEnv)
+    with pytest.warns(OutcomeTableHint, match="does not hold every case of this env's pool; not reading it \\(fwgym rl "
+                                              "build --split dev --variant macro --overwrite builds the whole split\\)"):
+        make_rl_env(split="dev")  # the whole split's pool: the partial default table is not read
     code = identity_module.code_digest()
     monkeypatch.setattr(identity_module, "code_digest", lambda: {**code, "sha256": "0" * 64})  # other code
-    with pytest.raises(TableStale, match="code.sha256"):
+    with pytest.raises(TableStale, match=f"code.sha256.*rebuild it: fwgym rl build --split dev --variant macro --limit "
+                                         f"{LIMIT} --out {re.escape(str(table_path))} --overwrite$"):
         make_rl_env(split="dev", case_ids=ids, outcome_table=table_path)
-    with pytest.warns(OutcomeTableHint, match="rebuild it: fwgym rl build --split dev"):
+    with pytest.warns(OutcomeTableHint, match=f"rebuild it: fwgym rl build --split dev --variant macro --limit {LIMIT} "
+                                              "--overwrite. Not reading it"):  # the default directory: no --out
         env = make_rl_env(split="dev", case_ids=ids)
     assert type(env).__name__ == "MacroActionWrapper"  # not read: the env itself
     with warnings.catch_warnings():
@@ -159,25 +166,53 @@ def test_a_stale_or_foreign_table_is_refused(table_path, tmp_path, monkeypatch):
 
 
 def test_the_rebuild_command_names_pool_limit_and_directory(tmp_path, monkeypatch):
-    """The command a stale, partial or missing table's message gives rebuilds that very table: its pool (a pool the
-    command line cannot name is said), its --limit, its directory when not the default one."""
+    """The command a stale, partial or missing table's message gives rebuilds that very table: its pool, its --limit,
+    its directory when not the default one; settings the command line cannot give (a budget, a pool that is none of
+    the registry's) as the build_table call. Each command is run: it finds its own table built (nothing to do)."""
+    import fwgym.rl.outcomes
+    from fwgym.cli import main
     from fwgym.forecasters.registry import EXTENDED_MODELS, NO_TSFM_MODELS, PRICED_MODELS
-    from fwgym.rl.outcomes.format import build_command
+    from fwgym.rl.outcomes.identity import build_command
 
     monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(tmp_path / "root"))
-    ident = {"variant": "macro", "split": "train", "models": list(PRICED_MODELS), "budget": 113726}
-    default = table_dir(tmp_path / "root", ident)
-    assert build_command(ident) == "fwgym rl build --split train --variant macro --overwrite"
-    assert build_command(ident, default) == "fwgym rl build --split train --variant macro --overwrite"
-    assert build_command(ident, overwrite=False) == "fwgym rl build --split train --variant macro"
-    assert build_command({**ident, "models": list(EXTENDED_MODELS)}, tmp_path / "x", limit=500) == \
-        f"fwgym rl build --split train --variant macro --pool extended --limit 500 --out {tmp_path / 'x'} --overwrite"
-    assert build_command({**ident, "variant": "sequential", "models": list(NO_TSFM_MODELS)}) == \
-        "fwgym rl build --split train --variant sequential --pool no_tsfm --overwrite"
-    odd = build_command({**ident, "models": ["chronos2"]})
-    assert odd.startswith("fwgym rl build --split train --variant macro --overwrite (its forecast pool ['chronos2'] is "
-                          "none of the command line's pools") and "build_table" in odd
-    assert build_command({**ident, "models": list(PRICED_MODELS)[::-1]}).endswith("build_table(..., env_kwargs={'models': [...]}))")
+
+    def ident_of(**kw):
+        env = make_rl_env(split="dev", outcome_table=False, **kw)
+        try:
+            return identity_module.table_identity("macro", env)
+        finally:
+            env.close()
+
+    ident = ident_of()
+    assert build_command(ident) == "fwgym rl build --split dev --variant macro --overwrite"
+    assert build_command(ident, table_dir(tmp_path / "root", ident)) == "fwgym rl build --split dev --variant macro --overwrite"
+    assert build_command(ident, overwrite=False) == "fwgym rl build --split dev --variant macro"
+    runs = {"ext": ({"models": list(EXTENDED_MODELS)}, f"fwgym rl build --split dev --variant macro --pool extended "
+                                                       f"--limit 1 --out {tmp_path / 'ext'} --overwrite"),
+            "nt": ({"models": list(NO_TSFM_MODELS)}, f"fwgym rl build --split dev --variant macro --pool no_tsfm --limit 1 "
+                                                     f"--out {tmp_path / 'nt'} --overwrite"),
+            "budget": ({"budget": 50000}, f"fwgym.rl.outcomes.build_table('dev', 'macro', '{tmp_path / 'budget'}', limit=1, "
+                                          "overwrite=True, env_kwargs={'budget': 50000}) (its settings ['budget'] are "
+                                          "not the command line's)"),
+            "odd": ({"models": ["chronos2"]}, None)}
+    for name, (kw, want) in runs.items():
+        build_table("dev", "macro", tmp_path / name, limit=1, progress=False, env_kwargs=kw)
+        cmd = build_command(ident_of(**kw), tmp_path / name, limit=1)
+        assert want is None or cmd == want
+        def key():
+            doc = json.loads((tmp_path / name / "manifest.json").read_text())
+            return doc["identity_sha256"], doc["layout"]["cases_sha256"]
+
+        before = key()
+        shutil.rmtree(tmp_path / name)  # the command must make this very table again, there
+        if cmd.startswith("fwgym rl build"):
+            assert main(cmd.split()[1:] + ["--no-progress"]) == 0
+        else:
+            assert "env_kwargs={'models': ['chronos2']}" in cmd or "budget" in cmd
+            eval(cmd.split(" (its settings")[0], {"fwgym": fwgym})  # noqa: S307 - our own command
+        assert key() == before  # the same settings and cases, at the same place
+    reversed_pool = build_command(ident_of(models=list(PRICED_MODELS)[::-1]))
+    assert reversed_pool.startswith("fwgym.rl.outcomes.build_table('dev', 'macro', None, overwrite=True, env_kwargs=")
     # from a manifest that does not verify (a format-version error is raised before the hashes are checked)
     assert build_command({"models": 3}, tmp_path / "y", limit="9") == \
         f"fwgym rl build --split SPLIT --variant macro --out {tmp_path / 'y'} --overwrite"
@@ -195,6 +230,28 @@ def test_a_missing_table_is_said_once_with_the_command(tmp_path, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert gym.make_vec(ID, num_envs=2, split="dev").table is None
+
+
+def test_a_build_never_deletes_a_foreign_manifest_json(tmp_path):
+    """A directory of other files that happens to hold a manifest.json (a web app, an extension) holds no outcome
+    table: the build refuses it, with --overwrite too, and leaves its files as they were."""
+    foreign = tmp_path / "webapp"
+    foreign.mkdir()
+    (foreign / "manifest.json").write_text(json.dumps({"name": "my app", "version": "1"}))
+    (foreign / "index.html").write_text("<html/>")
+    for overwrite in (False, True):
+        with pytest.raises(TableError, match="holds no outcome table"):
+            build_table("dev", out=foreign, limit=1, overwrite=overwrite, progress=False)
+    assert sorted(p.name for p in foreign.iterdir()) == ["index.html", "manifest.json"]
+    assert json.loads((foreign / "manifest.json").read_text()) == {"name": "my app", "version": "1"}
+    (foreign / "manifest.json").write_text("not json")
+    with pytest.raises(TableError, match="holds no outcome table"):
+        build_table("dev", out=foreign, limit=1, overwrite=True, progress=False)
+    parts_file = tmp_path / "parts-file"
+    parts_file.mkdir()
+    (parts_file / ".parts").write_text("x")
+    with pytest.raises(TableError, match="is a file, not an outcome table's partial build"):
+        build_table("dev", out=parts_file, limit=1, overwrite=True, progress=False)
 
 
 def test_builds_resume_and_processes_give_the_same_table(table_path, tmp_path):
@@ -424,3 +481,17 @@ def test_unpack_rows_refuses_an_overlap_behind_an_empty_field():
         unpack_rows(record, [["a", 0, "nope", []]])
     got = unpack_rows(record, [["a", 0, "<i4", [2]], ["z", 4, "<i4", [0]], ["b", 8, "<i4", []]])  # adjacent, fine
     assert got["a"].shape == (3, 2) and got["z"].shape == (3, 0) and got["b"].shape == (3,)
+
+
+@pytest.mark.parametrize("split,variant", [("dev", "macro"), ("test", "sequential")])
+def test_the_default_identity_is_the_build_envs(split, variant):
+    """``build_command`` compares a table's settings with those ``fwgym rl build`` plays (RL_ENV_SETTINGS: what
+    make_rl_env gives FWBenchEnv): equal to the identity of the env the build really plays."""
+    from fwgym.rl.outcomes.build import table_env
+    from fwgym.rl.outcomes.identity import _default_identity
+
+    env = table_env(split, variant)
+    try:
+        assert json.loads(_default_identity(split, variant)) == identity_module.table_identity(variant, env)
+    finally:
+        env.close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
@@ -56,16 +55,25 @@ def _evenly_spaced(cases, limit: int) -> list[str]:
     return out
 
 
+def _holds_table(out: Path) -> bool:
+    """Whether ``out`` holds an outcome table's manifest (valid JSON naming this format; of any version): a
+    ``manifest.json`` of anything else is another program's file, never replaced."""
+    try:
+        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
+
+
 def table_env(split: str, variant: str, env_kwargs: dict | None = None):
     """The env a table of ``split`` and ``variant`` is played on: :func:`fwgym.rl.make_rl_env` over every case of
     the split (both domains and leads, every station), all features, no table."""
-    from fwgym.rl.env import HeldOutSplitWarning, make_rl_env
+    from fwgym.rl.env import building_tables, make_rl_env
 
     kw = dict(env_kwargs or {})
     for k in ("domain", "lead", "cycle_hire_stations", "features", "outcome_table", "variant", "split"):
         kw.pop(k, None)
-    with warnings.catch_warnings():  # a table of a held-out split is the evaluator's to build: not a training env
-        warnings.simplefilter("ignore", HeldOutSplitWarning)
+    with building_tables():  # a table of a held-out split is the evaluator's to build: not a training env
         return make_rl_env(domain="all", split=split, variant=variant, features="all", outcome_table=False, **kw)
 
 
@@ -192,14 +200,16 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise TableError(f"{out} is a file, not a table directory")
-    if out.is_dir() and not (out / MANIFEST).exists() and not (out / PARTS).exists() and any(out.iterdir()):
+    if (out / PARTS).exists() and not (out / PARTS).is_dir():
+        raise TableError(f"{out / PARTS} is a file, not an outcome table's partial build: give another directory")
+    if out.is_dir() and not _holds_table(out) and not (out / PARTS).is_dir() and any(out.iterdir()):
         raise TableError(f"{out} is a non-empty directory that holds no outcome table nor a partial build: give a new or "
                          "empty directory (a build never writes among, or deletes, other files)")
     E, n = len(menu), len(pool_ids)
     cases_sha = digest(pool_ids)
     key = {"identity_sha256": digest(identity), "fingerprint_sha256": digest(fingerprint), "cases_sha256": cases_sha,
            "chunk_size": chunk_size, "format_version": FORMAT_VERSION}
-    if (out / MANIFEST).exists():
+    if _holds_table(out):
         old = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         same = ("identity_sha256", "fingerprint_sha256", "format_version")
         if {k: old.get(k) for k in same} == {k: key[k] for k in same} \
@@ -299,7 +309,8 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
     }
     seconds = time.perf_counter() - t0
     build = {"created": now(), "fwgym_version": __version__, "cases": n, "rows": R, "entries": E, "workers": workers,
-             "backend": backend, "chunk_size": chunk_size, "limit": limit, "seconds": round(seconds, 1),
+             "backend": backend, "chunk_size": chunk_size, "limit": limit, "partial": n < len(env_cases),
+             "seconds": round(seconds, 1),
              "play_seconds": round(t_play, 1), "assemble_seconds": round(time.perf_counter() - t_asm, 1),
              "cases_per_second": round(n / max(t_play, 1e-9), 1),
              "bytes": sum(f["bytes"] for f in files.values())}

@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FILES", "TableError", "TableIntegrityError", "TableStale", "build_command",
+__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "FILES", "TableError", "TableIntegrityError", "TableStale",
            "file_sha256", "write_arrow", "read_arrow", "write_manifest", "read_manifest", "default_root", "table_dir",
            "fingerprint_diff", "now", "pack_rows", "record_fields", "unpack_rows"]
 
@@ -195,7 +195,7 @@ def read_manifest(root: Path) -> dict:
     Raises:
         TableError: no manifest, or a malformed one.
     """
-    from fwgym.rl.outcomes.identity import digest
+    from fwgym.forecasters.store import fingerprint_digest as digest  # identity.digest's rule
 
     path = root / MANIFEST
     if not path.is_file():
@@ -205,11 +205,8 @@ def read_manifest(root: Path) -> dict:
         if doc.get("format") != FORMAT:
             raise ValueError(f"format is {doc.get('format')!r}, expected {FORMAT!r}")
         if doc.get("format_version") != FORMAT_VERSION:
-            ident, build = doc.get("identity"), doc.get("build")
-            limit = build.get("limit") if isinstance(build, dict) else None
             raise TableStale(f"outcome table {root} has format version {doc.get('format_version')!r}; this fwgym reads "
-                             f"version {FORMAT_VERSION}; rebuild it: "
-                             f"{build_command(ident if isinstance(ident, dict) else {}, root, limit)}")
+                             f"version {FORMAT_VERSION}; rebuild it")  # read.OutcomeTable adds the command
         for part in ("identity", "fingerprint"):
             if digest(doc[part]) != doc[f"{part}_sha256"]:
                 raise ValueError(f"{part}_sha256 does not match its {part}")
@@ -240,37 +237,9 @@ def default_root() -> Path | None:
 
 def table_dir(root: Path, identity: Mapping) -> Path:
     """The default directory of the table of ``identity`` under ``root``: ``<variant>-<split>-<sha256[:16]>``."""
-    from fwgym.rl.outcomes.identity import digest
+    from fwgym.forecasters.store import fingerprint_digest as digest  # identity.digest's rule
 
     return Path(root) / f"{identity['variant']}-{identity['split']}-{digest(identity)[:16]}"
-
-
-def build_command(identity: Mapping, root: Path | str | None = None, limit: int | None = None, overwrite: bool = True) -> str:
-    """The ``fwgym rl build`` command that (re)builds the table of ``identity`` (a manifest's): split and variant,
-    ``--pool`` when its forecast pool is another of :data:`fwgym.forecasters.registry.POOLS`, ``--limit`` for a
-    partial table, ``--out`` when ``root`` is not the identity's default directory, and ``--overwrite`` (unless
-    ``overwrite`` is false: a table not built yet). A pool the
-    command line cannot name is said (build it with :func:`fwgym.rl.outcomes.build_table`'s ``env_kwargs``)."""
-    from fwgym.forecasters.registry import POOLS
-
-    cmd = f"fwgym rl build --split {identity.get('split', 'SPLIT')} --variant {identity.get('variant', 'macro')}"
-    models = identity.get("models")  # read from a manifest that may not verify: never raise here
-    models = tuple(models) if isinstance(models, (list, tuple)) and models else POOLS["protocol"]
-    pool = next((name for name, pool_models in POOLS.items() if tuple(pool_models) == models), None)
-    if pool is not None and pool != "protocol":
-        cmd += f" --pool {pool}"
-    if type(limit) is int:
-        cmd += f" --limit {limit}"
-    default = default_root()
-    if root is not None and (default is None or not {"split", "variant"} <= set(identity)
-                             or Path(root) != table_dir(default, identity)):
-        cmd += f" --out {root}"
-    if overwrite:
-        cmd += " --overwrite"
-    if pool is None:
-        cmd += (f" (its forecast pool {list(models)} is none of the command line's pools {list(POOLS)}: build it with "
-                "fwgym.rl.outcomes.build_table(..., env_kwargs={'models': [...]}))")
-    return cmd
 
 
 def pack_rows(columns: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[list]]:

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import platform
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from fwgym.forecasters.base import package_versions
 
-__all__ = ["CODE_ROOMS", "RL_MODULES", "ROOT_MODULES", "table_identity", "table_fingerprint", "code_digest", "digest"]
+__all__ = ["RL_ENV_SETTINGS", "build_command", "CODE_ROOMS", "RL_MODULES", "ROOT_MODULES", "table_identity", "table_fingerprint", "code_digest", "digest"]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 #: the package rooms whose source an RL episode runs (a change in any of their files makes a table stale)
@@ -90,6 +91,65 @@ def table_identity(variant: str, env) -> dict:
             "forecast_timeout": inner.forecast_timeout, "scenarios": bool(inner.scenarios),
             "scenario_seed": int(inner.scenario_seed), "credit_weight": float(inner.credit_weight),
             "text_observations": bool(inner.text_observations)}
+
+
+#: the outcome-relevant settings :func:`fwgym.rl.make_rl_env` gives :class:`~fwgym.envs.fwbench.FWBenchEnv` other
+#: than its own defaults (tested equal to the identity of the env ``fwgym rl build`` plays)
+RL_ENV_SETTINGS: dict[str, Any] = {"reward": "dense", "text_observations": False}
+
+
+@lru_cache(maxsize=8)
+def _default_identity(split: str, variant: str) -> str:
+    """The identity (canonical JSON) of the table ``fwgym rl build --split split --variant variant`` builds: that
+    of the inner env of :func:`fwgym.rl.make_rl_env` with no settings."""
+    from fwgym.domains import DOMAINS
+    from fwgym.envs.fwbench import FWBenchEnv
+
+    env = FWBenchEnv(domain=tuple(DOMAINS), split=split, **RL_ENV_SETTINGS)
+    try:
+        return json.dumps(table_identity(variant, env), sort_keys=True)
+    finally:
+        env.close()
+
+
+def build_command(identity: Mapping, root: Path | str | None = None, limit: int | None = None,
+                  overwrite: bool = True) -> str:
+    """The command that (re)builds the table of ``identity`` (a manifest's or an env's,
+    :func:`~fwgym.rl.outcomes.identity.table_identity`) at ``root`` (``None``: its default directory).
+
+    ``fwgym rl build --split S --variant V`` with ``--pool`` when its forecast pool is another of
+    :data:`fwgym.forecasters.registry.POOLS`, ``--limit`` for a partial table, ``--out`` when ``root`` is not the
+    identity's default directory, and ``--overwrite`` (unless ``overwrite`` is false: a table not built yet). When
+    the identity has settings the command line cannot give (a budget, tools, reward ... other than the defaults, a
+    pool that is none of the registry's), the :func:`~fwgym.rl.outcomes.build.build_table` call with those ``env_kwargs`` instead. Never
+    raises (the identity may come from a manifest that does not verify)."""
+    from fwgym.forecasters.registry import POOLS
+    from fwgym.rl.outcomes.format import default_root, table_dir
+
+    split, variant = identity.get("split", "SPLIT"), identity.get("variant", "macro")
+    limit = limit if type(limit) is int else None
+    try:
+        default = json.loads(_default_identity(split, variant))
+    except Exception:  # noqa: BLE001 - an unknown split or variant (a malformed manifest): no settings to compare
+        default = None
+    other = {k: v for k, v in identity.items() if default is not None and k not in ("variant", "split")
+             and k in default and v != default[k]}
+    models = other.get("models")
+    pool = None if models is None else next((n for n, m in POOLS.items() if isinstance(models, (list, tuple))
+                                             and list(m) == list(models)), "")
+    default_root_ = default_root()
+    here = None if root is None or (default_root_ is not None and {"split", "variant"} <= set(identity)
+                                    and Path(root) == table_dir(default_root_, identity)) else str(root)
+    if set(other) - {"models"} or pool == "":
+        args = [repr(split), repr(variant), repr(here)] + ([f"limit={limit}"] if limit is not None else []) + \
+            (["overwrite=True"] if overwrite else []) + [f"env_kwargs={other!r}"]
+        return (f"fwgym.rl.outcomes.build_table({', '.join(args)}) (its settings {sorted(other)} are not the command "
+                "line's)")
+    cmd = f"fwgym rl build --split {split} --variant {variant}"
+    cmd += f" --pool {pool}" if pool else ""
+    cmd += f" --limit {limit}" if limit is not None else ""
+    cmd += f" --out {here}" if here is not None else ""
+    return cmd + (" --overwrite" if overwrite else "")
 
 
 def table_fingerprint(env, menu: list[str], features: list[str]) -> dict:

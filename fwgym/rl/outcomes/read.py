@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableIntegrityError, TableStale, build_command, default_root,
-                                      fingerprint_diff, read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
-from fwgym.rl.outcomes.identity import digest
+from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableIntegrityError, TableStale, default_root, fingerprint_diff,
+                                      read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
+from fwgym.rl.outcomes.identity import build_command, digest
 
 __all__ = ["OutcomeTable", "open_table", "find_table", "OutcomeTableHint"]
 
@@ -27,6 +27,20 @@ _SAID: set = set()
 
 class OutcomeTableHint(UserWarning):
     """Said once per process and table identity: no outcome table, or a stale one, so the env plays outcomes live."""
+
+
+def _command_of(path: Path) -> str:
+    """:func:`~fwgym.rl.outcomes.build.build_command` of the table at ``path`` from its manifest as it is (one that
+    may not verify)."""
+    import json
+
+    try:
+        doc = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = {}
+    doc = doc if isinstance(doc, dict) else {}
+    ident, build = doc.get("identity"), doc.get("build")
+    return build_command(ident if isinstance(ident, dict) else {}, path, build.get("limit") if isinstance(build, dict) else None)
 
 
 class OutcomeTable:
@@ -54,7 +68,10 @@ class OutcomeTable:
         from fwgym.rl.infos_export import load_store
 
         self.path = Path(path)
-        self.manifest = doc = read_manifest(self.path)
+        try:
+            self.manifest = doc = read_manifest(self.path)
+        except TableStale as exc:  # another format version: the command that rebuilds this very table
+            raise TableStale(f"{exc}: {_command_of(self.path)}") from None
         self.digest = hashlib.sha256((self.path / MANIFEST).read_bytes()).hexdigest()
         self.identity, self.fingerprint = doc["identity"], doc["fingerprint"]
         layout = doc["layout"]
@@ -65,9 +82,7 @@ class OutcomeTable:
             record = read_arrow(self.path / "rows.arrow", doc["files"]["rows.arrow"]).get("record")
             pool = read_arrow(self.path / "pool.arrow", doc["files"]["pool.arrow"])
         except TableIntegrityError as exc:  # the command that rebuilds this very table
-            build = doc.get("build")
-            limit = build.get("limit") if isinstance(build, dict) else None
-            raise TableIntegrityError(f"{exc}; the command: {build_command(self.identity, self.path, limit)}") from None
+            raise TableIntegrityError(f"{exc}; the command: {_command_of(self.path)}") from None
         try:
             self.case_ids = list(cases["case_id"])
             n, R, E = len(self.case_ids), int(layout["rows"]), self.entries
