@@ -55,14 +55,14 @@ def _evenly_spaced(cases, limit: int) -> list[str]:
     return out
 
 
-def _holds_table(out: Path) -> bool:
-    """Whether ``out`` holds an outcome table's manifest (valid JSON naming this format; of any version): a
+def _table_manifest(out: Path) -> dict | None:
+    """The outcome table manifest at ``out`` (valid JSON naming this format; of any version), or ``None``: a
     ``manifest.json`` of anything else is another program's file, never replaced."""
     try:
         doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("format") == FORMAT
+        return None
+    return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 
 
 def table_env(split: str, variant: str, env_kwargs: dict | None = None):
@@ -202,15 +202,15 @@ def build_table(split: str = "train", variant: str = "macro", out: str | Path | 
         raise TableError(f"{out} is a file, not a table directory")
     if (out / PARTS).exists() and not (out / PARTS).is_dir():
         raise TableError(f"{out / PARTS} is a file, not an outcome table's partial build: give another directory")
-    if out.is_dir() and not _holds_table(out) and not (out / PARTS).is_dir() and any(out.iterdir()):
+    old = _table_manifest(out)
+    if out.is_dir() and old is None and not (out / PARTS).is_dir() and any(out.iterdir()):
         raise TableError(f"{out} is a non-empty directory that holds no outcome table nor a partial build: give a new or "
                          "empty directory (a build never writes among, or deletes, other files)")
     E, n = len(menu), len(pool_ids)
     cases_sha = digest(pool_ids)
     key = {"identity_sha256": digest(identity), "fingerprint_sha256": digest(fingerprint), "cases_sha256": cases_sha,
            "chunk_size": chunk_size, "format_version": FORMAT_VERSION}
-    if _holds_table(out):
-        old = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    if old is not None:
         same = ("identity_sha256", "fingerprint_sha256", "format_version")
         if {k: old.get(k) for k in same} == {k: key[k] for k in same} \
                 and old.get("layout", {}).get("cases_sha256") == cases_sha and not overwrite:
