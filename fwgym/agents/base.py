@@ -80,7 +80,6 @@ import hashlib
 import inspect
 import json
 import math
-import warnings
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
@@ -91,6 +90,7 @@ from fwgym.agents.resources import RESOURCE_KEYS, EpisodeMeter
 from fwgym.errors import AGENT_ERROR_PREFIX, DataIntegrityError, HarnessError
 from fwgym.jsonl import to_jsonable
 from fwgym.validation import is_int, is_number
+from fwgym.warn import warn_user
 
 #: the keys of ``agent.episode_stats()`` stored in records (fwgym.evaluation.records.AccountingFields)
 EPISODE_STATS_KEYS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "failed_tokens", "model_turns", "requests",
@@ -327,8 +327,8 @@ def _episode_stats(agent: Any) -> dict:
     try:
         stats = stats_fn()
     except Exception as exc:  # noqa: BLE001 - accounting must not lose a scored episode
-        warnings.warn(f"{agent_name(agent)}.episode_stats() raised {type(exc).__name__}: {exc}; stats not recorded",
-                      RuntimeWarning, stacklevel=3)
+        warn_user(f"{agent_name(agent)}.episode_stats() raised {type(exc).__name__}: {exc}; stats not recorded",
+                  RuntimeWarning)
         return out
     if not isinstance(stats, Mapping):
         return out
@@ -377,11 +377,10 @@ def _finish(env: gym.Env, agent: Any, outcome: dict, episode_id: str | None, tot
         try:
             end(copy.deepcopy(record))
         except HarnessError as exc:  # e.g. the trace could not be written: the score stands, the trace is lost
-            warnings.warn(f"{record['policy']} on {record['case_id']}: end_episode failed: {exc}", RuntimeWarning,
-                          stacklevel=3)
+            warn_user(f"{record['policy']} on {record['case_id']}: end_episode failed: {exc}", RuntimeWarning)
         except Exception as exc:  # noqa: BLE001
-            warnings.warn(f"{record['policy']} on {record['case_id']}: end_episode raised {type(exc).__name__}: {exc}",
-                          RuntimeWarning, stacklevel=3)
+            warn_user(f"{record['policy']} on {record['case_id']}: end_episode raised {type(exc).__name__}: {exc}",
+                      RuntimeWarning)
     return EpisodeResult(record=record, total_reward=total, steps=steps, actions=actions)
 
 

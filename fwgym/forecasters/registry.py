@@ -151,12 +151,11 @@ def register_forecaster(name: str, factory: Callable[[], QuantileForecaster], ta
     if reference is not None:
         _HOSTING[name] = {"reference": reference}
     elif isolated is None:
-        import warnings
+        from fwgym.warn import warn_user
 
-        warnings.warn(f"plug-in forecaster {name!r} runs in this process: a worker process cannot make its factory "
+        warn_user(f"plug-in forecaster {name!r} runs in this process: a worker process cannot make its factory "
                       f"{factory!r:.80} (a lambda, a local function or __main__'s code); give a module-level function "
-                      "or class to run it isolated, or pass isolated=False for code you trust", RuntimeWarning,
-                      stacklevel=2)
+                      "or class to run it isolated, or pass isolated=False for code you trust", RuntimeWarning)
     return spec
 
 

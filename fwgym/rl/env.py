@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import warnings
 from typing import Any, Iterator, Sequence
 
 import gymnasium as gym
@@ -49,6 +48,7 @@ import gymnasium as gym
 from fwgym.domains import DOMAINS, is_domain
 from fwgym.rl.features import FeatureObservation
 from fwgym.rl.macro import MacroActionWrapper
+from fwgym.warn import warn_user
 
 __all__ = ["VARIANTS", "HeldOutSplitWarning", "building_tables", "make_rl_env", "resolve_table"]
 
@@ -139,9 +139,9 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
     env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)  # checks the split first
     if split not in TRAINING_SPLITS and split not in _WARNED_SPLITS and not _BUILDING_TABLES.get():
         _WARNED_SPLITS.add(split)
-        warnings.warn(f"an RL env on the held-out {split!r} split: a policy trained, tuned or selected on it has seen "
+        warn_user(f"an RL env on the held-out {split!r} split: a policy trained, tuned or selected on it has seen "
                       f"the cases its {split} figure is computed on (train on 'train', select on 'dev', report {split} "
-                      "once through fwgym evaluate)", HeldOutSplitWarning, stacklevel=2)
+                      "once through fwgym evaluate)", HeldOutSplitWarning)
     if variant == "features":
         return FeatureObservation(env, features=features)
     wrapped = MacroActionWrapper(env, variant=variant, features=features)

@@ -265,12 +265,12 @@ class ForecastStore:
         raise StoreAuditError(m.tampered)
 
     def _refuse(self, forecaster: QuantileForecaster, exc: StoreError) -> None:
-        import warnings
+        from fwgym.warn import warn_user
 
         with self._lock:
             self._verified[forecaster] = False
             self._refusals[forecaster.name] = self._refusals.get(forecaster.name, 0) + 1
-        warnings.warn(f"{exc}; its {forecaster.name} forecasts are computed live", RuntimeWarning, stacklevel=3)
+        warn_user(f"{exc}; its {forecaster.name} forecasts are computed live", RuntimeWarning)
 
     def get_many(self, forecaster: QuantileForecaster,
                  requests: Iterable[tuple[str, np.ndarray, int, int]]) -> list[np.ndarray | None]:

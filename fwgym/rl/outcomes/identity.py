@@ -33,7 +33,7 @@ CODE_ROOMS = ("core", "context", "data", "domains", "envs", "forecasters", "tool
 RL_MODULES = ("rl/env.py", "rl/features.py", "rl/macro.py", "rl/tracker.py")
 #: package-root modules an episode imports
 ROOT_MODULES = ("__init__.py", "errors.py", "validation.py", "version.py", "jsonl.py", "traces.py", "ray_session.py",
-                "suites.py")
+                "suites.py", "warn.py")
 _SUFFIXES = (".py", ".json")
 
 

@@ -9,7 +9,6 @@ naming the fields). :func:`open_table` checks a directory once per process.
 from __future__ import annotations
 
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableIntegrityError, TableStale, default_root, fingerprint_diff,
                                       read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
 from fwgym.rl.outcomes.identity import build_command, digest
+from fwgym.warn import warn_user
 
 __all__ = ["OutcomeTable", "open_table", "find_table", "OutcomeTableHint"]
 
@@ -157,7 +157,7 @@ def open_table(path: str | Path) -> OutcomeTable:
 def _say_once(key, message: str) -> None:
     if key not in _SAID:
         _SAID.add(key)
-        warnings.warn(message, OutcomeTableHint, stacklevel=4)
+        warn_user(message, OutcomeTableHint)
 
 
 def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable | None:
