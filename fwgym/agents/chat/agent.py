@@ -45,7 +45,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from typing import Any, Mapping
 
 from fwgym.agents.chat.direct import TEMPERATURE, TrajectoryError, batch_sizes, cik_timestamps, parse_trajectory
@@ -56,6 +55,7 @@ from fwgym.agents.chat.traces import (MAX_TRACE_CHARS, add_record, append_jsonl,
 from fwgym.errors import HarnessError
 from fwgym.traces import Trace
 from fwgym.validation import check_int
+from fwgym.warn import warn_user
 
 #: failed attempts listed per episode (:meth:`ChatAgent.count_failed_attempt`; more are counted, not listed)
 MAX_FAILED_ATTEMPTS = 100
@@ -463,9 +463,9 @@ def note_served_model(agent: Any, stats: dict, served: Any) -> None:
         if key in _WARNED_MODELS:
             return
         _WARNED_MODELS.add(key)
-    warnings.warn(f"{type(agent).__name__}: the server answered a request for model {requested!r} with a reply of model "
-                  f"{served[:200]!r}; recorded per episode (served_model): the row may not measure {requested!r}",
-                  RuntimeWarning, stacklevel=3)
+    warn_user(f"{type(agent).__name__}: the server answered a request for model {requested!r} with a reply of model "
+              f"{served[:200]!r}; recorded per episode (served_model): the row may not measure {requested!r}",
+              RuntimeWarning)
 
 
 __all__ = ["ChatAgent", "ContextExhausted", "HarnessError", "ABANDON_STATUSES"]

@@ -23,9 +23,10 @@ plug-in of the same name.
 from __future__ import annotations
 
 import importlib
-import warnings
 from importlib.metadata import entry_points
 from types import ModuleType
+
+from fwgym.warn import warn_user
 
 KIND_MODULES: tuple[str, ...] = (
     "fwgym.cli.agent_kinds.openai",
@@ -56,8 +57,7 @@ def agent_kinds() -> dict[str, ModuleType]:
             continue
         missing = [a for a in INTERFACE if not hasattr(mod, a)]
         if missing:
-            warnings.warn(f"agent kind plug-in {ep.name!r} ({ep.value}) skipped: it does not define {missing}",
-                          stacklevel=2)
+            warn_user(f"agent kind plug-in {ep.name!r} ({ep.value}) skipped: it does not define {missing}")
             continue
         kinds.setdefault(mod.KIND, mod)
     return kinds
