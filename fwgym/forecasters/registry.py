@@ -154,8 +154,8 @@ def register_forecaster(name: str, factory: Callable[[], QuantileForecaster], ta
         from fwgym.warn import warn_user
 
         warn_user(f"plug-in forecaster {name!r} runs in this process: a worker process cannot make its factory "
-                      f"{factory!r:.80} (a lambda, a local function or __main__'s code); give a module-level function "
-                      "or class to run it isolated, or pass isolated=False for code you trust", RuntimeWarning)
+                  f"{factory!r:.80} (a lambda, a local function or __main__'s code); give a module-level function "
+                  "or class to run it isolated, or pass isolated=False for code you trust", RuntimeWarning)
     return spec
 
 
