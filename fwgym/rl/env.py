@@ -138,10 +138,10 @@ def make_rl_env(domain: str | Sequence[str] = "all", split: str = "train", lead:
     env_kwargs.setdefault("text_observations", False)
     env = FWBenchEnv(domain=domains, split=split, lead=lead, reward=reward, **env_kwargs)  # checks the split first
     if split not in TRAINING_SPLITS and split not in _WARNED_SPLITS and not _BUILDING_TABLES.get():
-        _WARNED_SPLITS.add(split)
         warn_user(f"an RL env on the held-out {split!r} split: a policy trained, tuned or selected on it has seen "
-                      f"the cases its {split} figure is computed on (train on 'train', select on 'dev', report {split} "
-                      "once through fwgym evaluate)", HeldOutSplitWarning)
+                  f"the cases its {split} figure is computed on (train on 'train', select on 'dev', report {split} "
+                  "once through fwgym evaluate)", HeldOutSplitWarning)
+        _WARNED_SPLITS.add(split)  # after: a filter that turns it into an error raises every time
     if variant == "features":
         return FeatureObservation(env, features=features)
     wrapped = MacroActionWrapper(env, variant=variant, features=features)

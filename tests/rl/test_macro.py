@@ -104,6 +104,24 @@ def test_a_held_out_split_is_said_once(monkeypatch):
             make_rl_env(split="bogus", outcome_table=False)  # checked before it is said
 
 
+def test_a_held_out_split_warning_turned_into_an_error_raises_every_time(monkeypatch):
+    """``simplefilter("error", HeldOutSplitWarning)`` (or pytest's ``-W error::...``) refuses every held-out RL env of
+    the process, not only the first (the split is noted as said after the warning)."""
+    import warnings
+
+    from fwgym.rl import HeldOutSplitWarning
+    from fwgym.rl import env as env_module
+
+    monkeypatch.setattr(env_module, "_WARNED_SPLITS", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HeldOutSplitWarning)
+        for _ in range(2):
+            with pytest.raises(HeldOutSplitWarning):
+                make_rl_env(split="test", outcome_table=False)
+    with pytest.warns(HeldOutSplitWarning):
+        make_rl_env(split="test", outcome_table=False).close()
+
+
 def test_building_a_held_out_table_does_not_silence_a_later_training_env(monkeypatch):
     """table_env (rl build / rl list / rl verify --recompute) silences the warning for itself only: an RL env made
     afterwards on the same held-out split in the process is still said."""

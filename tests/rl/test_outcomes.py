@@ -232,6 +232,34 @@ def test_a_missing_table_is_said_once_with_the_command(tmp_path, monkeypatch):
         assert gym.make_vec(ID, num_envs=2, split="dev").table is None
 
 
+def test_a_held_out_split_without_a_table_is_not_told_to_build_one(tmp_path, monkeypatch):
+    """On test the hint says the outcomes are played through the env, without the advice to precompute them for
+    speed (the HeldOutSplitWarning beside it says not to train there)."""
+    from fwgym.rl import HeldOutSplitWarning
+
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(tmp_path))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        gym.make_vec(ID, num_envs=2, split="test").close()
+    hints = [str(w.message) for w in said if w.category is OutcomeTableHint]
+    assert hints == ["no outcome table for the macro RL env on the test split: every (case, entry) outcome is played "
+                     "through the env the first time it is drawn; the test split is for reporting a policy once "
+                     "(fwgym evaluate), not for training on it"]
+    assert [w.category for w in said if w.category is HeldOutSplitWarning] in ([], [HeldOutSplitWarning])
+
+
+def test_a_hint_turned_into_an_error_raises_every_time(tmp_path, monkeypatch):
+    """A filter that makes the hint an error raises at each env: the hint is noted as said only once it was said."""
+    monkeypatch.setenv("FWGYM_OUTCOME_TABLES", str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutcomeTableHint)
+        for _ in range(2):
+            with pytest.raises(OutcomeTableHint, match="no outcome table"):
+                gym.make_vec(ID, num_envs=2, split="dev")
+    with pytest.warns(OutcomeTableHint):  # and is said, once, when the filter is gone
+        gym.make_vec(ID, num_envs=2, split="dev")
+
+
 def test_a_build_never_deletes_a_foreign_manifest_json(tmp_path):
     """A directory of other files that happens to hold a manifest.json (a web app, an extension) holds no outcome
     table: the build refuses it, with --overwrite too, and leaves its files as they were."""

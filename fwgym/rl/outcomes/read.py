@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fwgym.core.cases import DEV_SPLIT, TRAIN_SPLIT
 from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableIntegrityError, TableStale, default_root, fingerprint_diff,
                                       read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
 from fwgym.rl.outcomes.identity import build_command, digest
@@ -156,8 +157,8 @@ def open_table(path: str | Path) -> OutcomeTable:
 
 def _say_once(key, message: str) -> None:
     if key not in _SAID:
-        _SAID.add(key)
         warn_user(message, OutcomeTableHint)
+        _SAID.add(key)  # after: a filter that turns it into an error raises every time
 
 
 def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable | None:
@@ -200,10 +201,14 @@ def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable |
         return None
     where = table_dir(root, identity)
     if not (where / MANIFEST).is_file():
-        _say_once(("absent", str(where)), f"no outcome table for the {variant} RL env on the {split} split: every (case, "
-                  f"entry) outcome is played through the env the first time it is drawn; `{build_command(identity, overwrite=False)}` "
-                  "precomputes them "
-                  f"once (then the vector env runs at table speed; see docs/rl.md)")
+        said = f"no outcome table for the {variant} RL env on the {split} split: every (case, entry) outcome is played " \
+               "through the env the first time it is drawn; "
+        if split in (TRAIN_SPLIT, DEV_SPLIT):
+            said += f"`{build_command(identity, overwrite=False)}` precomputes them once (then the vector env runs at " \
+                    "table speed; see docs/rl.md)"
+        else:  # no advice to train faster on a held-out split
+            said += f"the {split} split is for reporting a policy once (fwgym evaluate), not for training on it"
+        _say_once(("absent", str(where)), said)
         return None
     try:  # a table of another format version is stale too (read_manifest)
         table = open_table(where).check(identity, current())
