@@ -1,7 +1,7 @@
 """The default RL recipe's speed: the native macro vector env on the train split's outcome table next to Gymnasium's
 CartPoleVectorEnv, and PPO (SB3) on it next to PPO on CartPole with the same settings; the sequential variant.
 
-Run from the repository root (the train table first: ``fwgym rl build --split train --workers 2``, 8-9 min on 2 cores, 934 MB)::
+Run from the repository root (the train table first: ``fwgym rl build --split train --workers 2``, 6-9 min on 2 cores, 934 MB)::
 
     python benchmarks/bench_vector.py            # ~5 min on 2 cores
     python benchmarks/bench_vector.py --quick    # smoke test (~1.5 min; quick figures are not the targets')
