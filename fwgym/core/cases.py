@@ -43,7 +43,7 @@ from fwgym.core.series import Series, datetime_to_hour, hour_to_iso, load_series
 from fwgym.domains import DOMAINS, Domain, domain_of_prefix, get_domain
 from fwgym.domains.spec import CohortDates
 
-__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT",
+__all__ = ["HISTORY_HOURS", "GAP_HOURS", "LEADS", "HORIZONS", "TRAIN_SPLIT", "DEV_SPLIT", "TEST_SPLIT", "TRAINING_SPLITS",
            "SEALED_SPLIT", "SPLITS",
            "CHART_HISTORY_HOURS", "SPLIT_DOC", "split_doc", "target_start_hour", "Case", "CaseSummary", "make_case_id",
            "parse_case_id", "case_quality", "eval_series", "busiest_stations", "build_cases", "get_case"]
@@ -55,6 +55,8 @@ LEADS: dict[str, int] = {"day_ahead": 1, "week_ahead": 7}
 HORIZONS: dict[str, int] = {lead: 24 * days + GAP_HOURS + 1 + TARGET_HOURS - 1 for lead, days in LEADS.items()}
 TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT = "train", "dev", "test", "sealed"
 SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT, TEST_SPLIT, SEALED_SPLIT)
+#: the splits a policy may be trained and selected on; the others are held out (reported once, through fwgym evaluate)
+TRAINING_SPLITS: tuple[str, ...] = (TRAIN_SPLIT, DEV_SPLIT)
 #: hours of visible history an episode chart shows by default (one week of the 336 visible)
 CHART_HISTORY_HOURS = 168
 

@@ -45,6 +45,7 @@ from typing import Any, Iterator, Sequence
 
 import gymnasium as gym
 
+from fwgym.core.cases import TRAINING_SPLITS
 from fwgym.domains import DOMAINS, is_domain
 from fwgym.rl.features import FeatureObservation
 from fwgym.rl.macro import MacroActionWrapper
@@ -53,8 +54,6 @@ from fwgym.warn import warn_user
 __all__ = ["VARIANTS", "HeldOutSplitWarning", "building_tables", "make_rl_env", "resolve_table"]
 
 VARIANTS = ("macro", "sequential", "features")
-#: the splits a policy may be trained and selected on; an RL env on any other (test, sealed) is said once
-TRAINING_SPLITS = ("train", "dev")
 _WARNED_SPLITS: set[str] = set()
 _BUILDING_TABLES = contextvars.ContextVar("fwgym_building_tables", default=False)
 

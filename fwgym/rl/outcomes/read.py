@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fwgym.core.cases import DEV_SPLIT, TRAIN_SPLIT
+from fwgym.core.cases import TRAINING_SPLITS
 from fwgym.rl.outcomes.format import (MANIFEST, TableError, TableIntegrityError, TableStale, default_root, fingerprint_diff,
                                       read_arrow, read_manifest, record_fields, table_dir, unpack_rows)
 from fwgym.rl.outcomes.identity import build_command, digest
@@ -203,7 +203,7 @@ def find_table(setting, identity: dict, fingerprint, case_ids) -> OutcomeTable |
     if not (where / MANIFEST).is_file():
         said = f"no outcome table for the {variant} RL env on the {split} split: every (case, entry) outcome is played " \
                "through the env the first time it is drawn; "
-        if split in (TRAIN_SPLIT, DEV_SPLIT):
+        if split in TRAINING_SPLITS:
             said += f"`{build_command(identity, overwrite=False)}` precomputes them once (then the vector env runs at " \
                     "table speed; see docs/rl.md)"
         else:  # no advice to train faster on a held-out split
